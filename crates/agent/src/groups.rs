@@ -1,0 +1,305 @@
+//! Process groups and their cumulative counters across process churn.
+//!
+//! A group's total is the sum over its live processes plus the last-seen
+//! values of every process that has left it since tracking began:
+//!
+//! ```text
+//!   sample k:    live {A: 3s, B: 1s}            departed 0     → 4s
+//!   sample k+1:  live {A: 4s, C: 0.5s}          departed B=1s  → 5.5s
+//! ```
+//!
+//! A process is identified by its PID *and* its start time, so a reused PID
+//! is a new process and the old one departs. What a process burns between
+//! its last sample and its exit is lost; the background sampler keeps that
+//! window short. This module is pure bookkeeping: samples come in from
+//! [`crate::scan`], so it is tested with synthetic sequences.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::api::{GroupCounters, MatchMode};
+use crate::procfs::IoCounters;
+
+/// At most this many groups are tracked; past it, the group requested least
+/// recently is forgotten (its departed history with it). This bounds the
+/// agent's memory and scan work whatever clients ask.
+pub const MAX_GROUPS: usize = 128;
+
+/// One matching process as read from /proc at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcSample {
+    pub pid: u32,
+    /// Start time after boot, in ticks: with `pid`, the process's identity.
+    pub starttime: u64,
+    /// In clock ticks, all threads of the process included.
+    pub utime: u64,
+    pub stime: u64,
+    pub threads: u32,
+    /// None when /proc/PID/io could not be read (another user's process).
+    pub io: Option<IoCounters>,
+}
+
+/// What names a group: a name and how it matches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupKey {
+    pub mode: MatchMode,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ProcId {
+    pid: u32,
+    starttime: u64,
+}
+
+/// The counters of one group.
+#[derive(Debug, Default)]
+pub struct Group {
+    /// The last values seen for each live process.
+    live: HashMap<ProcId, ProcSample>,
+    departed_utime: u64,
+    departed_stime: u64,
+    departed_io: IoCounters,
+    departed: u32,
+}
+
+impl Group {
+    /// Replaces the live set with `samples`; processes no longer present
+    /// move their last-seen values into the departed totals.
+    pub fn update(&mut self, samples: Vec<ProcSample>) {
+        let mut next = HashMap::with_capacity(samples.len());
+        for mut sample in samples {
+            let id = ProcId {
+                pid: sample.pid,
+                starttime: sample.starttime,
+            };
+            if let Some(old) = self.live.remove(&id) {
+                // Per-process counters only grow; guard against a reading
+                // that is momentarily lower, and keep the last readable io
+                // should the file become unreadable (e.g. after a setuid exec).
+                sample.utime = sample.utime.max(old.utime);
+                sample.stime = sample.stime.max(old.stime);
+                sample.io = match (sample.io, old.io) {
+                    (Some(new), Some(old)) => Some(max_io(&new, &old)),
+                    (new, old) => new.or(old),
+                };
+            }
+            next.insert(id, sample);
+        }
+        for (_, gone) in self.live.drain() {
+            self.departed_utime += gone.utime;
+            self.departed_stime += gone.stime;
+            if let Some(io) = &gone.io {
+                self.departed_io.add(io);
+            }
+            self.departed += 1;
+        }
+        self.live = next;
+    }
+
+    /// The group's cumulative counters, CPU times converted with `clk_tck`.
+    pub fn counters(&self, clk_tck: u64) -> GroupCounters {
+        let mut utime = self.departed_utime;
+        let mut stime = self.departed_stime;
+        let mut io = Some(self.departed_io);
+        let mut threads = 0u32;
+        for p in self.live.values() {
+            utime += p.utime;
+            stime += p.stime;
+            threads = threads.saturating_add(p.threads);
+            io = match (io, &p.io) {
+                (Some(mut sum), Some(one)) => {
+                    sum.add(one);
+                    Some(sum)
+                }
+                // A partial sum would look like a drop once the unreadable
+                // process exits; say "unknown" instead.
+                _ => None,
+            };
+        }
+        let ticks = clk_tck.max(1) as f64;
+        GroupCounters {
+            cpu_s: (utime + stime) as f64 / ticks,
+            utime_s: utime as f64 / ticks,
+            stime_s: stime as f64 / ticks,
+            read_bytes: io.map(|io| io.read_bytes),
+            write_bytes: io.map(|io| io.write_bytes),
+            rchar: io.map(|io| io.rchar),
+            wchar: io.map(|io| io.wchar),
+            processes: self.live.len() as u32,
+            threads,
+            departed: self.departed,
+        }
+    }
+}
+
+fn max_io(a: &IoCounters, b: &IoCounters) -> IoCounters {
+    IoCounters {
+        rchar: a.rchar.max(b.rchar),
+        wchar: a.wchar.max(b.wchar),
+        read_bytes: a.read_bytes.max(b.read_bytes),
+        write_bytes: a.write_bytes.max(b.write_bytes),
+    }
+}
+
+/// Every tracked group, with the recency used to evict.
+#[derive(Debug, Default)]
+pub struct Registry {
+    groups: HashMap<GroupKey, Tracked>,
+    requests: u64,
+}
+
+#[derive(Debug, Default)]
+struct Tracked {
+    group: Group,
+    last_requested: u64,
+}
+
+impl Registry {
+    /// Starts tracking `keys` (if not yet tracked) and marks them requested.
+    pub fn touch(&mut self, keys: &[GroupKey]) {
+        self.requests += 1;
+        for key in keys {
+            if !self.groups.contains_key(key) && self.groups.len() >= MAX_GROUPS {
+                self.evict_one(keys);
+            }
+            let tracked = self.groups.entry(key.clone()).or_default();
+            tracked.last_requested = self.requests;
+        }
+    }
+
+    fn evict_one(&mut self, keep: &[GroupKey]) {
+        let oldest = self
+            .groups
+            .iter()
+            .filter(|(k, _)| !keep.contains(k))
+            .min_by_key(|(_, t)| t.last_requested)
+            .map(|(k, _)| k.clone());
+        if let Some(key) = oldest {
+            self.groups.remove(&key);
+        }
+    }
+
+    pub fn keys(&self) -> Vec<GroupKey> {
+        self.groups.keys().cloned().collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Feeds one scan's samples; a tracked group absent from `samples` has
+    /// no live process.
+    pub fn update(&mut self, mut samples: HashMap<GroupKey, Vec<ProcSample>>) {
+        for (key, tracked) in &mut self.groups {
+            tracked
+                .group
+                .update(samples.remove(key).unwrap_or_default());
+        }
+    }
+
+    /// The counters of `names` under `mode`, zeros for an untracked name.
+    pub fn counters(
+        &self,
+        names: &[String],
+        mode: MatchMode,
+        clk_tck: u64,
+    ) -> BTreeMap<String, GroupCounters> {
+        names
+            .iter()
+            .map(|name| {
+                let key = GroupKey {
+                    mode,
+                    name: name.clone(),
+                };
+                let counters = match self.groups.get(&key) {
+                    Some(t) => t.group.counters(clk_tck),
+                    None => Group::default().counters(clk_tck),
+                };
+                (name.clone(), counters)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pid: u32, starttime: u64, utime: u64, stime: u64) -> ProcSample {
+        ProcSample {
+            pid,
+            starttime,
+            utime,
+            stime,
+            threads: 2,
+            io: Some(IoCounters {
+                rchar: utime,
+                wchar: 0,
+                read_bytes: 0,
+                write_bytes: stime,
+            }),
+        }
+    }
+
+    #[test]
+    fn totals_survive_processes_leaving() {
+        let mut g = Group::default();
+        g.update(vec![p(1, 10, 300, 0), p(2, 10, 100, 0)]);
+        assert_eq!(g.counters(100).cpu_s, 4.0);
+        g.update(vec![p(1, 10, 400, 0), p(3, 20, 50, 0)]);
+        let c = g.counters(100);
+        assert_eq!(c.cpu_s, 5.5);
+        assert_eq!((c.processes, c.threads, c.departed), (2, 4, 1));
+        assert_eq!(c.rchar, Some(550));
+        g.update(vec![]);
+        let c = g.counters(100);
+        assert_eq!((c.cpu_s, c.processes, c.departed), (5.5, 0, 3));
+    }
+
+    #[test]
+    fn a_reused_pid_is_a_new_process() {
+        let mut g = Group::default();
+        g.update(vec![p(7, 100, 200, 100)]);
+        g.update(vec![p(7, 900, 10, 0)]);
+        let c = g.counters(100);
+        assert_eq!((c.utime_s, c.stime_s, c.cpu_s), (2.1, 1.0, 3.1));
+        assert_eq!(c.departed, 1);
+        assert_eq!(c.write_bytes, Some(100));
+    }
+
+    #[test]
+    fn unreadable_io_is_null_while_live_and_never_lowers_totals() {
+        let mut g = Group::default();
+        let mut hidden = p(2, 1, 5, 5);
+        hidden.io = None;
+        g.update(vec![p(1, 1, 5, 5), hidden.clone()]);
+        assert_eq!(g.counters(100).read_bytes, None);
+        g.update(vec![p(1, 1, 6, 6)]);
+        assert_eq!(g.counters(100).wchar, Some(0));
+        assert_eq!(g.counters(100).write_bytes, Some(6));
+        // A reading that is lower than the last one does not lower the sum.
+        g.update(vec![p(1, 1, 1, 1)]);
+        assert_eq!(g.counters(100).cpu_s, 0.22);
+    }
+
+    #[test]
+    fn registry_answers_zeros_for_unknown_and_evicts_the_least_recent() {
+        let key = |n: usize| GroupKey {
+            mode: MatchMode::Comm,
+            name: format!("g{n}"),
+        };
+        let mut r = Registry::default();
+        for n in 0..MAX_GROUPS {
+            r.touch(&[key(n)]);
+        }
+        r.touch(&[key(0)]);
+        r.touch(&[key(MAX_GROUPS)]);
+        let keys = r.keys();
+        assert_eq!(keys.len(), MAX_GROUPS);
+        assert!(keys.contains(&key(0)));
+        assert!(!keys.contains(&key(1)));
+        let c = r.counters(&["nobody".to_string()], MatchMode::Comm, 100);
+        assert_eq!(c["nobody"].processes, 0);
+        assert_eq!(c["nobody"].read_bytes, Some(0));
+    }
+}

@@ -1,0 +1,164 @@
+//! Runs one load level: N closed-loop users spread over one shard per core,
+//! a warm-up, the measured window, and a stop that ends the level on time
+//! however the server behaves.
+
+mod shard;
+mod user;
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+
+use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
+use crate::protocol::{HttpTransport, TargetError};
+use crate::scenario::Scenario;
+
+use shard::{run_shard, ShardPlan};
+use user::Shared;
+
+/// One closed-workload load level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelPlan {
+    /// 1-based index of the level in its run.
+    pub index: u32,
+    pub users: u32,
+    pub warmup: Duration,
+    /// Measured time after the warm-up.
+    pub duration: Duration,
+}
+
+/// The warm-up a level gets when none is given: long enough for users
+/// started over one think time to be in their steady rhythm.
+pub fn default_warmup(scenario: &Scenario) -> Duration {
+    let twice_think = scenario.think_time.mean() * 2;
+    twice_think.clamp(Duration::from_secs(3), Duration::from_secs(30))
+}
+
+/// Asks a running level (and the run around it) to stop early. Cloning
+/// shares the signal.
+#[derive(Clone)]
+pub struct StopSignal(Arc<watch::Sender<bool>>);
+
+impl Default for StopSignal {
+    fn default() -> Self {
+        StopSignal(Arc::new(watch::channel(false).0))
+    }
+}
+
+impl StopSignal {
+    pub fn stop(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    fn subscribe(&self) -> watch::Receiver<bool> {
+        self.0.subscribe()
+    }
+}
+
+/// A finished level: what was planned and what was measured.
+#[derive(Debug, Clone)]
+pub struct LevelRun {
+    pub plan: LevelPlan,
+    pub started_at: SystemTime,
+    pub totals: LevelTotals,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The OS would not give us threads or a runtime.
+    #[error("cannot start the load generator: {0}")]
+    Start(String),
+}
+
+/// Checks that the target accepts connections, before any level runs.
+pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
+    let transport = HttpTransport::new(scenario)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| EngineError::Start(e.to_string()))?;
+    runtime.block_on(transport.probe())?;
+    Ok(())
+}
+
+/// Runs `plan` to its end (or until `stop`), feeding every tick to `sinks`.
+pub fn run_level(
+    scenario: &Arc<Scenario>,
+    plan: &LevelPlan,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<LevelRun, EngineError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shards = cores.clamp(1, plan.users.max(1) as usize);
+    let transports = (0..shards)
+        .map(|_| HttpTransport::new(scenario))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
+        scenario
+            .feeders
+            .iter()
+            .map(|_| AtomicUsize::new(0))
+            .collect(),
+    );
+
+    let started_at = SystemTime::now();
+    // Shards start a moment from now, all on the same clock.
+    let start = Instant::now() + Duration::from_millis(20);
+    let deadline = start + plan.warmup + plan.duration;
+    let (tx, rx) = mpsc::channel();
+    let info = LevelInfo {
+        index: plan.index,
+        users: plan.users,
+        warmup: plan.warmup,
+        duration: plan.duration,
+    };
+    let collector = Collector::new(
+        shards,
+        scenario.requests.len(),
+        start,
+        plan.warmup,
+        deadline,
+    );
+    let seed = fastrand::u64(..);
+    let totals = std::thread::scope(|scope| -> Result<LevelTotals, EngineError> {
+        for (index, transport) in transports.into_iter().enumerate() {
+            // Users are dealt round-robin, so shard sizes differ by one at most.
+            let users =
+                plan.users / shards as u32 + u32::from((index as u32) < plan.users % shards as u32);
+            let shard_plan = ShardPlan {
+                index,
+                users,
+                start,
+                deadline,
+                seed: seed.wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
+            };
+            let shared = Shared {
+                scenario: scenario.clone(),
+                transport,
+                feeder_cursors: cursors.clone(),
+            };
+            let tx = tx.clone();
+            let stop = stop.subscribe();
+            std::thread::Builder::new()
+                .name(format!("autoperf-shard-{index}"))
+                .spawn_scoped(scope, move || run_shard(shard_plan, shared, tx, stop))
+                .map_err(|e| EngineError::Start(e.to_string()))?;
+        }
+        drop(tx);
+        Ok(collector.run(&info, rx, sinks))
+    })?;
+    Ok(LevelRun {
+        plan: plan.clone(),
+        started_at,
+        totals,
+    })
+}

@@ -1,0 +1,120 @@
+//! A shard: one OS thread with its own single-threaded runtime, its users
+//! and its recorder. Nothing on the hot path is shared with other shards;
+//! once a second the shard hands its interval statistics to the collector.
+//!
+//! ```text
+//!  start        +1s          +2s               deadline
+//!    |-----------|------------|------ … ---------|
+//!      seq 0        seq 1                 last (partial) interval, `last = true`
+//! ```
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::task::LocalSet;
+
+use super::user::{run_user, Shared};
+use crate::measure::{IntervalStats, Snapshot};
+use crate::protocol::Transport;
+
+pub struct ShardPlan {
+    pub index: usize,
+    pub users: u32,
+    pub start: Instant,
+    pub deadline: Instant,
+    pub seed: u64,
+}
+
+const TICK: Duration = Duration::from_secs(1);
+
+pub fn run_shard<T: Transport>(
+    plan: ShardPlan,
+    shared: Shared<T>,
+    snapshots: Sender<Snapshot>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(_) => {
+            // Without a runtime the shard can only report an empty interval.
+            let _ = snapshots.send(Snapshot::empty(plan.index, 0, true, &shared));
+            return;
+        }
+    };
+    let requests = shared.scenario.requests.len();
+    let shared = Rc::new(shared);
+    let recorder = Rc::new(RefCell::new(IntervalStats::new(requests)));
+    let local = LocalSet::new();
+    local.block_on(&runtime, async {
+        let mut seeds = fastrand::Rng::with_seed(plan.seed);
+        for _ in 0..plan.users {
+            let rng = fastrand::Rng::with_seed(seeds.u64(..));
+            tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng));
+        }
+        let start = tokio::time::Instant::from_std(plan.start);
+        let deadline = tokio::time::Instant::from_std(plan.deadline);
+        let mut ticker = tokio::time::interval_at(start + TICK, TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let send = |seq: u64, last: bool| {
+            let stats =
+                std::mem::replace(&mut *recorder.borrow_mut(), IntervalStats::new(requests));
+            let _ = snapshots.send(Snapshot {
+                shard: plan.index,
+                seq,
+                last,
+                at: Instant::now(),
+                stats,
+                active_users: plan.users,
+            });
+        };
+        loop {
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(deadline) => {
+                    // The deadline's interval: the one it falls in (or ends).
+                    let span = (deadline - start).as_secs_f64();
+                    send((span.ceil() as u64).saturating_sub(1), true);
+                    break;
+                }
+                _ = stopped(&mut stop) => {
+                    let span = start.elapsed().as_secs_f64();
+                    send(span.floor() as u64, true);
+                    break;
+                }
+                at = ticker.tick() => {
+                    let seq = ((at - start).as_secs_f64().round() as u64).saturating_sub(1);
+                    send(seq, false);
+                }
+            }
+        }
+    });
+    // Dropping the LocalSet drops every user mid-flight: in-flight requests
+    // at the deadline are neither waited for nor counted.
+    drop(local);
+}
+
+/// Resolves once a stop is asked for; never when the signal is gone.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|stopped| *stopped).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+impl Snapshot {
+    fn empty<T: Transport>(shard: usize, seq: u64, last: bool, shared: &Shared<T>) -> Snapshot {
+        Snapshot {
+            shard,
+            seq,
+            last,
+            at: Instant::now(),
+            stats: IntervalStats::new(shared.scenario.requests.len()),
+            active_users: 0,
+        }
+    }
+}

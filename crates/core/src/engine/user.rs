@@ -1,0 +1,178 @@
+//! One closed-loop virtual user: walk the CBMG — send, wait for the whole
+//! response, think, pick the next request — until the shard drops it.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::measure::IntervalStats;
+use crate::protocol::Transport;
+use crate::scenario::template::Bindings;
+use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, Scenario, VarId};
+
+/// After a failed connect the user waits at least this long, so a dead
+/// target with zero think time does not turn the generator into a spin loop.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Data shared by every user of a level.
+pub struct Shared<T> {
+    pub scenario: Arc<Scenario>,
+    pub transport: T,
+    /// Next row of each feeder, shared by all users so rows go round in order.
+    pub feeder_cursors: Arc<Vec<AtomicUsize>>,
+}
+
+pub async fn run_user<T: Transport>(
+    shared: Rc<Shared<T>>,
+    recorder: Rc<RefCell<IntervalStats>>,
+    mut rng: fastrand::Rng,
+) {
+    let scenario = &*shared.scenario;
+    let mut session = shared.transport.new_session();
+    let mut vars: Vec<Vec<u8>> = vec![Vec::new(); scenario.variables.len()];
+    let mut rows: Vec<Option<usize>> = vec![None; scenario.feeders.len()];
+    let mut body = Vec::new();
+
+    // Users start spread over one think time, so they do not all fire at
+    // t = 0 and stay in lockstep. This first pause is not measured.
+    let first = initial_think(scenario, &mut rng);
+    tokio::time::sleep(first).await;
+
+    loop {
+        recorder.borrow_mut().sessions += 1;
+        vars.iter_mut().for_each(Vec::clear);
+        let mut current = scenario.session.start();
+        loop {
+            let request = scenario.request(current);
+            rows.iter_mut().for_each(|r| *r = None);
+            let mut bindings = UserBindings {
+                rng: &mut rng,
+                vars: &vars,
+                feeders: &scenario.feeders,
+                cursors: &shared.feeder_cursors,
+                rows: &mut rows,
+            };
+            let wants_body = !request.extracts.is_empty();
+            let outcome = shared
+                .transport
+                .call(
+                    &mut session,
+                    current,
+                    &mut bindings,
+                    wants_body.then_some(&mut body),
+                )
+                .await;
+            let connect_failed = {
+                let mut rec = recorder.borrow_mut();
+                if let Some(c) = outcome.connect_time {
+                    rec.connect.add(c);
+                }
+                let stats = &mut rec.per_request[current.index()];
+                match outcome.result {
+                    Ok(_) => {
+                        stats.record_response(outcome.response_time);
+                        false
+                    }
+                    Err(kind) => {
+                        stats.record_error(kind, outcome.response_time);
+                        outcome.response_time.is_zero()
+                    }
+                }
+            };
+            if wants_body && outcome.result.is_ok() {
+                extract(request, &body, &mut vars);
+            }
+
+            let think = scenario.think_time.sample(rng.f64());
+            let think = if connect_failed {
+                think.max(CONNECT_BACKOFF)
+            } else {
+                think
+            };
+            if !think.is_zero() {
+                let begin = Instant::now();
+                let intended = tokio::time::Instant::from_std(begin + think);
+                tokio::time::sleep_until(intended).await;
+                let woke = Instant::now();
+                let mut rec = recorder.borrow_mut();
+                rec.think.add(woke - begin);
+                let late = woke.saturating_duration_since(begin + think);
+                let _ = rec
+                    .timer_lateness
+                    .record(crate::measure::stats::nanos(late));
+            } else {
+                recorder.borrow_mut().think.add(Duration::ZERO);
+                // Let the other users of this shard run.
+                tokio::task::yield_now().await;
+            }
+
+            match scenario.session.next(current, rng.f64()) {
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+    }
+}
+
+fn initial_think(scenario: &Scenario, rng: &mut fastrand::Rng) -> Duration {
+    use crate::scenario::ThinkTime;
+    match scenario.think_time {
+        ThinkTime::Constant(d) => d.mul_f64(rng.f64()),
+        other => other.sample(rng.f64()),
+    }
+}
+
+/// Binds values extracted from `body` to the user's variables.
+fn extract(request: &Request, body: &[u8], vars: &mut [Vec<u8>]) {
+    let mut json: Option<Option<serde_json::Value>> = None;
+    for ex in &request.extracts {
+        let value: Option<Vec<u8>> = match &ex.from {
+            ExtractFrom::Regex(re) => re
+                .captures(body)
+                .and_then(|c| c.get(1).or_else(|| c.get(0)).map(|m| m.as_bytes().to_vec())),
+            ExtractFrom::JsonPointer(pointer) => {
+                let doc = json.get_or_insert_with(|| serde_json::from_slice(body).ok());
+                doc.as_ref()
+                    .and_then(|d| d.pointer(pointer))
+                    .map(|v| match v {
+                        serde_json::Value::String(s) => s.as_bytes().to_vec(),
+                        other => other.to_string().into_bytes(),
+                    })
+            }
+        };
+        if let Some(v) = value {
+            vars[ex.var.index()] = v;
+        }
+    }
+}
+
+/// What templates see of one user while its request is being rendered.
+struct UserBindings<'a> {
+    rng: &'a mut fastrand::Rng,
+    vars: &'a [Vec<u8>],
+    feeders: &'a [Feeder],
+    cursors: &'a [AtomicUsize],
+    /// Row chosen for each feeder in this rendering: every column of one
+    /// feeder in one request comes from the same row.
+    rows: &'a mut [Option<usize>],
+}
+
+impl Bindings for UserBindings<'_> {
+    fn random(&mut self, lo: i64, hi: i64) -> i64 {
+        self.rng.i64(lo..=hi)
+    }
+
+    fn column(&mut self, feeder: FeederId, column: usize) -> &[u8] {
+        let f = &self.feeders[feeder.index()];
+        let cursor = &self.cursors[feeder.index()];
+        let row = *self.rows[feeder.index()]
+            .get_or_insert_with(|| cursor.fetch_add(1, Ordering::Relaxed) % f.rows.len());
+        f.rows[row][column].as_bytes()
+    }
+
+    fn var(&self, var: VarId) -> &[u8] {
+        &self.vars[var.index()]
+    }
+}

@@ -1,0 +1,205 @@
+//! Merges the shards' interval snapshots into one tick per second for the
+//! whole generator, hands each tick to the sinks (live view, time series,
+//! controller) and sums the ticks after warm-up into the level's totals.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use super::stats::IntervalStats;
+use super::Snapshot;
+
+/// One second of the whole generator.
+#[derive(Debug, Clone)]
+pub struct Tick {
+    /// Interval index from the level's start: covers [seq s, seq+1 s).
+    pub seq: u64,
+    /// Length of the interval (shorter for the last one).
+    pub length: Duration,
+    /// Inside the warm-up, so excluded from the level's figures.
+    pub warmup: bool,
+    pub stats: IntervalStats,
+    pub active_users: u32,
+}
+
+/// What the sinks know of the level a tick belongs to.
+#[derive(Debug, Clone)]
+pub struct LevelInfo {
+    /// 1-based index of the level in the run.
+    pub index: u32,
+    pub users: u32,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+/// A consumer of ticks: the live view, the time-series file, a controller.
+pub trait TickSink {
+    fn on_tick(&mut self, level: &LevelInfo, tick: &Tick);
+}
+
+/// The level's totals after warm-up.
+#[derive(Debug, Clone)]
+pub struct LevelTotals {
+    pub stats: IntervalStats,
+    /// Length of the measured window (after warm-up, up to the end).
+    pub measured: Duration,
+    /// Per-tick throughput of the measured window, for steady-state checks.
+    pub throughput_series: Vec<f64>,
+    /// CPU time the generator process used during the measured window.
+    pub client_cpu: Duration,
+    /// The level ended before its planned duration (stop requested).
+    pub interrupted: bool,
+    /// The measured window on the monotonic clock (to match agent readings).
+    pub measure_start: Instant,
+    pub measure_end: Instant,
+}
+
+pub struct Collector {
+    shards: usize,
+    start: Instant,
+    deadline: Instant,
+    warmup_ticks: u64,
+    requests: usize,
+}
+
+struct Pending {
+    reported: usize,
+    stats: IntervalStats,
+    active_users: u32,
+    end: Instant,
+}
+
+impl Collector {
+    /// `warmup` is rounded up to whole ticks, so a tick is either all
+    /// warm-up or all measured.
+    pub fn new(
+        shards: usize,
+        requests: usize,
+        start: Instant,
+        warmup: Duration,
+        deadline: Instant,
+    ) -> Collector {
+        Collector {
+            shards,
+            start,
+            deadline,
+            warmup_ticks: warmup.as_secs() + u64::from(warmup.subsec_nanos() > 0),
+            requests,
+        }
+    }
+
+    pub fn measure_start(&self) -> Instant {
+        self.start + Duration::from_secs(self.warmup_ticks)
+    }
+
+    /// Receives until every shard has sent its last snapshot.
+    pub fn run(
+        self,
+        level: &LevelInfo,
+        snapshots: Receiver<Snapshot>,
+        sinks: &mut [&mut dyn TickSink],
+    ) -> LevelTotals {
+        let measure_start = self.measure_start();
+        let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
+        let mut finished = 0usize;
+        let mut totals = IntervalStats::new(self.requests);
+        let mut series = Vec::new();
+        let mut cpu_at_start: Option<Duration> = None;
+        let mut end = self.start;
+        let mut emit = |seq: u64, p: Pending, sinks: &mut [&mut dyn TickSink]| {
+            let begin = self.start + Duration::from_secs(seq);
+            let length = p
+                .end
+                .min(begin + Duration::from_secs(1))
+                .saturating_duration_since(begin);
+            let tick = Tick {
+                seq,
+                length,
+                warmup: seq < self.warmup_ticks,
+                stats: p.stats,
+                active_users: p.active_users,
+            };
+            if !tick.warmup {
+                totals.merge(&tick.stats);
+                if length >= Duration::from_millis(500) {
+                    series.push(tick.stats.total().requests as f64 / length.as_secs_f64());
+                }
+            }
+            for sink in sinks.iter_mut() {
+                sink.on_tick(level, &tick);
+            }
+        };
+        while finished < self.shards {
+            if cpu_at_start.is_none() && Instant::now() >= measure_start {
+                cpu_at_start = Some(process_cpu_time());
+            }
+            let wait = if cpu_at_start.is_none() {
+                measure_start
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(250))
+            } else {
+                Duration::from_millis(250)
+            };
+            let snap = match snapshots.recv_timeout(wait) {
+                Ok(s) => s,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if snap.last {
+                finished += 1;
+                end = end.max(snap.at.min(self.deadline));
+            }
+            let interval_end = if snap.last {
+                snap.at.min(self.deadline)
+            } else {
+                self.start + Duration::from_secs(snap.seq + 1)
+            };
+            let entry = pending.entry(snap.seq).or_insert_with(|| Pending {
+                reported: 0,
+                stats: IntervalStats::new(self.requests),
+                active_users: 0,
+                end: interval_end,
+            });
+            entry.reported += 1;
+            entry.stats.merge(&snap.stats);
+            entry.active_users += snap.active_users;
+            entry.end = entry.end.max(interval_end);
+            // Emit, in order, every interval all shards have reported.
+            while let Some((&seq, p)) = pending.first_key_value() {
+                if p.reported < self.shards {
+                    break;
+                }
+                let _ = p;
+                let p = pending.remove(&seq).expect("key just seen");
+                emit(seq, p, sinks);
+            }
+        }
+        // Shards that stopped early may leave partial intervals behind.
+        while let Some((seq, p)) = pending.pop_first() {
+            emit(seq, p, sinks);
+        }
+        let cpu_end = process_cpu_time();
+        let measured = end.saturating_duration_since(measure_start);
+        LevelTotals {
+            stats: totals,
+            measured,
+            throughput_series: series,
+            client_cpu: cpu_end.saturating_sub(cpu_at_start.unwrap_or(cpu_end)),
+            interrupted: end + Duration::from_millis(50) < self.deadline,
+            measure_start,
+            measure_end: end,
+        }
+    }
+}
+
+/// User plus system CPU time of this process so far.
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}

@@ -1,0 +1,102 @@
+//! What one request came to: a closed set of kinds, counted by kind — never
+//! an error string built per request.
+
+use serde::Serialize;
+
+/// Why a request did not succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The target refused the TCP connection (nothing listening).
+    ConnectRefused,
+    /// Connecting failed otherwise (unreachable, timed out, no ports left).
+    Connect,
+    /// The connection was reset or broke while the request was in flight.
+    Reset,
+    /// No complete response within the per-request timeout.
+    Timeout,
+    /// The server closed the connection before a complete response.
+    Closed,
+    /// The response was not valid HTTP/1.1 (bad status line, headers, framing).
+    Malformed,
+    /// A complete response with a 4xx status.
+    Http4xx,
+    /// A complete response with a 5xx status.
+    Http5xx,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::Connect,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::Closed,
+        ErrorKind::Malformed,
+        ErrorKind::Http4xx,
+        ErrorKind::Http5xx,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connect_refused",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Malformed => "malformed",
+            ErrorKind::Http4xx => "http_4xx",
+            ErrorKind::Http5xx => "http_5xx",
+        }
+    }
+
+    /// A complete response came back (so it has a response time).
+    pub fn has_response(self) -> bool {
+        matches!(self, ErrorKind::Http4xx | ErrorKind::Http5xx)
+    }
+
+    pub fn from_status(status: u16) -> Option<ErrorKind> {
+        match status {
+            400..=499 => Some(ErrorKind::Http4xx),
+            500..=599 => Some(ErrorKind::Http5xx),
+            _ => None,
+        }
+    }
+}
+
+/// Counts per error kind, indexed by `ErrorKind::index`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts([u64; ErrorKind::ALL.len()]);
+
+impl ErrorCounts {
+    pub fn add(&mut self, kind: ErrorKind) {
+        self.0[kind.index()] += 1;
+    }
+
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a += b;
+        }
+    }
+
+    pub fn get(&self, kind: ErrorKind) -> u64 {
+        self.0[kind.index()]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Non-zero counts by name, for the record.
+    pub fn by_name(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        ErrorKind::ALL
+            .iter()
+            .filter(|k| self.get(**k) > 0)
+            .map(|k| (k.name(), self.get(*k)))
+            .collect()
+    }
+}

@@ -1,0 +1,207 @@
+//! The mergeable statistics of an interval: one histogram of response times
+//! per request plus counters. A shard fills one `IntervalStats` on its hot
+//! path without locks; the collector merges them exactly (histograms add,
+//! counters add — percentiles are never averaged).
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::outcome::{ErrorCounts, ErrorKind};
+
+/// A latency histogram in nanoseconds, 3 significant digits, growing its
+/// range as needed (so small until a long value is seen).
+pub fn new_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new(3).expect("3 significant digits is a valid precision");
+    h.auto(true);
+    h
+}
+
+pub fn nanos(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// Statistics of one request type (or of all) over an interval.
+#[derive(Debug, Clone)]
+pub struct RequestStats {
+    /// Attempts that finished (success or error) in the interval.
+    pub requests: u64,
+    pub errors: ErrorCounts,
+    /// Response time (first byte written to last byte read) of every attempt
+    /// that got a complete response, including 4xx/5xx.
+    pub response_time: Histogram<u64>,
+}
+
+impl Default for RequestStats {
+    fn default() -> Self {
+        RequestStats {
+            requests: 0,
+            errors: ErrorCounts::default(),
+            response_time: new_histogram(),
+        }
+    }
+}
+
+impl RequestStats {
+    pub fn record_response(&mut self, elapsed: Duration) {
+        self.requests += 1;
+        // Auto-resizing: recording only fails for values past u64 range.
+        let _ = self.response_time.record(nanos(elapsed).max(1));
+    }
+
+    pub fn record_error(&mut self, kind: ErrorKind, elapsed: Duration) {
+        self.errors.add(kind);
+        if kind.has_response() {
+            self.record_response(elapsed);
+        } else {
+            self.requests += 1;
+        }
+    }
+
+    pub fn merge(&mut self, other: &RequestStats) {
+        self.requests += other.requests;
+        self.errors.merge(&other.errors);
+        self.response_time
+            .add(&other.response_time)
+            .expect("auto-resizing histograms always add");
+    }
+
+    pub fn clear(&mut self) {
+        self.requests = 0;
+        self.errors = ErrorCounts::default();
+        self.response_time.reset();
+    }
+
+    pub fn mean_ms(&self) -> f64 {
+        if self.response_time.is_empty() {
+            0.0
+        } else {
+            self.response_time.mean() / 1e6
+        }
+    }
+
+    /// Quantile `q` in [0, 1] in milliseconds (0 when empty).
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        if self.response_time.is_empty() {
+            0.0
+        } else {
+            self.response_time.value_at_quantile(q) as f64 / 1e6
+        }
+    }
+
+    pub fn max_ms(&self) -> f64 {
+        self.response_time.max() as f64 / 1e6
+    }
+}
+
+/// A running sum of durations, for think times and connect times.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DurationSum {
+    pub count: u64,
+    pub total: Duration,
+}
+
+impl DurationSum {
+    pub fn add(&mut self, d: Duration) {
+        self.count += 1;
+        self.total += d;
+    }
+
+    pub fn merge(&mut self, other: &DurationSum) {
+        self.count += other.count;
+        self.total += other.total;
+    }
+
+    pub fn mean(&self) -> Option<Duration> {
+        (self.count > 0).then(|| self.total / self.count as u32)
+    }
+}
+
+/// Everything a shard measured in one interval.
+#[derive(Debug, Clone)]
+pub struct IntervalStats {
+    /// Indexed by `RequestId`.
+    pub per_request: Vec<RequestStats>,
+    /// Think times as actually slept (measured, not configured).
+    pub think: DurationSum,
+    /// How late think timers fired past their intended time.
+    pub timer_lateness: Histogram<u64>,
+    /// TCP connection set-up times (kept apart from response times).
+    pub connect: DurationSum,
+    /// Sessions begun.
+    pub sessions: u64,
+}
+
+impl IntervalStats {
+    pub fn new(requests: usize) -> IntervalStats {
+        IntervalStats {
+            per_request: (0..requests).map(|_| RequestStats::default()).collect(),
+            think: DurationSum::default(),
+            timer_lateness: new_histogram(),
+            connect: DurationSum::default(),
+            sessions: 0,
+        }
+    }
+
+    pub fn merge(&mut self, other: &IntervalStats) {
+        for (a, b) in self.per_request.iter_mut().zip(other.per_request.iter()) {
+            a.merge(b);
+        }
+        self.think.merge(&other.think);
+        self.timer_lateness
+            .add(&other.timer_lateness)
+            .expect("auto-resizing histograms always add");
+        self.connect.merge(&other.connect);
+        self.sessions += other.sessions;
+    }
+
+    pub fn clear(&mut self) {
+        self.per_request.iter_mut().for_each(RequestStats::clear);
+        self.think = DurationSum::default();
+        self.timer_lateness.reset();
+        self.connect = DurationSum::default();
+        self.sessions = 0;
+    }
+
+    /// All requests together.
+    pub fn total(&self) -> RequestStats {
+        let mut all = RequestStats::default();
+        for r in &self.per_request {
+            all.merge(r);
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_two_intervals_keeps_exact_percentiles() {
+        let mut a = RequestStats::default();
+        let mut b = RequestStats::default();
+        for ms in 1..=50 {
+            a.record_response(Duration::from_millis(ms));
+        }
+        for ms in 51..=100 {
+            b.record_response(Duration::from_millis(ms));
+        }
+        b.record_error(ErrorKind::Timeout, Duration::from_secs(10));
+        a.merge(&b);
+        assert_eq!(a.requests, 101);
+        assert_eq!(a.errors.get(ErrorKind::Timeout), 1);
+        assert!((a.quantile_ms(0.5) - 50.0).abs() < 0.1);
+        assert!((a.quantile_ms(0.99) - 99.0).abs() < 0.1);
+        assert!((a.mean_ms() - 50.5).abs() < 0.1);
+    }
+
+    #[test]
+    fn http_errors_keep_their_response_time() {
+        let mut s = RequestStats::default();
+        s.record_error(ErrorKind::Http5xx, Duration::from_millis(3));
+        assert_eq!(s.requests, 1);
+        assert_eq!(s.response_time.len(), 1);
+        assert_eq!(s.errors.total(), 1);
+    }
+}

@@ -1,0 +1,223 @@
+//! The controller's side of the profiler agents: which agent to ask about
+//! which process names (from the scenario's `servers:`), and one HTTP GET of
+//! `/v1/counters` over a kept-alive connection.
+
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+pub use autoperf_agent::Counters;
+
+use crate::protocol::http1;
+use crate::scenario::Scenario;
+
+/// How long one counters request may take before the agent counts as gone.
+const AGENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One agent and every process name any tier asks it about.
+#[derive(Debug, Clone)]
+pub struct AgentEndpoint {
+    /// As written in the scenario, for messages.
+    pub url: String,
+    pub addr: SocketAddr,
+    pub processes: Vec<String>,
+    /// The tiers served by this agent, for messages.
+    pub tiers: Vec<String>,
+    request: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The `agent:` URL is not `http://host:port`.
+    #[error("tier `{tier}`: agent URL `{url}` is not of the form http://host:port")]
+    BadUrl { tier: String, url: String },
+    /// No answer from an agent when the run starts.
+    #[error("tier {tiers}: no profiler agent answers at {url} ({reason}); start one with `autoperf agent --listen {listen}` on that host, or pass --no-agents")]
+    Unreachable {
+        tiers: String,
+        url: String,
+        listen: String,
+        reason: String,
+    },
+}
+
+/// All agents of a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSet {
+    pub agents: Vec<AgentEndpoint>,
+}
+
+impl AgentSet {
+    pub fn from_scenario(scenario: &Scenario) -> Result<AgentSet, AgentError> {
+        let mut agents: Vec<AgentEndpoint> = Vec::new();
+        for server in &scenario.servers {
+            let addr = parse_agent_url(&server.agent).ok_or_else(|| AgentError::BadUrl {
+                tier: server.tier.clone(),
+                url: server.agent.clone(),
+            })?;
+            let agent = match agents.iter_mut().find(|a| a.addr == addr) {
+                Some(a) => a,
+                None => {
+                    agents.push(AgentEndpoint {
+                        url: server.agent.clone(),
+                        addr,
+                        processes: Vec::new(),
+                        tiers: Vec::new(),
+                        request: Vec::new(),
+                    });
+                    agents.last_mut().expect("just pushed")
+                }
+            };
+            agent.tiers.push(server.tier.clone());
+            agent.processes.extend(server.processes.iter().cloned());
+        }
+        for agent in &mut agents {
+            let names: BTreeSet<&String> = agent.processes.iter().collect();
+            let query: Vec<String> = names
+                .iter()
+                .map(|n| format!("process={}", percent_encode(n)))
+                .collect();
+            agent.request = format!(
+                "GET /v1/counters?{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf\r\n\r\n",
+                query.join("&"),
+                agent.addr
+            )
+            .into_bytes();
+        }
+        Ok(AgentSet { agents })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    /// Asks every agent once; the first that does not answer is an error.
+    pub fn check_all(&self) -> Result<(), AgentError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| self.unreachable(0, e.to_string()))?;
+        runtime.block_on(async {
+            for (i, agent) in self.agents.iter().enumerate() {
+                let mut conn = None;
+                if let Err(reason) = agent.fetch(&mut conn).await {
+                    return Err(self.unreachable(i, reason));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn unreachable(&self, i: usize, reason: String) -> AgentError {
+        let agent = &self.agents[i.min(self.agents.len().saturating_sub(1))];
+        AgentError::Unreachable {
+            tiers: agent.tiers.join(", "),
+            url: agent.url.clone(),
+            listen: agent.addr.to_string(),
+            reason,
+        }
+    }
+}
+
+impl AgentEndpoint {
+    /// One counters reading, reusing `conn` when the agent kept it open.
+    pub async fn fetch(&self, conn: &mut Option<http1::Connection>) -> Result<Counters, String> {
+        let attempt = async {
+            if conn.is_none() {
+                *conn = Some(
+                    http1::connect(self.addr)
+                        .await
+                        .map_err(|k| k.name().replace('_', " "))?,
+                );
+            }
+            let c = conn.as_mut().expect("just connected");
+            let mut body = Vec::new();
+            let reply = c
+                .exchange(&self.request, false, Some(&mut body))
+                .await
+                .map_err(|f| f.kind.name().replace('_', " "))?;
+            if reply.close {
+                *conn = None;
+            }
+            if reply.status != 200 {
+                return Err(format!(
+                    "HTTP {}: {}",
+                    reply.status,
+                    String::from_utf8_lossy(&body).trim()
+                ));
+            }
+            serde_json::from_slice::<Counters>(&body)
+                .map_err(|e| format!("unexpected answer ({e}); is it an autoperf agent?"))
+        };
+        match tokio::time::timeout(AGENT_TIMEOUT, attempt).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => {
+                *conn = None;
+                Err(e)
+            }
+            Err(_) => {
+                *conn = None;
+                Err(format!("no answer within {AGENT_TIMEOUT:?}"))
+            }
+        }
+    }
+}
+
+/// `http://host:port[/]` → a socket address.
+fn parse_agent_url(url: &str) -> Option<SocketAddr> {
+    let rest = url.strip_prefix("http://")?;
+    let authority = rest.trim_end_matches('/');
+    if authority.contains('/') {
+        return None;
+    }
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        && !authority.ends_with(']')
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    with_port.to_socket_addrs().ok()?.next()
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::new();
+    for &b in s.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_urls() {
+        assert_eq!(
+            parse_agent_url("http://127.0.0.1:9870"),
+            Some("127.0.0.1:9870".parse().unwrap())
+        );
+        assert_eq!(
+            parse_agent_url("http://127.0.0.1:9870/"),
+            Some("127.0.0.1:9870".parse().unwrap())
+        );
+        assert_eq!(
+            parse_agent_url("http://[::1]:9870"),
+            Some("[::1]:9870".parse().unwrap())
+        );
+        assert_eq!(parse_agent_url("https://127.0.0.1:9870"), None);
+        assert_eq!(parse_agent_url("http://127.0.0.1:9870/x"), None);
+    }
+
+    #[test]
+    fn names_are_encoded() {
+        assert_eq!(percent_encode("tb web&x"), "tb%20web%26x");
+    }
+}

@@ -1,0 +1,209 @@
+//! Transports: how one rendered request reaches the target and what came
+//! back. The engine is written once against `Transport`; HTTP/1.1 is the
+//! first implementation (Kafka and HTTP/2 plug in beside it).
+
+pub mod http1;
+pub mod request;
+
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use crate::measure::ErrorKind;
+use crate::scenario::template::Bindings;
+use crate::scenario::{RequestId, Scenario};
+
+use self::request::RequestPlan;
+
+/// What one call came to, with its timings.
+#[derive(Debug, Clone, Copy)]
+pub struct CallOutcome {
+    /// `Ok(status)` for a complete response with a non-error status.
+    pub result: Result<u16, ErrorKind>,
+    /// First byte written to last byte read (zero when nothing was sent).
+    pub response_time: Duration,
+    /// Set when the call had to open a connection first.
+    pub connect_time: Option<Duration>,
+}
+
+/// A way of sending the scenario's requests. `Session` is one user's state
+/// (its connection and buffers).
+pub trait Transport: 'static {
+    type Session;
+
+    fn new_session(&self) -> Self::Session;
+
+    /// Sends request `id`, rendered with `bindings`; appends the response
+    /// body to `body` when given.
+    fn call(
+        &self,
+        session: &mut Self::Session,
+        id: RequestId,
+        bindings: &mut impl Bindings,
+        body: Option<&mut Vec<u8>>,
+    ) -> impl Future<Output = CallOutcome>;
+}
+
+/// HTTP/1.1 over keep-alive TCP connections, one per user.
+pub struct HttpTransport {
+    addr: SocketAddr,
+    plans: Vec<RequestPlan>,
+    timeout: Duration,
+}
+
+pub struct HttpSession {
+    conn: Option<http1::Connection>,
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+/// The target could not be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The host name did not resolve.
+    #[error("cannot resolve target {authority}: {reason}")]
+    Resolve { authority: String, reason: String },
+    /// Nothing accepted a connection at the start of the run.
+    #[error("target {authority} is unreachable: {reason} (is the server running? check target.base_url)")]
+    Unreachable { authority: String, reason: String },
+}
+
+impl HttpTransport {
+    pub fn new(scenario: &Scenario) -> Result<HttpTransport, TargetError> {
+        let base = &scenario.target.base_url;
+        let authority = base.authority();
+        let addr = (base.host.as_str(), base.port)
+            .to_socket_addrs()
+            .map_err(|e| TargetError::Resolve {
+                authority: authority.clone(),
+                reason: e.to_string(),
+            })?
+            .next()
+            .ok_or_else(|| TargetError::Resolve {
+                authority: authority.clone(),
+                reason: "no address".into(),
+            })?;
+        Ok(HttpTransport {
+            addr,
+            plans: scenario
+                .requests
+                .iter()
+                .map(|r| RequestPlan::new(r, base))
+                .collect(),
+            timeout: scenario.target.timeout,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Opens and closes one connection, so a run against a dead target
+    /// fails at once with a clear message instead of counting errors.
+    pub async fn probe(&self) -> Result<(), TargetError> {
+        let unreachable = |reason: String| TargetError::Unreachable {
+            authority: self.addr.to_string(),
+            reason,
+        };
+        match tokio::time::timeout(self.timeout, http1::connect(self.addr)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(ErrorKind::ConnectRefused)) => Err(unreachable("connection refused".into())),
+            Ok(Err(kind)) => Err(unreachable(kind.name().into())),
+            Err(_) => Err(unreachable(format!(
+                "no answer to connect within {:?}",
+                self.timeout
+            ))),
+        }
+    }
+}
+
+impl Transport for HttpTransport {
+    type Session = HttpSession;
+
+    fn new_session(&self) -> HttpSession {
+        HttpSession {
+            conn: None,
+            out: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    async fn call(
+        &self,
+        session: &mut HttpSession,
+        id: RequestId,
+        bindings: &mut impl Bindings,
+        mut body: Option<&mut Vec<u8>>,
+    ) -> CallOutcome {
+        let plan = &self.plans[id.index()];
+        plan.render(bindings, &mut session.out, &mut session.scratch);
+        let mut connect_time = None;
+        // A reused connection the server closed while idle gets one retry on
+        // a fresh connection; anything else is reported as it happened.
+        for attempt in 0..2 {
+            let conn = match session.conn.as_mut() {
+                Some(conn) => conn,
+                None => {
+                    let begin = Instant::now();
+                    let connected =
+                        tokio::time::timeout(self.timeout, http1::connect(self.addr)).await;
+                    let elapsed = begin.elapsed();
+                    connect_time = Some(elapsed);
+                    match connected {
+                        Ok(Ok(conn)) => session.conn.insert(conn),
+                        Ok(Err(kind)) => return failed(kind, Duration::ZERO, connect_time),
+                        Err(_) => return failed(ErrorKind::Connect, Duration::ZERO, connect_time),
+                    }
+                }
+            };
+            if let Some(b) = body.as_deref_mut() {
+                b.clear();
+            }
+            let begin = Instant::now();
+            let exchanged = tokio::time::timeout(
+                self.timeout,
+                conn.exchange(&session.out, plan.head, body.as_deref_mut()),
+            )
+            .await;
+            let elapsed = begin.elapsed();
+            match exchanged {
+                Ok(Ok(reply)) => {
+                    if reply.close {
+                        session.conn = None;
+                    }
+                    let result = match ErrorKind::from_status(reply.status) {
+                        Some(kind) => Err(kind),
+                        None => Ok(reply.status),
+                    };
+                    return CallOutcome {
+                        result,
+                        response_time: elapsed,
+                        connect_time,
+                    };
+                }
+                Ok(Err(failure)) => {
+                    session.conn = None;
+                    if failure.stale && attempt == 0 {
+                        continue;
+                    }
+                    return failed(failure.kind, elapsed, connect_time);
+                }
+                Err(_) => {
+                    // The response may still arrive later: the connection is
+                    // out of step, so it is dropped.
+                    session.conn = None;
+                    return failed(ErrorKind::Timeout, elapsed, connect_time);
+                }
+            }
+        }
+        unreachable!("the second attempt always returns")
+    }
+}
+
+fn failed(kind: ErrorKind, response_time: Duration, connect_time: Option<Duration>) -> CallOutcome {
+    CallOutcome {
+        result: Err(kind),
+        response_time,
+        connect_time,
+    }
+}

@@ -1,0 +1,129 @@
+//! Turns a scenario request into HTTP/1.1 bytes. Everything that does not
+//! depend on the user is rendered once, at plan time; per request only the
+//! templates are expanded, into a buffer the user reuses.
+
+use std::io::Write;
+
+use crate::scenario::template::Bindings;
+use crate::scenario::{BaseUrl, Body, Request, Template};
+
+/// A request with its static parts pre-rendered.
+#[derive(Debug, Clone)]
+pub struct RequestPlan {
+    /// `METHOD /prefix`
+    start: Vec<u8>,
+    path: Template,
+    /// ` HTTP/1.1\r\nHost: …\r\n` plus every header without a template.
+    fixed_headers: Vec<u8>,
+    /// `Name: ` and the value's template.
+    templated_headers: Vec<(Vec<u8>, Template)>,
+    body: Option<BodyPlan>,
+    pub head: bool,
+}
+
+#[derive(Debug, Clone)]
+enum BodyPlan {
+    Form(Vec<(Vec<u8>, Template)>),
+    Whole(Template),
+}
+
+impl RequestPlan {
+    pub fn new(request: &Request, base: &BaseUrl) -> RequestPlan {
+        let mut start = Vec::new();
+        write!(start, "{} {}", request.method, base.path_prefix).unwrap();
+        let mut fixed_headers = Vec::new();
+        write!(
+            fixed_headers,
+            " HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf/{}\r\n",
+            base.authority(),
+            env!("CARGO_PKG_VERSION")
+        )
+        .unwrap();
+        let mut templated_headers = Vec::new();
+        let mut has_content_type = false;
+        for (name, value) in &request.headers {
+            has_content_type |= name.eq_ignore_ascii_case("content-type");
+            match value.static_bytes() {
+                Some(v) => {
+                    fixed_headers.extend_from_slice(name.as_bytes());
+                    fixed_headers.extend_from_slice(b": ");
+                    fixed_headers.extend_from_slice(v);
+                    fixed_headers.extend_from_slice(b"\r\n");
+                }
+                None => templated_headers.push((format!("{name}: ").into_bytes(), value.clone())),
+            }
+        }
+        if let Some(ct) = request.body.as_ref().and_then(Body::content_type) {
+            if !has_content_type {
+                write!(fixed_headers, "Content-Type: {ct}\r\n").unwrap();
+            }
+        }
+        let body = request.body.as_ref().map(|b| match b {
+            Body::Form(fields) => BodyPlan::Form(
+                fields
+                    .iter()
+                    .map(|(k, v)| (form_encode(k).into_bytes(), v.clone()))
+                    .collect(),
+            ),
+            Body::Json(t) | Body::Raw(t) => BodyPlan::Whole(t.clone()),
+        });
+        RequestPlan {
+            start,
+            path: request.path.clone(),
+            fixed_headers,
+            templated_headers,
+            body,
+            head: request.method == "HEAD",
+        }
+    }
+
+    /// Writes the whole request into `out` (cleared first). `scratch` holds
+    /// the body while its length is not yet known.
+    pub fn render(&self, b: &mut impl Bindings, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.start);
+        self.path.render(b, out);
+        out.extend_from_slice(&self.fixed_headers);
+        for (name, value) in &self.templated_headers {
+            out.extend_from_slice(name);
+            value.render(b, out);
+            out.extend_from_slice(b"\r\n");
+        }
+        match &self.body {
+            None => out.extend_from_slice(b"\r\n"),
+            Some(body) => {
+                scratch.clear();
+                match body {
+                    BodyPlan::Whole(t) => t.render(b, scratch),
+                    BodyPlan::Form(fields) => {
+                        for (i, (k, v)) in fields.iter().enumerate() {
+                            if i > 0 {
+                                scratch.push(b'&');
+                            }
+                            scratch.extend_from_slice(k);
+                            scratch.push(b'=');
+                            v.render(b, scratch);
+                        }
+                    }
+                }
+                write!(out, "Content-Length: {}\r\n\r\n", scratch.len()).unwrap();
+                out.extend_from_slice(scratch);
+            }
+        }
+    }
+}
+
+/// application/x-www-form-urlencoded encoding of a static string.
+pub fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &c in s.as_bytes() {
+        match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                out.push(c as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{c:02X}")),
+        }
+    }
+    out
+}

@@ -1,0 +1,3 @@
+//! Reports rendered from the run record: for now the text summary tables.
+
+pub mod text;

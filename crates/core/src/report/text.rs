@@ -1,0 +1,119 @@
+//! Plain-text summaries for the terminal: the per-request table of one level
+//! and the users-vs-throughput table of a series of levels. Fixed-width,
+//! no colour, so they read the same in a terminal, a pipe and a CI log.
+
+use std::fmt::Write;
+
+use crate::record::{Latency, LevelRecord};
+
+/// The per-request and total table of one level.
+pub fn level_table(level: &LevelRecord) -> String {
+    let mut out = String::new();
+    let name_width = level
+        .per_request
+        .keys()
+        .map(|k| k.len())
+        .max()
+        .unwrap_or(0)
+        .max("request".len())
+        .max("total".len());
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>9}  {:>7}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}",
+        "request",
+        "requests",
+        "errors",
+        "req/s",
+        "mean ms",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        w = name_width
+    );
+    let row = |out: &mut String, name: &str, requests: u64, errors: u64, rps: f64, l: &Latency| {
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>9}  {:>7}  {:>9.1}  {:>9.2}  {:>9.2}  {:>9.2}  {:>9.2}  {:>9.2}",
+            name,
+            requests,
+            errors,
+            rps,
+            l.mean,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.max,
+            w = name_width
+        );
+    };
+    for (name, r) in &level.per_request {
+        row(
+            &mut out,
+            name,
+            r.requests,
+            r.errors,
+            r.throughput_rps,
+            &r.response_time_ms,
+        );
+    }
+    row(
+        &mut out,
+        "total",
+        level.requests,
+        level.errors,
+        level.throughput_rps,
+        &level.response_time_ms,
+    );
+    if !level.errors_by_kind.is_empty() {
+        let kinds: Vec<String> = level
+            .errors_by_kind
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "errors: {}", kinds.join(", "));
+    }
+    let z = &level.think_time_s;
+    let _ = writeln!(
+        out,
+        "users {}  measured {:.1}s  think time configured {:.3}s, achieved {:.3}s (N/X-R), measured {:.3}s  client CPU {:.2} of {} cores",
+        level.users.map_or("-".to_string(), |u| u.to_string()),
+        level.duration_s,
+        z.configured,
+        z.achieved,
+        z.measured,
+        level.client.cpu_util_cores,
+        level.client.cores,
+    );
+    out
+}
+
+/// One line per level: the curve of a series of levels.
+pub fn levels_table(levels: &[LevelRecord]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {:>7}",
+        "users", "req/s", "mean ms", "p90 ms", "p99 ms", "think s", "errors", "steady"
+    );
+    for l in levels {
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>10.1}  {:>9.2}  {:>9.2}  {:>9.2}  {:>9.3}  {:>8}  {:>7}{}",
+            l.users.map_or("-".to_string(), |u| u.to_string()),
+            l.throughput_rps,
+            l.response_time_ms.mean,
+            l.response_time_ms.p90,
+            l.response_time_ms.p99,
+            l.think_time_s.achieved,
+            l.errors,
+            if l.steady_state { "yes" } else { "no" },
+            if l.client_bottleneck {
+                "  client bottleneck"
+            } else {
+                ""
+            }
+        );
+    }
+    out
+}

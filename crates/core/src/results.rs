@@ -1,0 +1,169 @@
+//! The results directory, written as the run goes: every finished level is
+//! appended to `levels.jsonl` and synced at once, every second lands in
+//! `timeseries.csv`, and `run.json` is replaced atomically — so a crash or a
+//! Ctrl-C loses at most the level in progress.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::measure::{LevelInfo, Tick, TickSink};
+use crate::record::{LevelRecord, RunRecord};
+
+pub struct ResultsDir {
+    path: PathBuf,
+    /// `t_s` in the time series counts from here.
+    opened: Instant,
+    levels: File,
+    series: BufWriter<File>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write results to {path}: {source}")]
+pub struct ResultsError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+fn at(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
+    move |source| ResultsError {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+pub const SERIES_HEADER: &str =
+    "t_s,level,requests,errors,throughput_rps,p50_ms,p99_ms,active_users\n";
+
+impl ResultsDir {
+    /// The default location: `autoperf-results/<scenario>-<UTC timestamp>`.
+    pub fn default_path(scenario: &str) -> PathBuf {
+        let stamp: String = crate::record::now_rfc3339()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let safe: String = scenario
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        PathBuf::from("autoperf-results").join(format!("{safe}-{stamp}"))
+    }
+
+    /// Creates the directory (and parents) and fresh result files in it.
+    pub fn create(path: &Path) -> Result<ResultsDir, ResultsError> {
+        fs::create_dir_all(path).map_err(at(path))?;
+        let levels_path = path.join("levels.jsonl");
+        let levels = File::create(&levels_path).map_err(at(&levels_path))?;
+        let series_path = path.join("timeseries.csv");
+        let mut series = BufWriter::new(File::create(&series_path).map_err(at(&series_path))?);
+        series
+            .write_all(SERIES_HEADER.as_bytes())
+            .and_then(|_| series.flush())
+            .map_err(at(&series_path))?;
+        Ok(ResultsDir {
+            path: path.to_path_buf(),
+            opened: Instant::now(),
+            levels,
+            series,
+        })
+    }
+
+    /// Opens an existing results directory to append to it (resuming).
+    pub fn reopen(path: &Path) -> Result<ResultsDir, ResultsError> {
+        let levels_path = path.join("levels.jsonl");
+        let levels = OpenOptions::new()
+            .append(true)
+            .open(&levels_path)
+            .map_err(at(&levels_path))?;
+        let series_path = path.join("timeseries.csv");
+        let series = BufWriter::new(
+            OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&series_path)
+                .map_err(at(&series_path))?,
+        );
+        Ok(ResultsDir {
+            path: path.to_path_buf(),
+            opened: Instant::now(),
+            levels,
+            series,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one finished level and makes it durable before returning.
+    pub fn append_level(&mut self, level: &LevelRecord) -> Result<(), ResultsError> {
+        let path = self.path.join("levels.jsonl");
+        let mut line = serde_json::to_vec(level).map_err(|e| at(&path)(e.into()))?;
+        line.push(b'\n');
+        self.levels.write_all(&line).map_err(at(&path))?;
+        self.levels.sync_data().map_err(at(&path))
+    }
+
+    /// Replaces `run.json` atomically (write aside, then rename).
+    pub fn write_run(&self, run: &RunRecord) -> Result<(), ResultsError> {
+        let path = self.path.join("run.json");
+        let tmp = self.path.join(".run.json.tmp");
+        let text = serde_json::to_vec_pretty(run).map_err(|e| at(&path)(e.into()))?;
+        let mut f = File::create(&tmp).map_err(at(&tmp))?;
+        f.write_all(&text)
+            .and_then(|_| f.write_all(b"\n"))
+            .and_then(|_| f.sync_data())
+            .map_err(at(&tmp))?;
+        fs::rename(&tmp, &path).map_err(at(&path))
+    }
+
+    fn write_tick(&mut self, level: &LevelInfo, tick: &Tick) -> io::Result<()> {
+        let total = tick.stats.total();
+        let secs = tick.length.as_secs_f64().max(1e-9);
+        writeln!(
+            self.series,
+            "{:.3},{},{},{},{:.3},{:.3},{:.3},{}",
+            self.opened.elapsed().as_secs_f64(),
+            level.index,
+            total.requests,
+            total.errors.total(),
+            total.requests as f64 / secs,
+            total.quantile_ms(0.5),
+            total.quantile_ms(0.99),
+            tick.active_users
+        )?;
+        self.series.flush()
+    }
+}
+
+/// Reads every level of an existing `levels.jsonl` (for resuming and
+/// re-rendering reports).
+pub fn read_levels(dir: &Path) -> Result<Vec<LevelRecord>, ResultsError> {
+    let path = dir.join("levels.jsonl");
+    let text = fs::read_to_string(&path).map_err(at(&path))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| ResultsError {
+                path: path.clone(),
+                source: io::Error::new(io::ErrorKind::InvalidData, format!("line {}: {e}", i + 1)),
+            })
+        })
+        .collect()
+}
+
+impl TickSink for ResultsDir {
+    fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
+        // The series is a by-product: a full disk must not stop the load.
+        let _ = self.write_tick(level, tick);
+    }
+}

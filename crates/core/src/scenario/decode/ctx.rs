@@ -1,0 +1,216 @@
+//! The error collector and the typed accessors every decoder uses: each
+//! turns a wrong shape into a located message saying what was expected and
+//! what was found, and reports unknown keys with a close match.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::super::diagnostic::{did_you_mean, Diagnostic};
+use super::super::duration::parse_duration;
+use super::super::model::RequestId;
+use super::super::threshold::parse_rate;
+use super::super::yaml::{Key, Node, Pos};
+
+/// The error collector and typed accessors shared by the decoders.
+pub struct Ctx<'a> {
+    pub file: &'a Path,
+    pub text: &'a str,
+    pub errors: Vec<Diagnostic>,
+}
+
+/// A mapping whose keys have been checked against the known ones.
+pub struct Fields<'n> {
+    pub pos: Pos,
+    pub entries: &'n [(Key, Node)],
+    /// How the mapping is named in messages, e.g. "`target`".
+    pub what: String,
+}
+
+impl<'n> Fields<'n> {
+    /// The value of `key`, treating an explicit null like an absent key.
+    pub fn get(&self, key: &str) -> Option<&'n Node> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == key)
+            .map(|(_, v)| v)
+            .filter(|v| !v.is_null())
+    }
+
+    pub fn key(&self, key: &str) -> Option<&'n Key> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == key)
+            .map(|(k, _)| k)
+    }
+
+    /// The value of a key that must be there; reports its absence at the
+    /// mapping.
+    pub fn required(&self, ctx: &mut Ctx, key: &str) -> Option<&'n Node> {
+        let value = self.get(key);
+        if value.is_none() {
+            ctx.error(
+                self.pos,
+                format!("missing required key `{key}` in {}", self.what),
+            );
+        }
+        value
+    }
+}
+
+impl<'a> Ctx<'a> {
+    pub fn error(&mut self, pos: Pos, message: impl Into<String>) {
+        self.error_hint(pos, message, None);
+    }
+
+    pub fn error_hint(&mut self, pos: Pos, message: impl Into<String>, hint: Option<String>) {
+        let source_line = self
+            .text
+            .lines()
+            .nth(pos.line.wrapping_sub(1))
+            .map(|l| l.trim_end_matches('\r').to_string());
+        self.errors.push(Diagnostic {
+            file: self.file.to_path_buf(),
+            line: pos.line,
+            column: pos.column,
+            message: message.into(),
+            hint,
+            source_line,
+        });
+    }
+
+    /// Reports a name that is not among `known`, with a close match if any.
+    pub fn unknown(&mut self, pos: Pos, message: String, found: &str, known: &[&str]) {
+        let hint = did_you_mean(found, known.iter().copied());
+        self.error_hint(pos, message, hint);
+    }
+
+    /// `node` as a mapping, with an error for each key not in `known`.
+    pub fn map<'n>(&mut self, node: &'n Node, what: &str, known: &[&str]) -> Option<Fields<'n>> {
+        let Node::Map { entries, pos } = node else {
+            self.error(
+                node.pos(),
+                format!("expected a mapping for {what}, found {}", node.describe()),
+            );
+            return None;
+        };
+        for (key, _) in entries {
+            if !known.contains(&key.name.as_str()) {
+                let hint = did_you_mean(&key.name, known.iter().copied())
+                    .or_else(|| Some(format!("expected one of: {}", known.join(", "))));
+                self.error_hint(
+                    key.pos,
+                    format!("unknown key `{}` in {what}", key.name),
+                    hint,
+                );
+            }
+        }
+        Some(Fields {
+            pos: *pos,
+            entries,
+            what: what.to_string(),
+        })
+    }
+
+    /// `node` as a mapping whose keys are names chosen by the user.
+    pub fn named_map<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [(Key, Node)]> {
+        match node {
+            Node::Map { entries, .. } => Some(entries),
+            _ if node.is_null() => Some(&[]),
+            _ => {
+                self.error(
+                    node.pos(),
+                    format!("expected a mapping for {what}, found {}", node.describe()),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
+        match node {
+            Node::Seq { items, .. } => Some(items),
+            _ => {
+                self.error(
+                    node.pos(),
+                    format!("expected a list for {what}, found {}", node.describe()),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn string(&mut self, node: &Node, what: &str) -> Option<String> {
+        match node {
+            Node::Scalar { value, .. } if !node.is_null() => Some(value.clone()),
+            _ => {
+                self.error(
+                    node.pos(),
+                    format!("expected {what}, found {}", node.describe()),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn duration(&mut self, node: &Node) -> Option<Duration> {
+        let Some(text) = node.as_str() else {
+            self.error(
+                node.pos(),
+                format!(
+                    "expected a duration like `500ms`, found {}",
+                    node.describe()
+                ),
+            );
+            return None;
+        };
+        parse_duration(text)
+            .map_err(|e| self.error(node.pos(), e))
+            .ok()
+    }
+
+    /// An integer of at least `min`.
+    pub fn integer(&mut self, node: &Node, min: u64, what: &str) -> Option<u64> {
+        match node.as_str().and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(n) if n >= min => Some(n),
+            _ => {
+                self.error(
+                    node.pos(),
+                    format!("expected {what}, found {}", node.describe()),
+                );
+                None
+            }
+        }
+    }
+
+    /// A fraction in [0, 1], written `0.1` or `10%`.
+    pub fn fraction(&mut self, node: &Node, what: &str) -> Option<f64> {
+        let value = node.as_str().and_then(|s| parse_rate(s.trim()));
+        if value.is_none() {
+            self.error(
+                node.pos(),
+                format!(
+                    "expected {what} between 0 and 1 (or a percentage like `10%`), found {}",
+                    node.describe()
+                ),
+            );
+        }
+        value
+    }
+}
+
+/// The id of the request `node` names, or a reported error.
+pub fn lookup_request(ctx: &mut Ctx, node: &Node, names: &[&str], what: &str) -> Option<RequestId> {
+    let name = ctx.string(node, &format!("a request name for the {what}"))?;
+    match names.iter().position(|n| *n == name) {
+        Some(i) => Some(RequestId(i as u32)),
+        None => {
+            ctx.unknown(
+                node.pos(),
+                format!("unknown request `{name}` in {what}"),
+                &name,
+                names,
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Decoding of `data`: each feeder's CSV file is read now (relative to the
+//! scenario's directory) and checked for a header and at least one row, so
+//! templates can be checked against its columns.
+
+use std::path::Path;
+
+use super::super::model::Feeder;
+use super::super::yaml::Node;
+use super::ctx::Ctx;
+use super::requests::is_name;
+use super::DATA_KEYS;
+
+/// A feeder and whether its file could be read (if not, its columns are
+/// unknown and templates naming it are not checked further).
+pub struct DecodedFeeder {
+    pub feeder: Feeder,
+    pub readable: bool,
+}
+
+pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFeeder> {
+    let mut feeders = Vec::new();
+    for (key, value) in ctx.named_map(node, "`data`").unwrap_or_default() {
+        if !is_name(&key.name) || key.name == "random" {
+            ctx.error(
+                key.pos,
+                format!("expected a feeder name of letters, digits, `_` or `-` (not `random`), found `{}`", key.name),
+            );
+        }
+        let what = format!("data feeder `{}`", key.name);
+        let Some(fields) = ctx.map(value, &what, DATA_KEYS) else {
+            continue;
+        };
+        let Some(csv_node) = fields.required(ctx, "csv") else {
+            continue;
+        };
+        let Some(relative) = ctx.string(csv_node, "a CSV file path") else {
+            continue;
+        };
+        let path = base_dir.join(&relative);
+        let (columns, rows, readable) = match read_csv(&path) {
+            Ok((columns, rows)) => (columns, rows, true),
+            Err(message) => {
+                ctx.error(csv_node.pos(), message);
+                (Vec::new(), Vec::new(), false)
+            }
+        };
+        feeders.push(DecodedFeeder {
+            feeder: Feeder {
+                name: key.name.clone(),
+                path,
+                columns,
+                rows,
+            },
+            readable,
+        });
+    }
+    feeders
+}
+
+/// Reads a CSV file with a header row and at least one data row.
+fn read_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read CSV file `{shown}`: {e}"))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::Headers)
+        .from_reader(&bytes[..]);
+    let columns: Vec<String> = reader
+        .headers()
+        .map_err(|e| format!("cannot read CSV file `{shown}`: {e}"))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if columns.iter().all(String::is_empty) {
+        return Err(format!(
+            "expected a header row naming the columns in CSV file `{shown}`, found an empty file"
+        ));
+    }
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| format!("cannot read CSV file `{shown}`: {e}"))?;
+        rows.push(record.iter().map(str::to_string).collect());
+    }
+    if rows.is_empty() {
+        return Err(format!(
+            "expected at least one data row in CSV file `{shown}`, found only the header"
+        ));
+    }
+    Ok((columns, rows))
+}

@@ -1,0 +1,451 @@
+//! From YAML text to a validated `Scenario`, collecting every problem with
+//! its place instead of stopping at the first.
+//!
+//! This file decodes the top level, the target, think time, servers,
+//! prerequisites, thresholds and capacity settings. `ctx.rs` holds the error
+//! collector and typed accessors; `data.rs` reads the CSV feeders,
+//! `requests.rs` the requests and their templates, `session.rs` the CBMG.
+
+use std::path::Path;
+use std::time::Duration;
+
+mod ctx;
+mod data;
+pub mod requests;
+mod session;
+
+use super::diagnostic::{did_you_mean, Diagnostic};
+use super::model::*;
+use super::threshold::parse_threshold;
+use super::yaml::{self, Node, Pos};
+use ctx::{lookup_request, Ctx};
+use data::decode_data;
+use requests::{decode_requests, DecodedRequests};
+use session::decode_session;
+
+/// Every top-level key the format accepts. Adding one (`arrivals`, say)
+/// means adding it here, to the schema, and decoding it below.
+pub const TOP_LEVEL_KEYS: &[&str] = &[
+    "name",
+    "target",
+    "think_time",
+    "data",
+    "requests",
+    "session",
+    "servers",
+    "prerequisites",
+    "thresholds",
+    "capacity",
+];
+pub const TARGET_KEYS: &[&str] = &["base_url", "timeout"];
+pub const DATA_KEYS: &[&str] = &["csv"];
+pub const SESSION_KEYS: &[&str] = &["start", "transitions"];
+pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores"];
+pub const CAPACITY_KEYS: &[&str] = &[
+    "epsilon",
+    "rho_min",
+    "tolerance",
+    "k_ovld",
+    "think_gap",
+    "min_duration",
+    "max_duration",
+    "window",
+    "demand_epsilon",
+    "p_max",
+    "s_low",
+    "levels_beyond",
+];
+
+/// Decodes the document's root.
+/// Parses and decodes `text`; `file` names it in messages and is where CSV
+/// paths are resolved from.
+pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
+    let parsed = yaml::parse(text);
+    let mut ctx = Ctx {
+        file,
+        text,
+        errors: Vec::new(),
+    };
+    for e in &parsed.errors {
+        ctx.error(e.pos, e.message.clone());
+    }
+    // A syntax error leaves no tree worth checking further.
+    if parsed.root.is_none() && !ctx.errors.is_empty() {
+        return Err(ctx.errors);
+    }
+    let root = parsed.root.as_ref();
+    let start = Pos { line: 1, column: 1 };
+    let Some(root) = root else {
+        ctx.error(
+            start,
+            "expected a scenario mapping with `target` and `requests`, found an empty file",
+        );
+        return Err(ctx.errors);
+    };
+    let Some(top) = ctx.map(root, "the scenario (top level)", TOP_LEVEL_KEYS) else {
+        return Err(ctx.errors);
+    };
+
+    let name = match top.get("name") {
+        Some(node) => ctx.string(node, "a scenario name").filter(|n| {
+            let ok = !n.trim().is_empty()
+                && !n.contains(['/', '\\'])
+                && !n.chars().any(char::is_control);
+            if !ok {
+                ctx.error(
+                    node.pos(),
+                    format!("expected a scenario name without `/` or `\\`, found `{n}`"),
+                );
+            }
+            ok
+        }),
+        None => Some(
+            file.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "scenario".into()),
+        ),
+    };
+    let target = top
+        .required(&mut ctx, "target")
+        .and_then(|n| decode_target(&mut ctx, n));
+    let think_time = match top.get("think_time") {
+        Some(node) => decode_think_time(&mut ctx, node),
+        None => Some(ThinkTime::Constant(Duration::ZERO)),
+    };
+    let base_dir = file.parent().unwrap_or(Path::new("."));
+    let feeders = top
+        .get("data")
+        .map(|n| decode_data(&mut ctx, n, base_dir))
+        .unwrap_or_default();
+    let requests_node = top.required(&mut ctx, "requests");
+    let decoded = requests_node.map(|n| decode_requests(&mut ctx, n, &feeders));
+    let DecodedRequests {
+        requests,
+        variables,
+        keys: request_keys,
+    } = decoded.unwrap_or_default();
+    if let (Some(node @ Node::Map { .. }), true) = (requests_node, request_keys.is_empty()) {
+        ctx.error(
+            node.pos(),
+            "expected at least one request under `requests`, found none",
+        );
+    }
+    let names: Vec<&str> = request_keys.iter().map(|k| k.name.as_str()).collect();
+
+    let session = if names.is_empty() {
+        None
+    } else {
+        decode_session(&mut ctx, top.get("session"), &top, &request_keys)
+    };
+    let servers = top
+        .get("servers")
+        .map(|n| decode_servers(&mut ctx, n))
+        .unwrap_or_default();
+    let mut prerequisites = Vec::new();
+    if let Some(items) = top
+        .get("prerequisites")
+        .and_then(|n| ctx.seq(n, "`prerequisites`"))
+    {
+        for item in items {
+            if let Some(id) = lookup_request(&mut ctx, item, &names, "prerequisite") {
+                prerequisites.push(id);
+            }
+        }
+    }
+    let mut thresholds = Vec::new();
+    if let Some(items) = top
+        .get("thresholds")
+        .and_then(|n| ctx.seq(n, "`thresholds`"))
+    {
+        for item in items {
+            let Some(text) = ctx.string(item, "a threshold like `p99 < 250ms`") else {
+                continue;
+            };
+            let id = |name: &str| {
+                names
+                    .iter()
+                    .position(|n| *n == name)
+                    .map(|i| RequestId(i as u32))
+            };
+            match parse_threshold(&text, id) {
+                Ok(t) => thresholds.push(t),
+                Err(message) => {
+                    let hint = message
+                        .strip_prefix("unknown request `")
+                        .and_then(|rest| rest.strip_suffix('`'))
+                        .and_then(|name| did_you_mean(name, names.iter().copied()));
+                    ctx.error_hint(item.pos(), message, hint);
+                }
+            }
+        }
+    }
+    let capacity = match top.get("capacity") {
+        Some(node) => decode_capacity(&mut ctx, node),
+        None => Some(CapacitySettings::default()),
+    };
+
+    match (name, target, think_time, session, capacity) {
+        (Some(name), Some(target), Some(think_time), Some(session), Some(capacity))
+            if ctx.errors.is_empty() =>
+        {
+            Ok(Scenario {
+                name,
+                source: file.to_path_buf(),
+                text: text.to_string(),
+                target,
+                think_time,
+                feeders: feeders.into_iter().map(|f| f.feeder).collect(),
+                requests,
+                variables,
+                session,
+                servers,
+                prerequisites,
+                thresholds,
+                capacity,
+            })
+        }
+        _ => Err(ctx.errors),
+    }
+}
+
+fn decode_target(ctx: &mut Ctx, node: &Node) -> Option<Target> {
+    let fields = ctx.map(node, "`target`", TARGET_KEYS)?;
+    let base_url = fields.required(ctx, "base_url").and_then(|n| {
+        let text = ctx.string(n, "a base URL like `http://127.0.0.1:8080`")?;
+        parse_base_url(&text)
+            .map_err(|e| ctx.error(n.pos(), e))
+            .ok()
+    });
+    let timeout = match fields.get("timeout") {
+        Some(n) => ctx.duration(n).filter(|d| {
+            if d.is_zero() {
+                ctx.error(n.pos(), "expected a timeout above zero, found `0`");
+            }
+            !d.is_zero()
+        }),
+        None => Some(Duration::from_secs(10)),
+    };
+    Some(Target {
+        base_url: base_url?,
+        timeout: timeout?,
+    })
+}
+
+/// `http://host[:port][/prefix]`.
+pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
+    let expected = "expected a base URL like `http://127.0.0.1:8080`";
+    let Some(rest) = text.trim().strip_prefix("http://") else {
+        return Err(if text.starts_with("https://") {
+            format!("{expected}, found `{text}`: only `http://` is supported for now")
+        } else {
+            format!("{expected}, found `{text}`")
+        });
+    };
+    if rest.contains(['?', '#']) {
+        return Err(format!(
+            "{expected} without a query or fragment, found `{text}`"
+        ));
+    }
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("{expected}, found `{text}`"))?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() || host.contains(['@', ' ']) {
+        return Err(format!("{expected}, found `{text}` (no valid host)"));
+    }
+    let port =
+        match port {
+            None => 80,
+            Some(p) => p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                format!("{expected}, found `{text}` (port `{p}` is not in 1..65535)")
+            })?,
+        };
+    Ok(BaseUrl {
+        host: host.to_string(),
+        port,
+        path_prefix: path.trim_end_matches('/').to_string(),
+    })
+}
+
+fn decode_think_time(ctx: &mut Ctx, node: &Node) -> Option<ThinkTime> {
+    if let Node::Scalar { .. } = node {
+        return ctx.duration(node).map(ThinkTime::Constant);
+    }
+    let Node::Map { entries, pos } = node else {
+        ctx.error(
+            node.pos(),
+            format!("expected a duration or one of {{constant: D}}, {{exponential: D}}, {{uniform: [D, D]}}, found {}", node.describe()),
+        );
+        return None;
+    };
+    let kinds = ["constant", "exponential", "uniform"];
+    let errors_before = ctx.errors.len();
+    ctx.map(node, "`think_time`", &kinds)?;
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    if entries.len() != 1 {
+        ctx.error(
+            *pos,
+            format!("expected exactly one of `constant`, `exponential` or `uniform` in `think_time`, found {} keys", entries.len()),
+        );
+        return None;
+    }
+    let (key, value) = &entries[0];
+    match key.name.as_str() {
+        "constant" => ctx.duration(value).map(ThinkTime::Constant),
+        "exponential" => ctx
+            .duration(value)
+            .map(|mean| ThinkTime::Exponential { mean }),
+        _ => {
+            let items = match value {
+                Node::Seq { items, .. } if items.len() == 2 => items,
+                _ => {
+                    ctx.error(
+                        value.pos(),
+                        format!(
+                            "expected `[min, max]` durations, found {}",
+                            value.describe()
+                        ),
+                    );
+                    return None;
+                }
+            };
+            let (min, max) = (ctx.duration(&items[0]), ctx.duration(&items[1]));
+            let (min, max) = (min?, max?);
+            if min > max {
+                ctx.error(
+                    value.pos(),
+                    format!(
+                        "expected `[min, max]` with min <= max, found min {min:?} > max {max:?}"
+                    ),
+                );
+                return None;
+            }
+            Some(ThinkTime::Uniform { min, max })
+        }
+    }
+}
+
+fn decode_servers(ctx: &mut Ctx, node: &Node) -> Vec<ServerSpec> {
+    let mut servers: Vec<ServerSpec> = Vec::new();
+    for item in ctx.seq(node, "`servers`").unwrap_or_default() {
+        let Some(fields) = ctx.map(item, "a `servers` entry", SERVER_KEYS) else {
+            continue;
+        };
+        let tier = fields.required(ctx, "tier").and_then(|n| {
+            let tier = ctx.string(n, "a tier name like `web`")?;
+            if servers.iter().any(|s| s.tier == tier) {
+                ctx.error(n.pos(), format!("duplicate tier `{tier}` in `servers`"));
+            }
+            Some(tier)
+        });
+        let agent = fields.required(ctx, "agent").and_then(|n| {
+            let agent = ctx.string(n, "an agent URL like `http://127.0.0.1:9870`")?;
+            if let Err(e) = parse_base_url(&agent) {
+                ctx.error(n.pos(), e.replace("a base URL", "an agent URL"));
+                return None;
+            }
+            Some(agent)
+        });
+        let processes = fields.required(ctx, "processes").and_then(|n| {
+            let items = ctx.seq(n, "`processes`")?;
+            if items.is_empty() {
+                ctx.error(
+                    n.pos(),
+                    "expected at least one process name in `processes`, found none",
+                );
+            }
+            let names: Vec<String> = items
+                .iter()
+                .filter_map(|p| ctx.string(p, "a process name"))
+                .collect();
+            (names.len() == items.len() && !names.is_empty()).then_some(names)
+        });
+        let cores = fields
+            .get("cores")
+            .map(|n| ctx.integer(n, 1, "a positive number of cores"));
+        if let (Some(tier), Some(agent), Some(processes)) = (tier, agent, processes) {
+            servers.push(ServerSpec {
+                tier,
+                agent,
+                processes,
+                cores: cores.flatten().map(|c| c.min(u32::MAX as u64) as u32),
+            });
+        }
+    }
+    servers
+}
+
+fn decode_capacity(ctx: &mut Ctx, node: &Node) -> Option<CapacitySettings> {
+    let fields = ctx.map(node, "`capacity`", CAPACITY_KEYS)?;
+    let mut c = CapacitySettings::default();
+    let errors_before = ctx.errors.len();
+    for (key, value) in fields.entries {
+        if value.is_null() {
+            continue;
+        }
+        let count = |ctx: &mut Ctx, min| {
+            ctx.integer(
+                value,
+                min,
+                if min == 0 {
+                    "a whole number"
+                } else {
+                    "a positive whole number"
+                },
+            )
+            .map(|n| n.min(u32::MAX as u64) as u32)
+        };
+        match key.name.as_str() {
+            "epsilon" => c.epsilon = ctx.fraction(value, "a fraction").unwrap_or(c.epsilon),
+            "rho_min" => c.rho_min = ctx.fraction(value, "a fraction").unwrap_or(c.rho_min),
+            "tolerance" => c.tolerance = ctx.fraction(value, "a fraction").unwrap_or(c.tolerance),
+            "think_gap" => c.think_gap = ctx.fraction(value, "a fraction").unwrap_or(c.think_gap),
+            "demand_epsilon" => {
+                // In percent, like the paper: `5` and `5%` both mean 5 %.
+                let text = value.as_str().unwrap_or("");
+                match text.trim_end_matches('%').trim().parse::<f64>() {
+                    Ok(v) if v > 0.0 && v <= 100.0 => c.demand_epsilon = v,
+                    _ => ctx.error(
+                        value.pos(),
+                        format!(
+                            "expected a percentage like `5%`, found {}",
+                            value.describe()
+                        ),
+                    ),
+                }
+            }
+            "k_ovld" => c.k_ovld = count(ctx, 1).unwrap_or(c.k_ovld),
+            "p_max" => c.p_max = count(ctx, 1).unwrap_or(c.p_max),
+            "levels_beyond" => c.levels_beyond = count(ctx, 0).unwrap_or(c.levels_beyond),
+            "min_duration" => c.min_duration = ctx.duration(value).unwrap_or(c.min_duration),
+            "max_duration" => c.max_duration = ctx.duration(value).unwrap_or(c.max_duration),
+            "window" => c.window = ctx.duration(value).unwrap_or(c.window),
+            "s_low" => c.s_low = ctx.duration(value).unwrap_or(c.s_low),
+            _ => {} // reported by `map`
+        }
+    }
+    if c.min_duration > c.max_duration {
+        let pos = fields
+            .key("min_duration")
+            .or(fields.key("max_duration"))
+            .map_or(fields.pos, |k| k.pos);
+        ctx.error(
+            pos,
+            format!(
+                "expected `min_duration` <= `max_duration`, found {:?} > {:?}",
+                c.min_duration, c.max_duration
+            ),
+        );
+    }
+    (ctx.errors.len() == errors_before).then_some(c)
+}

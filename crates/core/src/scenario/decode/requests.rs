@@ -1,0 +1,419 @@
+//! Decoding of `requests` (method, path, headers, body, extracts),
+//! compiling every template against the feeders' columns and the variables
+//! bound by `extract`.
+
+use super::super::model::*;
+use super::super::template::{escape, Builder, Escape, Names, Template, TemplateError};
+use super::super::yaml::{Key, Node, Pos, Style};
+use super::ctx::Ctx;
+use super::data::DecodedFeeder;
+
+pub const REQUEST_KEYS: &[&str] = &[
+    "method", "path", "headers", "form", "json", "body", "extract",
+];
+pub const EXTRACT_KEYS: &[&str] = &["regex", "json"];
+
+#[derive(Default)]
+pub struct DecodedRequests {
+    pub requests: Vec<Request>,
+    pub variables: Vec<String>,
+    /// The request names as written, in `RequestId` order.
+    pub keys: Vec<Key>,
+}
+
+pub(super) fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The variable names bound by any request's `extract`, in order of first
+/// appearance; problems are reported later, by `decode_requests`.
+fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
+    let mut variables: Vec<String> = Vec::new();
+    for (_, request) in entries {
+        let Node::Map { entries, .. } = request else {
+            continue;
+        };
+        for (key, extract) in entries {
+            if let (true, Node::Map { entries, .. }) = (key.name == "extract", extract) {
+                for (var, _) in entries {
+                    if !variables.contains(&var.name) {
+                        variables.push(var.name.clone());
+                    }
+                }
+            }
+        }
+    }
+    variables
+}
+
+pub fn decode_requests(ctx: &mut Ctx, node: &Node, feeders: &[DecodedFeeder]) -> DecodedRequests {
+    let Some(entries) = ctx.named_map(node, "`requests`") else {
+        return DecodedRequests::default();
+    };
+    let variables = collect_variables(entries);
+    let names = Names {
+        feeders: feeders
+            .iter()
+            .map(|f| {
+                (
+                    f.feeder.name.as_str(),
+                    f.readable.then_some(&f.feeder.columns[..]),
+                )
+            })
+            .collect(),
+        variables: &variables,
+    };
+    let mut requests = Vec::new();
+    for (key, value) in entries {
+        if !is_name(&key.name) {
+            ctx.error(
+                key.pos,
+                format!(
+                    "expected a request name of letters, digits, `_` or `-`, found `{}`",
+                    key.name
+                ),
+            );
+        }
+        let request = decode_request(ctx, key, value, &names, &variables);
+        requests.push(request.unwrap_or_else(|| placeholder(&key.name)));
+    }
+    DecodedRequests {
+        requests,
+        variables,
+        keys: entries.iter().map(|(k, _)| k.clone()).collect(),
+    }
+}
+
+/// Stands in for a request that had errors, so that ids stay aligned while
+/// the rest of the file is checked; never returned to the caller.
+fn placeholder(name: &str) -> Request {
+    Request {
+        name: name.to_string(),
+        method: "GET".into(),
+        path: Template::literal("/"),
+        headers: Vec::new(),
+        body: None,
+        extracts: Vec::new(),
+    }
+}
+
+fn decode_request(
+    ctx: &mut Ctx,
+    key: &Key,
+    node: &Node,
+    names: &Names,
+    variables: &[String],
+) -> Option<Request> {
+    let what = format!("request `{}`", key.name);
+    if node.is_null() {
+        ctx.error(key.pos, format!("missing required key `path` in {what}"));
+        return None;
+    }
+    let fields = ctx.map(node, &what, REQUEST_KEYS)?;
+    let errors_before = ctx.errors.len();
+
+    let method = match fields.get("method") {
+        None => Some("GET".to_string()),
+        Some(n) => ctx.string(n, "an HTTP method like `GET`").and_then(|m| {
+            let ok = !m.is_empty() && m.bytes().all(is_token_byte);
+            if !ok {
+                ctx.error(
+                    n.pos(),
+                    format!("expected an HTTP method like `GET` or `POST`, found `{m}`"),
+                );
+            }
+            ok.then(|| m.to_ascii_uppercase())
+        }),
+    };
+    let path = fields.required(ctx, "path").and_then(|n| {
+        let text = ctx.string(n, "a path starting with `/`")?;
+        if !text.starts_with('/') {
+            ctx.error(
+                n.pos(),
+                format!("expected a path starting with `/`, found `{text}`"),
+            );
+            return None;
+        }
+        if text.contains(|c: char| c.is_whitespace()) {
+            ctx.error(
+                n.pos(),
+                format!("expected a path without spaces (write `%20`), found `{text}`"),
+            );
+            return None;
+        }
+        template(ctx, n, &text, Escape::Path, Escape::None, names)
+    });
+
+    let mut headers = Vec::new();
+    if let Some(node) = fields.get("headers") {
+        for (name, value) in ctx.named_map(node, "`headers`").unwrap_or_default() {
+            if name.name.is_empty() || !name.name.bytes().all(is_token_byte) {
+                ctx.error(
+                    name.pos,
+                    format!(
+                        "expected a header name like `Authorization`, found `{}`",
+                        name.name
+                    ),
+                );
+                continue;
+            }
+            let Some(text) = ctx.string(value, "a header value") else {
+                continue;
+            };
+            if let Some(t) = template(ctx, value, &text, Escape::Header, Escape::None, names) {
+                headers.push((name.name.clone(), t));
+            }
+        }
+    }
+
+    let bodies: Vec<&Key> = ["form", "json", "body"]
+        .iter()
+        .filter_map(|k| fields.key(k))
+        .collect();
+    if bodies.len() > 1 {
+        ctx.error(
+            bodies[1].pos,
+            format!("expected one body per request (`form`, `json` or `body`), found both `{}` and `{}`", bodies[0].name, bodies[1].name),
+        );
+    }
+    let body = if let Some(node) = fields.get("form") {
+        decode_form(ctx, node, names).map(Body::Form)
+    } else if let Some(node) = fields.get("json") {
+        let mut b = Builder::new(Escape::Json);
+        json_body(ctx, node, &mut b, names);
+        Some(Body::Json(b.finish()))
+    } else if let Some(node) = fields.get("body") {
+        ctx.string(node, "a body text")
+            .and_then(|text| template(ctx, node, &text, Escape::None, Escape::None, names))
+            .map(Body::Raw)
+    } else {
+        None
+    };
+
+    let mut extracts = Vec::new();
+    if let Some(node) = fields.get("extract") {
+        for (var, how) in ctx.named_map(node, "`extract`").unwrap_or_default() {
+            if !is_name(&var.name) || names.feeders.iter().any(|(f, _)| *f == var.name) {
+                ctx.error(
+                    var.pos,
+                    format!("expected a variable name of letters, digits, `_` or `-` that is not a feeder's name, found `{}`", var.name),
+                );
+                continue;
+            }
+            let Some(id) = variables.iter().position(|v| *v == var.name) else {
+                continue;
+            };
+            if let Some(from) = decode_extract(ctx, &var.name, how) {
+                extracts.push(Extract {
+                    var: VarId(id as u32),
+                    from,
+                });
+            }
+        }
+    }
+
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    Some(Request {
+        name: key.name.clone(),
+        method: method?,
+        path: path?,
+        headers,
+        body,
+        extracts,
+    })
+}
+
+/// RFC 9110 `tchar`: what a method or header name may be made of.
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn decode_extract(ctx: &mut Ctx, var: &str, node: &Node) -> Option<ExtractFrom> {
+    let what = format!("the extract of `{var}`");
+    let fields = ctx.map(node, &what, EXTRACT_KEYS)?;
+    if fields.entries.len() != 1 {
+        ctx.error(
+            fields.pos,
+            format!("expected exactly one of `regex` or `json` in {what}"),
+        );
+        return None;
+    }
+    let (key, value) = &fields.entries[0];
+    let text = ctx.string(value, "a pattern")?;
+    match key.name.as_str() {
+        "regex" => match regex::bytes::Regex::new(&text) {
+            Ok(re) => Some(ExtractFrom::Regex(re)),
+            Err(e) => {
+                let detail = e
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
+                ctx.error(
+                    value.pos(),
+                    format!("expected a valid regular expression, found `{text}`: {detail}"),
+                );
+                None
+            }
+        },
+        "json" => {
+            if !(text.is_empty() || text.starts_with('/')) {
+                ctx.error(
+                    value.pos(),
+                    format!("expected a JSON pointer like `/token`, found `{text}`"),
+                );
+                return None;
+            }
+            Some(ExtractFrom::JsonPointer(text))
+        }
+        _ => None,
+    }
+}
+
+/// Form fields: keys and literal parts are encoded now, expansions at
+/// render time, so the engine joins `key=value` pairs with `&` as they are.
+fn decode_form(ctx: &mut Ctx, node: &Node, names: &Names) -> Option<Vec<(String, Template)>> {
+    let mut fields = Vec::new();
+    let mut ok = true;
+    for (key, value) in ctx.named_map(node, "`form`")? {
+        let text = match value {
+            Node::Scalar { value: v, .. } => v.clone(),
+            _ => {
+                ctx.error(
+                    value.pos(),
+                    format!(
+                        "expected a form value (a string or number), found {}",
+                        value.describe()
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+        };
+        let mut encoded_key = Vec::new();
+        escape(Escape::Form, key.name.as_bytes(), &mut encoded_key);
+        match template(ctx, value, &text, Escape::Form, Escape::Form, names) {
+            Some(t) => fields.push((String::from_utf8_lossy(&encoded_key).into_owned(), t)),
+            None => ok = false,
+        }
+    }
+    ok.then_some(fields)
+}
+
+/// Writes `node` as compact JSON into `b`: strings are templates whose
+/// expansions are JSON-escaped; unquoted numbers, booleans and nulls stay
+/// JSON literals.
+fn json_body(ctx: &mut Ctx, node: &Node, b: &mut Builder, names: &Names) {
+    match node {
+        Node::Map { entries, .. } => {
+            b.literal(b"{");
+            for (i, (key, value)) in entries.iter().enumerate() {
+                if i > 0 {
+                    b.literal(b",");
+                }
+                let mut quoted = b"\"".to_vec();
+                escape(Escape::Json, key.name.as_bytes(), &mut quoted);
+                quoted.extend_from_slice(b"\":");
+                b.literal(&quoted);
+                json_body(ctx, value, b, names);
+            }
+            b.literal(b"}");
+        }
+        Node::Seq { items, .. } => {
+            b.literal(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    b.literal(b",");
+                }
+                json_body(ctx, item, b, names);
+            }
+            b.literal(b"]");
+        }
+        Node::Scalar { value, style, .. } => {
+            if *style == Style::Plain {
+                if node.is_null() {
+                    return b.literal(b"null");
+                }
+                if let Some(literal) = json_literal(value) {
+                    return b.literal(literal.as_bytes());
+                }
+            }
+            b.literal(b"\"");
+            let errors = b.source(value, Escape::Json, names);
+            report(ctx, node, value, errors);
+            b.literal(b"\"");
+        }
+    }
+}
+
+/// A plain YAML scalar that is a boolean or a number, as JSON text.
+fn json_literal(text: &str) -> Option<String> {
+    match text {
+        "true" | "True" | "TRUE" => return Some("true".into()),
+        "false" | "False" | "FALSE" => return Some("false".into()),
+        _ => {}
+    }
+    if !text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+        || !text.bytes().any(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    if serde_json::from_str::<serde_json::Number>(text).is_ok() {
+        return Some(text.to_string());
+    }
+    // YAML numbers JSON spells differently: `+1`, `1.`, `.5`, `007`.
+    if let Ok(i) = text.parse::<i64>() {
+        return Some(i.to_string());
+    }
+    let f = text.parse::<f64>().ok().filter(|f| f.is_finite())?;
+    serde_json::Number::from_f64(f).map(|n| n.to_string())
+}
+
+/// Compiles one scalar's text as a template, reporting its errors at their
+/// place in the file.
+fn template(
+    ctx: &mut Ctx,
+    node: &Node,
+    text: &str,
+    escape: Escape,
+    literal: Escape,
+    names: &Names,
+) -> Option<Template> {
+    let mut b = Builder::new(escape);
+    let errors = b.source(text, literal, names);
+    let ok = errors.is_empty();
+    report(ctx, node, text, errors);
+    ok.then(|| b.finish())
+}
+
+fn report(ctx: &mut Ctx, node: &Node, text: &str, errors: Vec<TemplateError>) {
+    for e in errors {
+        ctx.error_hint(offset_pos(node, text, e.offset), e.message, e.hint);
+    }
+}
+
+/// The position of byte `offset` of a scalar's value. Exact for plain and
+/// quoted scalars on one line without escapes; otherwise the scalar's start.
+fn offset_pos(node: &Node, text: &str, offset: usize) -> Pos {
+    let Node::Scalar { style, pos, .. } = node else {
+        return node.pos();
+    };
+    let before = &text[..offset.min(text.len())];
+    if before.contains('\n') {
+        return *pos;
+    }
+    let chars = before.chars().count();
+    match style {
+        Style::Plain => pos.advance(chars),
+        Style::Quoted => pos.advance(1 + chars),
+        Style::Block => *pos,
+    }
+}

@@ -1,0 +1,155 @@
+//! Decoding of `session`: the start request and the transitions, checked
+//! for unknown names, probabilities outside [0, 1] or summing above 1,
+//! requests never reached from `start`, and loops a session can never leave.
+
+use super::super::model::RequestId;
+use super::super::session::Cbmg;
+use super::super::yaml::{Key, Node, Pos};
+use super::ctx::{lookup_request, Ctx, Fields};
+use super::SESSION_KEYS;
+
+pub fn decode_session(
+    ctx: &mut Ctx,
+    node: Option<&Node>,
+    top: &Fields,
+    requests: &[Key],
+) -> Option<Cbmg> {
+    let names: Vec<&str> = requests.iter().map(|k| k.name.as_str()).collect();
+    let errors_before = ctx.errors.len();
+    let Some(node) = node else {
+        if names.len() == 1 {
+            return Some(Cbmg::single(RequestId(0), 1));
+        }
+        ctx.error(top.pos, "missing required key `session` in the scenario: with several requests, `session.start` says where a session begins");
+        return None;
+    };
+    let fields = ctx.map(node, "`session`", SESSION_KEYS)?;
+    let start = match fields.get("start") {
+        Some(n) => lookup_request(ctx, n, &names, "`session.start`"),
+        None if names.len() == 1 => Some(RequestId(0)),
+        None => {
+            ctx.error(fields.pos, "missing required key `start` in `session` (required when there are several requests)");
+            None
+        }
+    };
+    let mut transitions = vec![Vec::new(); names.len()];
+    // Where each request's transitions were written, for loop errors.
+    let mut written_at: Vec<Option<Pos>> = vec![None; names.len()];
+    let entries = fields
+        .get("transitions")
+        .and_then(|n| ctx.named_map(n, "`session.transitions`"));
+    for (from_key, targets) in entries.unwrap_or_default() {
+        let from = names.iter().position(|n| *n == from_key.name);
+        if from.is_none() {
+            ctx.unknown(
+                from_key.pos,
+                format!(
+                    "unknown request `{}` in `session.transitions`",
+                    from_key.name
+                ),
+                &from_key.name,
+                &names,
+            );
+        }
+        let map_pos = if targets.is_null() {
+            from_key.pos
+        } else {
+            targets.pos()
+        };
+        let Some(targets) = ctx.named_map(
+            targets,
+            &format!("the transitions from `{}`", from_key.name),
+        ) else {
+            continue;
+        };
+        let mut sum = 0.0;
+        let mut edges = Vec::new();
+        for (to_key, p) in targets {
+            let to = names.iter().position(|n| *n == to_key.name);
+            if to.is_none() {
+                ctx.unknown(
+                    to_key.pos,
+                    format!(
+                        "unknown request `{}` in the transitions from `{}`",
+                        to_key.name, from_key.name
+                    ),
+                    &to_key.name,
+                    &names,
+                );
+            }
+            let value = p.as_str().and_then(|s| s.trim().parse::<f64>().ok());
+            match value {
+                Some(v) if (0.0..=1.0).contains(&v) => {
+                    sum += v;
+                    if let Some(to) = to {
+                        edges.push((RequestId(to as u32), v));
+                    }
+                }
+                _ => ctx.error(
+                    p.pos(),
+                    format!(
+                        "expected a probability between 0 and 1, found {}",
+                        p.describe()
+                    ),
+                ),
+            }
+        }
+        if sum > 1.0 + 1e-9 {
+            ctx.error_hint(
+                map_pos,
+                format!(
+                    "the transitions from `{}` sum to {}, expected at most 1",
+                    from_key.name,
+                    round(sum)
+                ),
+                Some(
+                    "whatever is left below 1 is the probability that the session ends there"
+                        .into(),
+                ),
+            );
+        }
+        if let Some(from) = from {
+            transitions[from] = edges;
+            written_at[from] = Some(map_pos);
+        }
+    }
+    let start = start?;
+    let cbmg = Cbmg::new(start, transitions);
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    let reachable = cbmg.reachable();
+    let start_name = names[start.index()];
+    for (i, key) in requests.iter().enumerate() {
+        if !reachable[i] {
+            ctx.error_hint(
+                key.pos,
+                format!(
+                    "request `{}` is never reached from `start` ({start_name})",
+                    key.name
+                ),
+                Some(format!(
+                    "add a transition to `{}` under `session.transitions`",
+                    key.name
+                )),
+            );
+        }
+    }
+    let can_end = cbmg.can_end();
+    let stuck: Vec<usize> = (0..names.len())
+        .filter(|&i| reachable[i] && !can_end[i])
+        .collect();
+    if let Some(&first) = stuck.first() {
+        let list: Vec<String> = stuck.iter().map(|&i| format!("`{}`", names[i])).collect();
+        ctx.error_hint(
+            written_at[first].unwrap_or(fields.pos),
+            format!("the session can never end once it reaches {}: every path from there loops with probability 1", list.join(", ")),
+            Some("let the transitions of some request in the loop sum below 1".into()),
+        );
+    }
+    (ctx.errors.len() == errors_before).then_some(cbmg)
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}

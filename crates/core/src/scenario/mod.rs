@@ -1,0 +1,66 @@
+//! Scenario files: from YAML text to a validated `Scenario`.
+//!
+//! ```text
+//! text ─yaml.rs→ located tree ─decode/→ Scenario (model.rs)
+//!                      │              ├ templates (template.rs)
+//!                      │              ├ session CBMG (session.rs)
+//!                      │              ├ thresholds (threshold.rs), durations (duration.rs)
+//!                      └──────────────┴→ Diagnostics (diagnostic.rs): every problem, located
+//! ```
+//!
+//! `load` and `parse` either return a scenario the engine can run as is, or
+//! every problem found in the file (`autoperf check` prints them all). The
+//! format is described for editors by `schema/scenario.schema.json`.
+
+pub mod decode;
+pub mod diagnostic;
+pub mod duration;
+pub mod model;
+pub mod session;
+pub mod template;
+pub mod threshold;
+pub mod yaml;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+pub use diagnostic::{Diagnostic, Diagnostics};
+pub use duration::parse_duration;
+pub use model::*;
+pub use session::Cbmg;
+pub use template::{Bindings, Escape, Template};
+pub use threshold::parse_threshold;
+
+/// Reads and validates a scenario file. CSV paths in `data:` are relative
+/// to the file's directory.
+pub fn load(path: &Path) -> Result<Scenario, Diagnostics> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Diagnostics(vec![Diagnostic::file(
+            path.to_path_buf(),
+            format!("cannot read scenario file `{}`: {e}", path.display()),
+        )])
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Diagnostics(vec![Diagnostic::file(
+            path.to_path_buf(),
+            format!(
+                "cannot read scenario file `{}`: not UTF-8 text (invalid byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+        )])
+    })?;
+    parse(&text, path)
+}
+
+/// Validates scenario text; `path` names the file in messages and is where
+/// CSV paths are resolved from.
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, Diagnostics> {
+    decode::decode(text, path).map_err(|mut errors| {
+        errors.sort_by_key(|d| (d.line, d.column));
+        errors.dedup();
+        Diagnostics(errors)
+    })
+}

@@ -1,0 +1,304 @@
+//! The validated scenario: domain types with units, produced by `decode` from
+//! the YAML file and consumed by the engine. After validation nothing here is
+//! optional-by-accident or stringly typed: durations are `Duration`, requests
+//! and variables are referred to by index newtypes, templates are compiled.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::session::Cbmg;
+use super::template::Template;
+
+/// Index of a request in `Scenario::requests`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u32);
+
+/// Index of a feeder (a `data:` entry) in `Scenario::feeders`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FeederId(pub u32);
+
+/// Index of a per-user variable (a name bound by some `extract`) in
+/// `Scenario::variables`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VarId(pub u32);
+
+impl RequestId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+impl FeederId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+impl VarId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    /// The file it was read from (for messages and the report).
+    pub source: PathBuf,
+    /// The file's text as written, kept for the report.
+    pub text: String,
+    pub target: Target,
+    pub think_time: ThinkTime,
+    pub feeders: Vec<Feeder>,
+    pub requests: Vec<Request>,
+    /// Names bound by `extract`, indexed by `VarId`.
+    pub variables: Vec<String>,
+    pub session: Cbmg,
+    pub servers: Vec<ServerSpec>,
+    pub prerequisites: Vec<RequestId>,
+    pub thresholds: Vec<Threshold>,
+    pub capacity: CapacitySettings,
+}
+
+impl Scenario {
+    pub fn request(&self, id: RequestId) -> &Request {
+        &self.requests[id.index()]
+    }
+
+    pub fn request_id(&self, name: &str) -> Option<RequestId> {
+        self.requests
+            .iter()
+            .position(|r| r.name == name)
+            .map(|i| RequestId(i as u32))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub base_url: BaseUrl,
+    /// Per-request timeout: from the first byte written to the last byte read.
+    pub timeout: Duration,
+}
+
+/// `http://host:port/prefix`: only plain HTTP/1.1 for now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    pub host: String,
+    pub port: u16,
+    /// Path prefix without a trailing slash ("" for the root).
+    pub path_prefix: String,
+}
+
+impl BaseUrl {
+    /// `host:port` as written in the Host header and used to connect.
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl std::fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}{}", self.authority(), self.path_prefix)
+    }
+}
+
+/// The pause a user takes between receiving a response and sending its next
+/// request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThinkTime {
+    Constant(Duration),
+    Exponential { mean: Duration },
+    Uniform { min: Duration, max: Duration },
+}
+
+impl ThinkTime {
+    pub fn mean(&self) -> Duration {
+        match *self {
+            ThinkTime::Constant(d) => d,
+            ThinkTime::Exponential { mean } => mean,
+            ThinkTime::Uniform { min, max } => (min + max) / 2,
+        }
+    }
+
+    /// One draw, from a uniform variate `u` in [0, 1).
+    pub fn sample(&self, u: f64) -> Duration {
+        match *self {
+            ThinkTime::Constant(d) => d,
+            // Inverse transform; 1-u is in (0, 1] so the log is finite.
+            ThinkTime::Exponential { mean } => mean.mul_f64(-(1.0 - u).ln()),
+            ThinkTime::Uniform { min, max } => min + (max - min).mul_f64(u),
+        }
+    }
+}
+
+/// A `data:` entry: rows of name-value pairs from a CSV file with a header.
+/// Each use takes the next row, wrapping around.
+#[derive(Debug, Clone)]
+pub struct Feeder {
+    pub name: String,
+    pub path: PathBuf,
+    pub columns: Vec<String>,
+    /// Never empty: validation rejects a file without data rows.
+    pub rows: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub name: String,
+    /// Upper-case HTTP method token, e.g. "GET".
+    pub method: String,
+    /// Path and query, appended to the base URL's prefix; starts with '/'.
+    pub path: Template,
+    pub headers: Vec<(String, Template)>,
+    pub body: Option<Body>,
+    pub extracts: Vec<Extract>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// `application/x-www-form-urlencoded`; keys and the values' literal
+    /// parts are form-encoded already, and the values' expansions are
+    /// encoded as they render, so the engine joins `key=value` with `&`.
+    Form(Vec<(String, Template)>),
+    /// `application/json`; one template of the whole document whose
+    /// expansions are JSON-string-escaped.
+    Json(Template),
+    /// Sent as written; no Content-Type unless given in `headers`.
+    Raw(Template),
+}
+
+impl Body {
+    pub fn content_type(&self) -> Option<&'static str> {
+        match self {
+            Body::Form(_) => Some("application/x-www-form-urlencoded"),
+            Body::Json(_) => Some("application/json"),
+            Body::Raw(_) => None,
+        }
+    }
+}
+
+/// Binds a per-user variable from a response body.
+#[derive(Debug, Clone)]
+pub struct Extract {
+    pub var: VarId,
+    pub from: ExtractFrom,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExtractFrom {
+    /// The first capture group of the first match (the whole match when the
+    /// regex has no group).
+    Regex(regex::bytes::Regex),
+    /// An RFC 6901 pointer into a JSON body; strings unquoted, other values
+    /// as JSON text.
+    JsonPointer(String),
+}
+
+/// A server process group that may be the bottleneck (used by the agent and
+/// capacity work).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    pub tier: String,
+    /// Base URL of the profiler agent on that host.
+    pub agent: String,
+    /// Process names (or command-line substrings) forming the group.
+    pub processes: Vec<String>,
+    /// Cores available to the tier; `None` means "ask the agent".
+    pub cores: Option<u32>,
+}
+
+/// An SLO such as `p99 < 250ms` or `login.error_rate < 1%`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// The expression as written, for messages and reports.
+    pub source: String,
+    /// `None` for the whole run, or one request.
+    pub request: Option<RequestId>,
+    pub metric: Metric,
+    pub op: Comparison,
+    /// In the metric's unit: milliseconds for times, a fraction (0.01 for 1%)
+    /// for `error_rate`, requests per second for `throughput`.
+    pub bound: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Mean,
+    Max,
+    /// A percentile, in per-mille to keep it exact: p99 is 990, p99.9 is 999.
+    Percentile(u16),
+    ErrorRate,
+    Throughput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+}
+
+impl Comparison {
+    pub fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Comparison::Less => value < bound,
+            Comparison::LessOrEqual => value <= bound,
+            Comparison::Greater => value > bound,
+            Comparison::GreaterOrEqual => value >= bound,
+        }
+    }
+}
+
+/// Tunables of the automatic capacity analysis (AutoPerf section 2.1), with
+/// the paper's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacitySettings {
+    /// Relative change (fraction) between consecutive time-averaged
+    /// throughputs below which a level is at steady state.
+    pub epsilon: f64,
+    /// Minimum bottleneck utilisation of the lowest level tested.
+    pub rho_min: f64,
+    /// Relative tolerance of the piecewise-linear fit in the bisection.
+    pub tolerance: f64,
+    /// Consecutive overloaded levels that confirm overload.
+    pub k_ovld: u32,
+    /// Gap between achieved and configured think time (fraction) that marks
+    /// a client bottleneck.
+    pub think_gap: f64,
+    pub min_duration: Duration,
+    pub max_duration: Duration,
+    /// Width of the time-averaging window for steady-state detection.
+    pub window: Duration,
+    /// Convergence threshold (percent) of the service-demand checks.
+    pub demand_epsilon: f64,
+    /// Profiler readings after which a near-zero process is ignored
+    /// (`p_max` in the paper).
+    pub p_max: u32,
+    /// Assumed CPU time when every process still reads zero after `p_max`
+    /// readings (`S_low`).
+    pub s_low: Duration,
+    /// Levels tested past the saturation estimate `N*`.
+    pub levels_beyond: u32,
+}
+
+impl Default for CapacitySettings {
+    fn default() -> Self {
+        CapacitySettings {
+            epsilon: 0.05,
+            rho_min: 0.1,
+            tolerance: 0.05,
+            k_ovld: 3,
+            think_gap: 0.10,
+            min_duration: Duration::from_secs(10),
+            max_duration: Duration::from_secs(120),
+            window: Duration::from_secs(5),
+            demand_epsilon: 5.0,
+            p_max: 30,
+            s_low: Duration::from_millis(5),
+            levels_beyond: 2,
+        }
+    }
+}

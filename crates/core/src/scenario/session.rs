@@ -1,0 +1,227 @@
+//! The session: a Customer Behavior Model Graph (CBMG), a Markov chain over
+//! the scenario's requests. After each request a user moves to the next one
+//! with the given probabilities; whatever probability is left over
+//! (`1 - Σ p`) ends the session, and the user starts a new one at `start`.
+
+use super::model::RequestId;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cbmg {
+    start: RequestId,
+    /// Indexed by `RequestId`: the successors and their probabilities.
+    transitions: Vec<Vec<(RequestId, f64)>>,
+}
+
+impl Cbmg {
+    /// `transitions[i]` lists the successors of request `i`; the decoder
+    /// guarantees probabilities in [0, 1] summing to at most 1.
+    pub fn new(start: RequestId, transitions: Vec<Vec<(RequestId, f64)>>) -> Cbmg {
+        Cbmg { start, transitions }
+    }
+
+    /// A session of exactly one visit to `request`, then the end (profiling
+    /// mode loads one request type at a time).
+    pub fn single(request: RequestId, n: usize) -> Cbmg {
+        Cbmg {
+            start: request,
+            transitions: vec![Vec::new(); n],
+        }
+    }
+
+    pub fn start(&self) -> RequestId {
+        self.start
+    }
+
+    pub fn transitions(&self, from: RequestId) -> &[(RequestId, f64)] {
+        &self.transitions[from.index()]
+    }
+
+    /// The request after `from`, for `u` uniform in [0, 1); `None` ends the
+    /// session.
+    pub fn next(&self, from: RequestId, u: f64) -> Option<RequestId> {
+        let mut cumulative = 0.0;
+        for &(to, p) in &self.transitions[from.index()] {
+            cumulative += p;
+            if u < cumulative {
+                return Some(to);
+            }
+        }
+        None
+    }
+
+    pub fn exit_probability(&self, from: RequestId) -> f64 {
+        let sum: f64 = self.transitions[from.index()].iter().map(|&(_, p)| p).sum();
+        (1.0 - sum).max(0.0)
+    }
+
+    /// Mean number of visits per session to each request, indexed by
+    /// `RequestId`: the solution of `V = e_start + Pᵀ V` (the visit-ratio
+    /// equations of an open Markov chain; Menascé & Almeida's CBMG). When
+    /// some loop can never be left the system has no solution and every
+    /// entry is `f64::INFINITY`; the decoder rejects such sessions.
+    pub fn expected_visits(&self) -> Vec<f64> {
+        let n = self.transitions.len();
+        // Rows of (I - Pᵀ) | e_start, augmented.
+        let mut a = vec![vec![0.0f64; n + 1]; n];
+        for (i, row) in a.iter_mut().enumerate() {
+            row[i] = 1.0;
+        }
+        for (from, edges) in self.transitions.iter().enumerate() {
+            for &(to, p) in edges {
+                a[to.index()][from] -= p;
+            }
+        }
+        a[self.start.index()][n] = 1.0;
+
+        // Gaussian elimination with partial pivoting.
+        for col in 0..n {
+            let pivot = (col..n)
+                .max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))
+                .unwrap_or(col);
+            if a[pivot][col].abs() < 1e-12 {
+                return vec![f64::INFINITY; n];
+            }
+            a.swap(col, pivot);
+            let pivot_row = a[col].clone();
+            for (r, row) in a.iter_mut().enumerate() {
+                let factor = row[col] / pivot_row[col];
+                if r != col && factor != 0.0 {
+                    for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                        *x -= factor * p;
+                    }
+                }
+            }
+        }
+        (0..n).map(|i| (a[i][n] / a[i][i]).max(0.0)).collect()
+    }
+
+    /// Requests reachable from `start` through transitions of positive
+    /// probability (including `start`).
+    pub fn reachable(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.transitions.len()];
+        let mut stack = vec![self.start];
+        while let Some(r) = stack.pop() {
+            if std::mem::replace(&mut seen[r.index()], true) {
+                continue;
+            }
+            for &(to, p) in &self.transitions[r.index()] {
+                if p > 0.0 && !seen[to.index()] {
+                    stack.push(to);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Requests from which the session can still end (some path of positive
+    /// probability leads to a request with an exit probability).
+    pub fn can_end(&self) -> Vec<bool> {
+        let n = self.transitions.len();
+        let mut ends: Vec<bool> = (0..n)
+            .map(|i| self.exit_probability(RequestId(i as u32)) > 1e-9)
+            .collect();
+        loop {
+            let mut changed = false;
+            for i in 0..n {
+                if !ends[i]
+                    && self.transitions[i]
+                        .iter()
+                        .any(|&(to, p)| p > 0.0 && ends[to.index()])
+                {
+                    ends[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return ends;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(i: u32) -> RequestId {
+        RequestId(i)
+    }
+
+    /// The DESIGN.md session: login → {search 0.7, purchase 0.2},
+    /// search → {search 0.3, purchase 0.3}, purchase → {}.
+    fn shop() -> Cbmg {
+        Cbmg::new(
+            r(0),
+            vec![
+                vec![(r(1), 0.7), (r(2), 0.2)],
+                vec![(r(1), 0.3), (r(2), 0.3)],
+                vec![],
+            ],
+        )
+    }
+
+    #[test]
+    fn expected_visits_hand_solved() {
+        // V0 = 1; V1 = 0.7 V0 + 0.3 V1 → V1 = 1; V2 = 0.2 V0 + 0.3 V1 = 0.5.
+        let v = shop().expected_visits();
+        let want = [1.0, 1.0, 0.5];
+        for (got, want) in v.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn next_follows_the_probabilities() {
+        let cbmg = shop();
+        assert_eq!(cbmg.next(r(0), 0.0), Some(r(1)));
+        assert_eq!(cbmg.next(r(0), 0.69), Some(r(1)));
+        assert_eq!(cbmg.next(r(0), 0.71), Some(r(2)));
+        assert_eq!(cbmg.next(r(0), 0.95), None);
+        assert_eq!(cbmg.next(r(2), 0.0), None);
+        assert!((cbmg.exit_probability(r(0)) - 0.1).abs() < 1e-12);
+        assert_eq!(cbmg.exit_probability(r(2)), 1.0);
+    }
+
+    #[test]
+    fn walk_statistics_match_expected_visits() {
+        let cbmg = shop();
+        let mut rng = fastrand::Rng::with_seed(7);
+        let sessions = 100_000;
+        let mut visits = [0u64; 3];
+        for _ in 0..sessions {
+            let mut at = Some(cbmg.start());
+            while let Some(r) = at {
+                visits[r.index()] += 1;
+                at = cbmg.next(r, rng.f64());
+            }
+        }
+        for (count, want) in visits.iter().zip(cbmg.expected_visits()) {
+            let got = *count as f64 / sessions as f64;
+            assert!((got - want).abs() / want < 0.02, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn single_visit() {
+        let cbmg = Cbmg::single(r(2), 3);
+        assert_eq!(cbmg.start(), r(2));
+        assert_eq!(cbmg.next(r(2), 0.0), None);
+        assert_eq!(cbmg.expected_visits(), vec![0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn reachability_and_endless_loops() {
+        let cbmg = Cbmg::new(
+            r(0),
+            vec![
+                vec![(r(1), 0.5)],
+                vec![(r(1), 1.0)],
+                vec![],
+                vec![(r(2), 0.0)],
+            ],
+        );
+        assert_eq!(cbmg.reachable(), vec![true, true, false, false]);
+        assert_eq!(cbmg.can_end(), vec![true, false, true, true]);
+        assert!(cbmg.expected_visits()[1].is_infinite());
+    }
+}

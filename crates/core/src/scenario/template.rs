@@ -1,0 +1,542 @@
+//! Templates: text with `${…}` expansions, compiled once at load time and
+//! rendered per request without allocating beyond the output buffer.
+//!
+//! Syntax inside a string:
+//! - `${random(1,5000)}`: a uniform integer, both bounds inclusive;
+//! - `${actors.name}`: column `name` of the current row of feeder `actors`;
+//! - `${token}`: a per-user variable bound by some request's `extract`;
+//! - `$$` writes one literal `$` (so `$${x}` is the text `${x}`); a `$` not
+//!   followed by `{` or `$` is literal as it stands.
+//!
+//! The literal parts are stored joined in one buffer; the dynamic parts
+//! remember where in it they go. Expansions are escaped for the place the
+//! template is used (`Escape`); literal parts are escaped once, at compile
+//! time, when the builder is told to.
+
+use std::io::Write as _;
+
+use super::diagnostic::did_you_mean;
+use super::model::{FeederId, VarId};
+
+/// How expansions are written into the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escape {
+    /// As they are (raw bodies).
+    None,
+    /// Percent-encode everything but RFC 3986 unreserved characters.
+    Path,
+    /// `application/x-www-form-urlencoded`: space as `+`, the rest but
+    /// `*-._` and alphanumerics percent-encoded.
+    Form,
+    /// Escaped as the inside of a JSON string.
+    Json,
+    /// CR and LF removed, so a value cannot end the header.
+    Header,
+}
+
+/// A dynamic part of a template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dynamic {
+    Random { lo: i64, hi: i64 },
+    Column { feeder: FeederId, column: usize },
+    Var(VarId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Part {
+    /// Offset in `Template::text` where the expansion goes.
+    at: usize,
+    value: Dynamic,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    text: Vec<u8>,
+    parts: Vec<Part>,
+    escape: Escape,
+    feeders: Vec<FeederId>,
+}
+
+/// What the engine supplies while rendering.
+pub trait Bindings {
+    /// A uniform integer in `lo..=hi`.
+    fn random(&mut self, lo: i64, hi: i64) -> i64;
+    /// The value of `column` in the row chosen for `feeder` for this
+    /// rendering (the engine picks one row per feeder per request).
+    fn column(&mut self, feeder: FeederId, column: usize) -> &[u8];
+    /// The variable's value; empty when not yet extracted.
+    fn var(&self, var: VarId) -> &[u8];
+}
+
+impl Template {
+    /// A template without expansions: `text` as it stands.
+    pub fn literal(text: &str) -> Template {
+        let mut b = Builder::new(Escape::None);
+        b.literal(text.as_bytes());
+        b.finish()
+    }
+
+    /// Compiles `source` whose literal parts are kept as written.
+    pub fn compile(
+        source: &str,
+        escape: Escape,
+        names: &Names,
+    ) -> Result<Template, Vec<TemplateError>> {
+        let mut b = Builder::new(escape);
+        let errors = b.source(source, Escape::None, names);
+        if errors.is_empty() {
+            Ok(b.finish())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The bytes, when there is nothing dynamic (the engine renders once).
+    pub fn static_bytes(&self) -> Option<&[u8]> {
+        self.parts.is_empty().then_some(&self.text[..])
+    }
+
+    /// Appends the rendered template to `out`.
+    pub fn render(&self, bindings: &mut impl Bindings, out: &mut Vec<u8>) {
+        let mut from = 0;
+        for part in &self.parts {
+            out.extend_from_slice(&self.text[from..part.at]);
+            from = part.at;
+            match part.value {
+                Dynamic::Random { lo, hi } => {
+                    // Digits and '-' need no escaping in any context.
+                    let n = bindings.random(lo, hi);
+                    let _ = write!(out, "{n}");
+                }
+                Dynamic::Column { feeder, column } => {
+                    escape(self.escape, bindings.column(feeder, column), out)
+                }
+                Dynamic::Var(var) => escape(self.escape, bindings.var(var), out),
+            }
+        }
+        out.extend_from_slice(&self.text[from..]);
+    }
+
+    /// The feeders this template reads, each once.
+    pub fn feeders(&self) -> impl Iterator<Item = FeederId> + '_ {
+        self.feeders.iter().copied()
+    }
+
+    /// The variables this template reads (possibly repeated).
+    pub fn variables(&self) -> impl Iterator<Item = VarId> + '_ {
+        self.parts.iter().filter_map(|p| match p.value {
+            Dynamic::Var(v) => Some(v),
+            _ => None,
+        })
+    }
+}
+
+/// The names a template may refer to.
+pub struct Names<'a> {
+    /// Feeders in `FeederId` order, with their columns; `None` when the
+    /// file could not be read (then any column is accepted, the file's own
+    /// error being reported already).
+    pub feeders: Vec<(&'a str, Option<&'a [String]>)>,
+    /// Variables in `VarId` order.
+    pub variables: &'a [String],
+}
+
+/// A problem in a template's source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError {
+    /// Byte offset of the problem in the template's source.
+    pub offset: usize,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// Builds one template out of several pieces (a JSON body is many strings
+/// and the punctuation between them).
+pub struct Builder {
+    text: Vec<u8>,
+    parts: Vec<Part>,
+    escape: Escape,
+}
+
+impl Builder {
+    /// `escape` applies to every expansion in the template.
+    pub fn new(escape: Escape) -> Builder {
+        Builder {
+            text: Vec::new(),
+            parts: Vec::new(),
+            escape,
+        }
+    }
+
+    /// Appends bytes as they are.
+    pub fn literal(&mut self, bytes: &[u8]) {
+        self.text.extend_from_slice(bytes);
+    }
+
+    /// Appends template source; its literal parts are written with
+    /// `literal_escape`. Returns every problem found in it.
+    pub fn source(
+        &mut self,
+        src: &str,
+        literal_escape: Escape,
+        names: &Names,
+    ) -> Vec<TemplateError> {
+        let mut errors = Vec::new();
+        let bytes = src.as_bytes();
+        let mut literal_start = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] != b'$' || i + 1 >= bytes.len() {
+                i += 1;
+                continue;
+            }
+            match bytes[i + 1] {
+                b'$' => {
+                    escape(literal_escape, &bytes[literal_start..=i], &mut self.text);
+                    i += 2;
+                    literal_start = i;
+                }
+                b'{' => {
+                    escape(literal_escape, &bytes[literal_start..i], &mut self.text);
+                    let Some(len) = src[i + 2..].find('}') else {
+                        errors.push(TemplateError {
+                            offset: i,
+                            message: "unclosed `${`: expected `}`".into(),
+                            hint: Some("write `$${` for a literal `${`".into()),
+                        });
+                        return errors;
+                    };
+                    let inner = &src[i + 2..i + 2 + len];
+                    match expansion(inner, names) {
+                        Ok(value) => self.parts.push(Part {
+                            at: self.text.len(),
+                            value,
+                        }),
+                        Err((message, hint)) => errors.push(TemplateError {
+                            offset: i,
+                            message,
+                            hint,
+                        }),
+                    }
+                    i += 2 + len + 1;
+                    literal_start = i;
+                }
+                _ => i += 1,
+            }
+        }
+        escape(literal_escape, &bytes[literal_start..], &mut self.text);
+        errors
+    }
+
+    pub fn finish(self) -> Template {
+        let mut feeders = Vec::new();
+        for part in &self.parts {
+            if let Dynamic::Column { feeder, .. } = part.value {
+                if !feeders.contains(&feeder) {
+                    feeders.push(feeder);
+                }
+            }
+        }
+        Template {
+            text: self.text,
+            parts: self.parts,
+            escape: self.escape,
+            feeders,
+        }
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Resolves the inside of `${…}`.
+fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<String>)> {
+    let expr = inner.trim();
+    if let Some(args) = expr.strip_prefix("random").map(str::trim_start) {
+        if let Some(args) = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')) {
+            return random(args, inner);
+        }
+    }
+    if let Some((feeder, column)) = expr.split_once('.') {
+        let (feeder, column) = (feeder.trim(), column.trim());
+        if !is_identifier(feeder) || column.is_empty() {
+            return Err(bad_expansion(inner));
+        }
+        let Some(id) = names.feeders.iter().position(|(n, _)| *n == feeder) else {
+            let hint = did_you_mean(feeder, names.feeders.iter().map(|(n, _)| *n))
+                .or_else(|| Some("data feeders are declared under `data:`".into()));
+            return Err((
+                format!("unknown data feeder `{feeder}` in `${{{inner}}}`"),
+                hint,
+            ));
+        };
+        let columns = names.feeders[id].1;
+        let column = match columns {
+            None => 0,
+            Some(columns) => match columns.iter().position(|c| c == column) {
+                Some(c) => c,
+                None => {
+                    let hint = did_you_mean(column, columns.iter().map(String::as_str))
+                        .or_else(|| Some(format!("its columns are: {}", columns.join(", "))));
+                    return Err((
+                        format!("data feeder `{feeder}` has no column `{column}`"),
+                        hint,
+                    ));
+                }
+            },
+        };
+        return Ok(Dynamic::Column {
+            feeder: FeederId(id as u32),
+            column,
+        });
+    }
+    if expr.is_empty() {
+        return Err(bad_expansion(inner));
+    }
+    if !is_identifier(expr) {
+        return Err(bad_expansion(inner));
+    }
+    if let Some(id) = names.variables.iter().position(|v| v == expr) {
+        return Ok(Dynamic::Var(VarId(id as u32)));
+    }
+    if names.feeders.iter().any(|(n, _)| *n == expr) {
+        return Err((
+            format!("`{expr}` is a data feeder, expected one of its columns"),
+            Some(format!("write `${{{expr}.COLUMN}}`")),
+        ));
+    }
+    let hint = did_you_mean(expr, names.variables.iter().map(String::as_str))
+        .or_else(|| Some("variables are bound by a request's `extract`".into()));
+    Err((format!("unknown variable `{expr}`"), hint))
+}
+
+fn bad_expansion(inner: &str) -> (String, Option<String>) {
+    (
+        format!("expected `${{random(lo, hi)}}`, `${{feeder.column}}` or `${{variable}}`, found `${{{inner}}}`"),
+        Some("write `$${` for a literal `${`".into()),
+    )
+}
+
+fn random(args: &str, inner: &str) -> Result<Dynamic, (String, Option<String>)> {
+    let bad = || {
+        (
+            format!(
+                "expected `random(lo, hi)` with two integers, found `{}`",
+                inner.trim()
+            ),
+            None,
+        )
+    };
+    let (lo, hi) = args.split_once(',').ok_or_else(bad)?;
+    let lo: i64 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: i64 = hi.trim().parse().map_err(|_| bad())?;
+    if lo > hi {
+        return Err((
+            format!(
+                "expected `random(lo, hi)` with lo <= hi, found `{}`",
+                inner.trim()
+            ),
+            Some(format!("write `random({hi}, {lo})`")),
+        ));
+    }
+    Ok(Dynamic::Random { lo, hi })
+}
+
+/// Writes `bytes` into `out` escaped as `how` says.
+pub fn escape(how: Escape, bytes: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let percent = |b: u8, out: &mut Vec<u8>| {
+        out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]])
+    };
+    match how {
+        Escape::None => out.extend_from_slice(bytes),
+        Escape::Path => {
+            for &b in bytes {
+                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                    out.push(b)
+                } else {
+                    percent(b, out)
+                }
+            }
+        }
+        Escape::Form => {
+            for &b in bytes {
+                if b.is_ascii_alphanumeric() || matches!(b, b'*' | b'-' | b'.' | b'_') {
+                    out.push(b)
+                } else if b == b' ' {
+                    out.push(b'+')
+                } else {
+                    percent(b, out)
+                }
+            }
+        }
+        Escape::Json => {
+            for &b in bytes {
+                match b {
+                    b'"' => out.extend_from_slice(b"\\\""),
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    0..=0x1f | 0x7f => {
+                        out.extend_from_slice(b"\\u00");
+                        out.extend_from_slice(&[HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+                    }
+                    _ => out.push(b),
+                }
+            }
+        }
+        Escape::Header => out.extend(bytes.iter().copied().filter(|&b| b != b'\r' && b != b'\n')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed {
+        row: Vec<Vec<u8>>,
+        vars: Vec<Vec<u8>>,
+    }
+
+    impl Bindings for Fixed {
+        fn random(&mut self, lo: i64, hi: i64) -> i64 {
+            assert!(lo <= hi);
+            hi
+        }
+        fn column(&mut self, _feeder: FeederId, column: usize) -> &[u8] {
+            &self.row[column]
+        }
+        fn var(&self, var: VarId) -> &[u8] {
+            self.vars.get(var.index()).map_or(&[], |v| &v[..])
+        }
+    }
+
+    fn names<'a>(columns: &'a [String], vars: &'a [String]) -> Names<'a> {
+        Names {
+            feeders: vec![("actors", Some(columns))],
+            variables: vars,
+        }
+    }
+
+    fn render(src: &str, escape: Escape) -> String {
+        let columns = vec!["name".to_string(), "id".to_string()];
+        let vars = vec!["token".to_string()];
+        let t = Template::compile(src, escape, &names(&columns, &vars)).unwrap();
+        let mut b = Fixed {
+            row: vec![b"A b/\"c\"\r\n&=".to_vec(), b"7".to_vec()],
+            vars: vec![b"x y".to_vec()],
+        };
+        let mut out = b"prefix:".to_vec();
+        t.render(&mut b, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn every_escape() {
+        let src = "/a b?n=${actors.name}&t=${token}&r=${random(-5, 12)}";
+        assert_eq!(
+            render(src, Escape::None),
+            "prefix:/a b?n=A b/\"c\"\r\n&=&t=x y&r=12"
+        );
+        assert_eq!(
+            render(src, Escape::Path),
+            "prefix:/a b?n=A%20b%2F%22c%22%0D%0A%26%3D&t=x%20y&r=12"
+        );
+        assert_eq!(
+            render(src, Escape::Form),
+            "prefix:/a b?n=A+b%2F%22c%22%0D%0A%26%3D&t=x+y&r=12"
+        );
+        assert_eq!(
+            render(src, Escape::Json),
+            "prefix:/a b?n=A b/\\\"c\\\"\\r\\n&=&t=x y&r=12"
+        );
+        assert_eq!(
+            render(src, Escape::Header),
+            "prefix:/a b?n=A b/\"c\"&=&t=x y&r=12"
+        );
+    }
+
+    #[test]
+    fn literal_dollars_and_static() {
+        let vars: Vec<String> = vec![];
+        let n = names(&[], &vars);
+        let t = Template::compile("cost $5, $${x} $$", Escape::None, &n).unwrap();
+        assert_eq!(t.static_bytes(), Some(&b"cost $5, ${x} $"[..]));
+        assert_eq!(Template::literal("/x").static_bytes(), Some(&b"/x"[..]));
+        let columns = vec!["name".to_string()];
+        let t = Template::compile(
+            "${actors.name}${actors.name}",
+            Escape::None,
+            &names(&columns, &vars),
+        )
+        .unwrap();
+        assert!(t.static_bytes().is_none());
+        assert_eq!(t.feeders().collect::<Vec<_>>(), vec![FeederId(0)]);
+    }
+
+    #[test]
+    fn literal_parts_escaped_by_builder() {
+        let vars = vec!["v".to_string()];
+        let n = names(&[], &vars);
+        let mut b = Builder::new(Escape::Json);
+        b.literal(b"{\"k\":\"");
+        assert!(b.source("a\"b ${v}", Escape::Json, &n).is_empty());
+        b.literal(b"\"}");
+        let t = b.finish();
+        let mut out = Vec::new();
+        t.render(
+            &mut Fixed {
+                row: vec![],
+                vars: vec![b"q\"".to_vec()],
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"{\"k\":\"a\\\"b q\\\"\"}");
+    }
+
+    #[test]
+    fn errors_with_offsets() {
+        let columns = vec!["name".to_string()];
+        let vars = vec!["token".to_string()];
+        let n = names(&columns, &vars);
+        let err = |src: &str| Template::compile(src, Escape::None, &n).unwrap_err();
+
+        let e = err("ab ${tokn}");
+        assert_eq!(e[0].offset, 3);
+        assert_eq!(e[0].message, "unknown variable `tokn`");
+        assert_eq!(e[0].hint.as_deref(), Some("did you mean `token`?"));
+
+        let e = err("${actor.name} ${actors.nam}");
+        assert_eq!(e.len(), 2);
+        assert!(e[0].message.contains("unknown data feeder `actor`"));
+        assert_eq!(e[0].hint.as_deref(), Some("did you mean `actors`?"));
+        assert_eq!(e[1].offset, 14);
+        assert_eq!(e[1].message, "data feeder `actors` has no column `nam`");
+        assert_eq!(e[1].hint.as_deref(), Some("did you mean `name`?"));
+
+        assert!(err("x${random(5,1)}")[0].message.contains("lo <= hi"));
+        assert!(err("${random(1)}")[0].message.contains("two integers"));
+        assert!(err("${random(a,2)}")[0].message.contains("two integers"));
+        let e = err("a ${token");
+        assert_eq!(
+            (e[0].offset, e[0].message.as_str()),
+            (2, "unclosed `${`: expected `}`")
+        );
+        assert!(err("${}")[0].message.starts_with("expected `${random"));
+        assert!(err("${actors}")[0].message.contains("is a data feeder"));
+    }
+
+    #[test]
+    fn unread_feeder_accepts_any_column() {
+        let vars: Vec<String> = vec![];
+        let n = Names {
+            feeders: vec![("f", None)],
+            variables: &vars,
+        };
+        assert!(Template::compile("${f.anything}", Escape::None, &n).is_ok());
+    }
+}

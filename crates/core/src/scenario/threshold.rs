@@ -1,0 +1,218 @@
+//! Threshold (SLO) expressions such as `p99 < 250ms`, `error_rate < 1%` or
+//! `login.throughput >= 100/s`.
+//!
+//! Grammar: `[request "."] metric op value`, where metric is `mean`, `max`,
+//! `pN` (`p50`, `p90`, `p95`, `p99`, `p99.9`, … with at most one decimal),
+//! `error_rate` or `throughput`, and op is `<`, `<=`, `>` or `>=`. Times take
+//! a duration and are kept in milliseconds; `error_rate` takes a percent or a
+//! fraction and is kept as a fraction; `throughput` takes `100/s` or a plain
+//! number, in requests per second.
+
+use super::duration::parse_duration;
+use super::model::{Comparison, Metric, RequestId, Threshold};
+
+const METRICS: &str = "mean, max, p50, p90, p95, p99, p99.9, error_rate or throughput";
+
+pub fn parse_threshold(
+    expr: &str,
+    request_id: impl Fn(&str) -> Option<RequestId>,
+) -> Result<Threshold, String> {
+    let text = expr.trim();
+    let Some(at) = text.find(['<', '>']) else {
+        return Err(format!(
+            "expected a comparison like `p99 < 250ms`, found `{text}`"
+        ));
+    };
+    let or_equal = text[at + 1..].starts_with('=');
+    let op = match (&text[at..at + 1], or_equal) {
+        ("<", false) => Comparison::Less,
+        ("<", true) => Comparison::LessOrEqual,
+        (_, false) => Comparison::Greater,
+        (_, true) => Comparison::GreaterOrEqual,
+    };
+    let op_text = &text[at..at + 1 + or_equal as usize];
+    let left = text[..at].trim();
+    let right = text[at + op_text.len()..].trim();
+
+    let (request, metric) = match parse_metric(left) {
+        Some(metric) => (None, metric),
+        None => match left.split_once('.') {
+            Some((name, metric_text)) if !name.is_empty() => {
+                let (name, metric_text) = (name.trim(), metric_text.trim());
+                match (request_id(name), parse_metric(metric_text)) {
+                    (Some(id), Some(metric)) => (Some(id), metric),
+                    (Some(_), None) => {
+                        return Err(format!("expected a metric ({METRICS}), found `{metric_text}`"))
+                    }
+                    (None, Some(_)) => return Err(format!("unknown request `{name}`")),
+                    // Neither part makes sense: `p42.42` is a bad metric,
+                    // not a request named `p42`.
+                    (None, None) => {
+                        return Err(format!("expected a metric ({METRICS}), found `{left}`"))
+                    }
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "expected a metric ({METRICS}), optionally after a request name and `.`, found `{left}`"
+                ))
+            }
+        },
+    };
+
+    let bound = match metric {
+        Metric::Mean | Metric::Max | Metric::Percentile(_) => parse_duration(right)
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .map_err(|_| {
+                format!("expected a duration like `250ms` after `{op_text}`, found `{right}`")
+            })?,
+        Metric::ErrorRate => parse_rate(right).ok_or_else(|| {
+            format!("expected a percentage like `1%` or a fraction like `0.01` after `{op_text}`, found `{right}`")
+        })?,
+        Metric::Throughput => right
+            .strip_suffix("/s")
+            .unwrap_or(right)
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| {
+                format!("expected a rate like `100/s` after `{op_text}`, found `{right}`")
+            })?,
+    };
+    Ok(Threshold {
+        source: text.to_string(),
+        request,
+        metric,
+        op,
+        bound,
+    })
+}
+
+fn parse_metric(text: &str) -> Option<Metric> {
+    match text {
+        "mean" => Some(Metric::Mean),
+        "max" => Some(Metric::Max),
+        "error_rate" => Some(Metric::ErrorRate),
+        "throughput" => Some(Metric::Throughput),
+        _ => {
+            let number = text.strip_prefix('p')?;
+            let (whole, tenth) = match number.split_once('.') {
+                Some((w, t)) if t.len() == 1 => (w, t),
+                Some(_) => return None,
+                None => (number, "0"),
+            };
+            if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let per_mille = whole.parse::<u16>().ok()? * 10 + tenth.parse::<u16>().ok()?;
+            (1..=1000)
+                .contains(&per_mille)
+                .then_some(Metric::Percentile(per_mille))
+        }
+    }
+}
+
+/// `1%` → 0.01, `0.01` → 0.01; in [0, 1].
+pub fn parse_rate(text: &str) -> Option<f64> {
+    let value = match text.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().ok()? / 100.0,
+        None => text.parse::<f64>().ok()?,
+    };
+    (0.0..=1.0).contains(&value).then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(name: &str) -> Option<RequestId> {
+        (name == "login").then_some(RequestId(3))
+    }
+
+    #[test]
+    fn grammar_table() {
+        use Comparison::*;
+        let ok: &[(&str, Option<RequestId>, Metric, Comparison, f64)] = &[
+            ("p99 < 250ms", None, Metric::Percentile(990), Less, 250.0),
+            (
+                "p99.9<=1s",
+                None,
+                Metric::Percentile(999),
+                LessOrEqual,
+                1000.0,
+            ),
+            ("p50 > 1.5ms", None, Metric::Percentile(500), Greater, 1.5),
+            ("p90 < 2s", None, Metric::Percentile(900), Less, 2000.0),
+            ("p95 < 2s", None, Metric::Percentile(950), Less, 2000.0),
+            ("mean < 100ms", None, Metric::Mean, Less, 100.0),
+            ("max <= 2m", None, Metric::Max, LessOrEqual, 120_000.0),
+            ("error_rate < 1%", None, Metric::ErrorRate, Less, 0.01),
+            (
+                "error_rate <= 0.05",
+                None,
+                Metric::ErrorRate,
+                LessOrEqual,
+                0.05,
+            ),
+            (
+                "throughput >= 100/s",
+                None,
+                Metric::Throughput,
+                GreaterOrEqual,
+                100.0,
+            ),
+            ("throughput > 20", None, Metric::Throughput, Greater, 20.0),
+            (
+                "login.p99 < 250ms",
+                Some(RequestId(3)),
+                Metric::Percentile(990),
+                Less,
+                250.0,
+            ),
+            (
+                "login.p99.9 < 1s",
+                Some(RequestId(3)),
+                Metric::Percentile(999),
+                Less,
+                1000.0,
+            ),
+            (
+                "login.error_rate < 2%",
+                Some(RequestId(3)),
+                Metric::ErrorRate,
+                Less,
+                0.02,
+            ),
+        ];
+        for (text, request, metric, op, bound) in ok {
+            let t = parse_threshold(text, lookup).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(t.request, *request, "{text}");
+            assert_eq!(t.metric, *metric, "{text}");
+            assert_eq!(t.op, *op, "{text}");
+            assert!((t.bound - bound).abs() < 1e-9, "{text}: {}", t.bound);
+            assert_eq!(t.source, text.trim());
+        }
+    }
+
+    #[test]
+    fn errors_say_what_was_expected() {
+        let err = |text: &str| parse_threshold(text, lookup).unwrap_err();
+        assert_eq!(
+            err("p99 250ms"),
+            "expected a comparison like `p99 < 250ms`, found `p99 250ms`"
+        );
+        assert!(err("p98.55 < 1s").starts_with("expected a metric"));
+        assert!(err("latency < 1s").contains("found `latency`"));
+        assert_eq!(
+            err("p99 < fast"),
+            "expected a duration like `250ms` after `<`, found `fast`"
+        );
+        assert!(err("p99 < 250").contains("found `250`"));
+        assert!(err("error_rate < 150%").contains("percentage"));
+        assert!(err("throughput > lots").contains("`100/s`"));
+        assert_eq!(err("logn.p99 < 1s"), "unknown request `logn`");
+        assert!(err("login.p999x < 1s").contains("found `p999x`"));
+        assert!(err("p42.42 < 1s").contains("found `p42.42`"));
+    }
+}

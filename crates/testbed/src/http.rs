@@ -1,0 +1,225 @@
+//! What both tiers share: the accept loop with graceful shutdown, responses,
+//! and query-string parameters with their one-line 400 reasons.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+
+/// The body type of every testbed response.
+pub type Body = Full<Bytes>;
+
+/// How long in-flight requests may run on after shutdown is signalled.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Answers requests; one per tier.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+    ) -> impl Future<Output = Response<Body>> + Send;
+}
+
+/// Serves HTTP/1.1 (keep-alive unless the client says close) on `listener`
+/// until `shutdown` completes, then stops accepting and lets open connections
+/// finish their in-flight request for at most [`DRAIN_TIMEOUT`].
+pub async fn serve<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.keep_alive(true);
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: the condition is
+                    // transient under load, so wait a little instead of spinning.
+                    eprintln!("testbed: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let handler = Arc::clone(&handler);
+        let service = hyper::service::service_fn(move |req| {
+            let handler = Arc::clone(&handler);
+            async move { Ok::<_, Infallible>(handler.handle(req).await) }
+        });
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            // A client resetting its connection is its business, not an error.
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
+    Ok(())
+}
+
+/// A response with a body and a content type.
+pub fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Body> {
+    let mut resp = Response::new(Full::new(body.into()));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+/// A plain-text response; `text` should end with a newline.
+pub fn text(status: StatusCode, text: impl Into<String>) -> Response<Body> {
+    respond(status, "text/plain; charset=utf-8", text.into())
+}
+
+/// A JSON response.
+pub fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    respond(status, "application/json", format!("{value}\n"))
+}
+
+/// 404 for a path this tier does not serve.
+pub fn not_found(path: &str) -> Response<Body> {
+    text(StatusCode::NOT_FOUND, format!("no such resource: {path}\n"))
+}
+
+/// 405 with the one method the resource accepts.
+pub fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let mut resp = text(StatusCode::METHOD_NOT_ALLOWED, format!("use {allow}\n"));
+    resp.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    resp
+}
+
+/// A bad request: the reason is one line, shown to whoever sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadRequest(pub String);
+
+impl BadRequest {
+    pub fn into_response(self) -> Response<Body> {
+        text(StatusCode::BAD_REQUEST, format!("{}\n", self.0))
+    }
+}
+
+/// The parameters of a query string. Parameters a handler does not ask for
+/// are ignored: scenarios add their own (`&actor=…&page=3`) to vary URLs.
+pub struct Query<'a> {
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+/// Upper bound of every duration parameter: a testbed request that burns or
+/// sleeps longer than this is a mistake, and bounds shutdown.
+const MAX_MS: f64 = 10_000.0;
+
+impl<'a> Query<'a> {
+    pub fn parse(query: Option<&'a str>) -> Query<'a> {
+        let pairs = query
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or((p, "")))
+            .collect();
+        Query { pairs }
+    }
+
+    fn take(&mut self, name: &str) -> Result<Option<&'a str>, BadRequest> {
+        let mut found = None;
+        let mut i = 0;
+        while i < self.pairs.len() {
+            if self.pairs[i].0 == name {
+                if found.is_some() {
+                    return Err(BadRequest(format!("query parameter {name} given twice")));
+                }
+                found = Some(self.pairs.remove(i).1);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(found)
+    }
+
+    /// A duration in milliseconds, fractional allowed, 0 ≤ ms ≤ 10 000.
+    pub fn millis(&mut self, name: &str) -> Result<Option<Duration>, BadRequest> {
+        let Some(raw) = self.take(name)? else {
+            return Ok(None);
+        };
+        match raw.parse::<f64>() {
+            Ok(ms) if (0.0..=MAX_MS).contains(&ms) => {
+                Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+            }
+            _ => Err(BadRequest(format!(
+                "query parameter {name}={raw}: expected milliseconds between 0 and {MAX_MS}"
+            ))),
+        }
+    }
+
+    /// A required duration in milliseconds.
+    pub fn required_millis(&mut self, name: &str) -> Result<Duration, BadRequest> {
+        self.millis(name)?
+            .ok_or_else(|| BadRequest(format!("missing query parameter {name} (milliseconds)")))
+    }
+
+    /// A byte count, 0 ≤ n ≤ `max`.
+    pub fn bytes(&mut self, name: &str, max: u64) -> Result<Option<u64>, BadRequest> {
+        let Some(raw) = self.take(name)? else {
+            return Ok(None);
+        };
+        match raw.parse::<u64>() {
+            Ok(n) if n <= max => Ok(Some(n)),
+            _ => Err(BadRequest(format!(
+                "query parameter {name}={raw}: expected a byte count between 0 and {max}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parameters() {
+        let mut q = Query::parse(Some("ms=0.5&bytes=10"));
+        assert_eq!(q.required_millis("ms"), Ok(Duration::from_micros(500)));
+        assert_eq!(q.bytes("bytes", 100), Ok(Some(10)));
+
+        let mut q = Query::parse(None);
+        assert!(q.required_millis("ms").is_err());
+        assert_eq!(q.millis("ms"), Ok(None));
+
+        for bad in [
+            "ms=-1",
+            "ms=abc",
+            "ms=NaN",
+            "ms=inf",
+            "ms=20000",
+            "ms=1&ms=2",
+            "ms=",
+        ] {
+            let mut q = Query::parse(Some(bad));
+            assert!(q.millis("ms").is_err(), "{bad}");
+        }
+        let mut q = Query::parse(Some("n=101"));
+        assert!(q.bytes("n", 100).is_err());
+
+        let mut q = Query::parse(Some("actor=Ann%20Lee&ms=1&page=3"));
+        assert_eq!(q.millis("ms"), Ok(Some(Duration::from_millis(1))));
+    }
+}

@@ -1,0 +1,35 @@
+//! autoperf's built-in testbed: a real two-tier HTTP system whose costs are
+//! known by construction, for the demo, for tests, and as a control
+//! experiment — the true saturation throughput of a scenario on it is
+//! `workers_b / D_b` for the busiest tier b.
+//!
+//! ```text
+//!   client ──HTTP/1.1──▶ tb-web ──keep-alive pool──▶ tb-db
+//!                        │ I/O: one tokio thread      │ I/O: one tokio thread
+//!                        │ N web burn workers         │ N db burn workers
+//!                        │ one lock + data file       │
+//! ```
+//!
+//! Layout:
+//! - [`burn`]: CPU burns in thread CPU time, and the fixed worker pool;
+//! - `http`: the shared accept loop with graceful shutdown, responses, query parameters;
+//! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
+//! - `db_client`: the web tier's keep-alive pool to the db tier;
+//! - `lock`, `static_files`: the critical section and the cacheable content;
+//! - [`process`]: a tier as a named OS process, and the launcher of both.
+//!
+//! Tests and the CLI drive it through [`serve_web`]/[`serve_db`] (in process,
+//! on an injected listener) or [`Testbed::spawn`] (as child processes).
+
+pub mod burn;
+pub mod db;
+mod db_client;
+mod http;
+mod lock;
+pub mod process;
+mod static_files;
+pub mod web;
+
+pub use db::{serve_db, DbConfig};
+pub use process::{testbed_main, tier_main, Testbed, TestbedOptions, Tier, TierArgs};
+pub use web::{serve_web, WebConfig};

@@ -1,0 +1,479 @@
+//! The testbed as operating-system processes: the body of a tier process
+//! (`autoperf tier web|db`), and the launcher that starts both tiers as named
+//! children of the `autoperf` binary and stops them.
+//!
+//! ```text
+//!   autoperf testbed ──spawn──▶ tb-db  (tier db --listen 127.0.0.1:0)     ─┐ each prints
+//!                    ──spawn──▶ tb-web (tier web --listen ADDR --db DBADDR) ─┘ "listening http://…"
+//!                    ◀─SIGTERM/SIGINT── user;  SIGTERM ─▶ both, SIGKILL after 3 s
+//! ```
+
+use std::ffi::CString;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use tokio::net::TcpListener;
+
+use crate::db::{serve_db, DbConfig};
+use crate::web::{serve_web, WebConfig};
+
+/// How long a tier may take to print its address.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a tier may take to exit after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(3);
+/// The tail of a tier's stderr kept for error messages.
+const STDERR_TAIL: usize = 4096;
+/// Set in a tier's environment to the launcher's pid; see [`die_with_parent`].
+const PARENT_ENV: &str = "AUTOPERF_TESTBED_PARENT";
+
+/// Which tier a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Web,
+    Db,
+}
+
+impl Tier {
+    /// The process name, as `ps -C` and /proc/PID/comm show it.
+    pub fn process_name(self) -> &'static str {
+        match self {
+            Tier::Web => "tb-web",
+            Tier::Db => "tb-db",
+        }
+    }
+
+    /// The word of `autoperf tier web|db`.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Tier::Web => "web",
+            Tier::Db => "db",
+        }
+    }
+}
+
+/// Arguments of the hidden subcommand `autoperf tier web|db`.
+#[derive(Debug, Clone)]
+pub struct TierArgs {
+    pub tier: Tier,
+    pub listen: SocketAddr,
+    pub workers: usize,
+    /// The db tier's address; only the web tier uses it.
+    pub db: Option<SocketAddr>,
+}
+
+/// Options of `autoperf testbed`.
+#[derive(Debug, Clone)]
+pub struct TestbedOptions {
+    /// The web tier's address; port 0 picks a free one.
+    pub listen: SocketAddr,
+    pub web_workers: usize,
+    pub db_workers: usize,
+}
+
+impl Default for TestbedOptions {
+    fn default() -> Self {
+        TestbedOptions {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            web_workers: 2,
+            db_workers: 2,
+        }
+    }
+}
+
+/// The body of `autoperf tier web|db`: names the process, binds, prints
+/// `listening http://IP:PORT`, serves until SIGTERM or SIGINT.
+pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
+    // Before any thread exists: threads copy the name of the thread that
+    // starts them, so every thread of the process reads tb-web/tb-db too.
+    set_process_name(args.tier.process_name())?;
+    die_with_parent();
+    // One I/O thread is plenty for a testbed and keeps its own CPU cost small
+    // and easy to account for; the CPU burns run on the tier's worker pool.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tier's runtime")?;
+    runtime.block_on(async {
+        let listener = TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("binding {}", args.listen))?;
+        let addr = listener.local_addr()?;
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening http://{addr}")?;
+            out.flush()?;
+        }
+        let shutdown = termination()?;
+        match args.tier {
+            Tier::Web => {
+                let config = WebConfig {
+                    workers: args.workers,
+                    db: args.db,
+                };
+                serve_web(listener, config, shutdown).await
+            }
+            Tier::Db => {
+                let config = DbConfig {
+                    workers: args.workers,
+                };
+                serve_db(listener, config, shutdown).await
+            }
+        }
+    })
+}
+
+/// Sets the name of the calling thread, which for the main thread is the
+/// process name of /proc/PID/comm (at most 15 bytes).
+fn set_process_name(name: &str) -> anyhow::Result<()> {
+    let name = CString::new(name)?;
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string that outlives the call.
+    let rc = unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    if rc != 0 {
+        bail!("prctl(PR_SET_NAME): {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Asks for SIGTERM when the launcher dies, so a crashed `autoperf` leaves no
+/// tiers behind; exits at once if the launcher died before this ran.
+fn die_with_parent() {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and nothing else.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if let Some(parent) = std::env::var(PARENT_ENV)
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok())
+    {
+        // SAFETY: getppid cannot fail.
+        if unsafe { libc::getppid() } as u32 != parent {
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Completes on the first SIGTERM or SIGINT.
+fn termination() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}
+
+/// A running testbed: the two tier processes.
+#[derive(Debug)]
+pub struct Testbed {
+    /// `http://IP:PORT` of the web tier.
+    pub web_url: String,
+    pub web_addr: SocketAddr,
+    pub web_pid: u32,
+    pub db_pid: u32,
+    pub db_addr: SocketAddr,
+    web: Option<TierProcess>,
+    db: Option<TierProcess>,
+}
+
+impl Testbed {
+    /// Starts tb-db, then tb-web pointed at it, as children of `exe` (the
+    /// autoperf binary, which must accept `tier web|db --listen ADDR
+    /// --workers N [--db ADDR]`).
+    ///
+    /// The tiers get SIGTERM when *the thread* that calls this exits (that is
+    /// how PR_SET_PDEATHSIG counts a parent): call it from a thread that
+    /// outlives the testbed, such as the main thread.
+    pub fn spawn(exe: &Path, options: &TestbedOptions) -> anyhow::Result<Testbed> {
+        let localhost = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let mut db = TierProcess::spawn(
+            exe,
+            &TierArgs {
+                tier: Tier::Db,
+                listen: localhost,
+                workers: options.db_workers,
+                db: None,
+            },
+        )?;
+        let web = TierProcess::spawn(
+            exe,
+            &TierArgs {
+                tier: Tier::Web,
+                listen: options.listen,
+                workers: options.web_workers,
+                db: Some(db.addr),
+            },
+        );
+        let web = match web {
+            Ok(web) => web,
+            Err(e) => {
+                db.signal(libc::SIGTERM);
+                db.stop(Instant::now() + STOP_TIMEOUT);
+                return Err(e);
+            }
+        };
+        // A tier bound to 0.0.0.0 is reached through loopback from here.
+        let mut reachable = web.addr;
+        if reachable.ip().is_unspecified() {
+            reachable.set_ip(match reachable {
+                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Ok(Testbed {
+            web_url: format!("http://{reachable}"),
+            web_addr: reachable,
+            web_pid: web.child.id(),
+            db_pid: db.child.id(),
+            db_addr: db.addr,
+            web: Some(web),
+            db: Some(db),
+        })
+    }
+
+    /// SIGTERM to both tiers, then up to 3 s for them to exit, then SIGKILL.
+    /// Idempotent.
+    pub fn shutdown(&mut self) {
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        // Web first: it is the db tier's only client.
+        for tier in [&mut self.web, &mut self.db] {
+            if let Some(process) = tier.as_mut() {
+                process.signal(libc::SIGTERM);
+            }
+        }
+        for tier in [&mut self.web, &mut self.db] {
+            if let Some(mut process) = tier.take() {
+                process.stop(deadline);
+            }
+        }
+    }
+
+    /// A tier that exited on its own (crashed, or was killed from outside).
+    pub fn exited(&mut self) -> Option<(Tier, ExitStatus)> {
+        for process in [&mut self.web, &mut self.db].into_iter().flatten() {
+            if let Ok(Some(status)) = process.child.try_wait() {
+                return Some((process.tier, status));
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One tier's child process.
+#[derive(Debug)]
+struct TierProcess {
+    tier: Tier,
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl TierProcess {
+    fn spawn(exe: &Path, args: &TierArgs) -> anyhow::Result<TierProcess> {
+        use std::os::unix::process::CommandExt;
+        let name = args.tier.process_name();
+        let mut cmd = Command::new(exe);
+        cmd.arg0(name)
+            .args(["tier", args.tier.arg(), "--listen"])
+            .arg(args.listen.to_string())
+            .arg("--workers")
+            .arg(args.workers.to_string());
+        if let Some(db) = args.db {
+            cmd.arg("--db").arg(db.to_string());
+        }
+        cmd.env(PARENT_ENV, std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {name} ({})", exe.display()))?;
+        let stderr = drain_stderr(name, child.stderr.take().expect("stderr is piped"));
+        let first_line = first_line(child.stdout.take().expect("stdout is piped"));
+
+        let failure = match first_line.recv_timeout(START_TIMEOUT) {
+            Ok(line) => match parse_listening(&line) {
+                Some(addr) => {
+                    stderr.forward.store(true, Ordering::Relaxed);
+                    return Ok(TierProcess {
+                        tier: args.tier,
+                        child,
+                        addr,
+                    });
+                }
+                None => format!("printed {line:?} instead of \"listening http://IP:PORT\""),
+            },
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                format!("did not print its address within {START_TIMEOUT:?}")
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => "exited before listening".to_owned(),
+        };
+        let mut process = TierProcess {
+            tier: args.tier,
+            child,
+            addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+        };
+        process.signal(libc::SIGTERM);
+        let status = process.stop(Instant::now() + STOP_TIMEOUT);
+        // The drain thread sees end-of-file once the child is gone.
+        let _ = stderr.done.recv_timeout(Duration::from_secs(1));
+        let tail = String::from_utf8_lossy(&stderr.tail.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_owned();
+        let status = status.map_or_else(|| "still running".to_owned(), |s| s.to_string());
+        bail!(
+            "{name} {failure} ({status}); its stderr:\n{}",
+            if tail.trim().is_empty() {
+                "(empty)"
+            } else {
+                tail.trim_end()
+            }
+        )
+    }
+
+    fn signal(&mut self, signal: libc::c_int) {
+        // Once reaped, the pid may belong to another process: never signal it.
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        // SAFETY: kill() with the pid of a child that is not reaped yet.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+    }
+
+    /// Waits for the child to exit until `deadline`, then kills it.
+    fn stop(&mut self, deadline: Instant) -> Option<ExitStatus> {
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
+                Ok(None) => {
+                    let _ = self.child.kill();
+                    return self.child.wait().ok();
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// `listening http://127.0.0.1:PORT` → the address.
+fn parse_listening(line: &str) -> Option<SocketAddr> {
+    line.trim().strip_prefix("listening http://")?.parse().ok()
+}
+
+/// Sends the child's first stdout line, then keeps reading so that the child
+/// never blocks on a full pipe.
+fn first_line(stdout: ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        if matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            let _ = tx.send(line);
+        }
+        drop(tx);
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    rx
+}
+
+/// A child's stderr, read by a thread: until the tier is listening it is
+/// kept (its last [`STDERR_TAIL`] bytes) for the error message of a failed
+/// start; afterwards each line goes to this process's stderr, prefixed with
+/// the tier's name. `done` fires at end-of-file.
+struct StderrTail {
+    tail: Arc<Mutex<Vec<u8>>>,
+    forward: Arc<AtomicBool>,
+    done: mpsc::Receiver<()>,
+}
+
+fn drain_stderr(name: &'static str, stderr: ChildStderr) -> StderrTail {
+    let tail = Arc::new(Mutex::new(Vec::new()));
+    let forward = Arc::new(AtomicBool::new(false));
+    let (done_tx, done) = mpsc::channel();
+    let (kept, forwarding) = (Arc::clone(&tail), Arc::clone(&forward));
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            if forwarding.load(Ordering::Relaxed) {
+                let _ = write!(
+                    std::io::stderr(),
+                    "{name}: {}",
+                    String::from_utf8_lossy(&line)
+                );
+            } else {
+                let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                kept.extend_from_slice(&line);
+                let excess = kept.len().saturating_sub(STDERR_TAIL);
+                kept.drain(..excess);
+            }
+            line.clear();
+        }
+        let _ = done_tx.send(());
+    });
+    StderrTail {
+        tail,
+        forward,
+        done,
+    }
+}
+
+/// The body of `autoperf testbed`: starts both tiers, says where they are,
+/// and stops them on SIGINT or SIGTERM. Fails if a tier dies on its own.
+pub fn testbed_main(exe: &Path, options: TestbedOptions) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    // Handlers first, so a Ctrl-C during start-up is not lost.
+    let stop = runtime.block_on(async { termination() })?;
+    let mut testbed = Testbed::spawn(exe, &options)?;
+    // A closed stdout (`autoperf testbed | head -1`) is no reason to stop.
+    let _ = writeln!(
+        std::io::stdout(),
+        "testbed: web {} (tb-web pid {}), db {} (tb-db pid {}); Ctrl-C stops",
+        testbed.web_url,
+        testbed.web_pid,
+        testbed.db_addr,
+        testbed.db_pid
+    );
+    let died = runtime.block_on(async {
+        tokio::pin!(stop);
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                () = &mut stop => return None,
+                _ = tick.tick() => {
+                    if let Some(exit) = testbed.exited() {
+                        return Some(exit);
+                    }
+                }
+            }
+        }
+    });
+    testbed.shutdown();
+    match died {
+        None => Ok(()),
+        Some((tier, status)) => bail!("{} exited on its own ({status})", tier.process_name()),
+    }
+}

@@ -1,0 +1,202 @@
+//! The web tier: routes and their handlers.
+//!
+//! | request | cost |
+//! |---|---|
+//! | `GET /cpu?ms=M` | M ms of CPU on a web worker |
+//! | `GET /db?web_ms=A&db_ms=B` | A ms on web, then B ms on the db tier (the web worker is free meanwhile) |
+//! | `POST /lock?ms=M&bytes=K` | M ms in the global critical section, no CPU, K bytes written |
+//! | `GET /sleep?ms=M` | M ms, no CPU, no worker |
+//! | `GET /static/*` | cacheable content, 304 on a matching validator |
+//! | `GET /bytes?n=N` | a body of exactly N bytes |
+//! | `POST /ingest`, `GET /ingest/count` | counts JSON records |
+//! | `GET /health` | "ok" |
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::json;
+
+use crate::burn::BurnPool;
+use crate::db_client::DbClient;
+use crate::http::{
+    self, json, method_not_allowed, not_found, text, BadRequest, Body, Handler, Query,
+};
+use crate::lock::{CriticalSection, MAX_WRITE_BYTES};
+use crate::static_files;
+
+/// Largest `/bytes?n=`.
+pub const MAX_BODY_BYTES: u64 = 64 << 20;
+
+/// Largest accepted `/ingest` record.
+const MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// Configuration of the web tier.
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    /// Worker threads that run CPU burns: at most this many burn at once.
+    pub workers: usize,
+    /// The db tier; `/db` answers 503 without one.
+    pub db: Option<SocketAddr>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            workers: 2,
+            db: None,
+        }
+    }
+}
+
+/// Serves the web tier on `listener` until `shutdown` completes, then stops
+/// accepting and lets in-flight requests finish for at most 2 s. The lock's
+/// data directory is removed when the last connection has closed.
+pub async fn serve_web(
+    listener: tokio::net::TcpListener,
+    config: WebConfig,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let web = Arc::new(Web {
+        pool: BurnPool::new("web-burn", config.workers)?,
+        db: config.db.map(DbClient::new),
+        lock: CriticalSection::create()?,
+        ingested: AtomicU64::new(0),
+    });
+    http::serve(listener, web, shutdown).await
+}
+
+struct Web {
+    pool: BurnPool,
+    db: Option<DbClient>,
+    lock: CriticalSection,
+    ingested: AtomicU64,
+}
+
+impl Handler for Web {
+    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        match self.route(req).await {
+            Ok(resp) => resp,
+            Err(bad) => bad.into_response(),
+        }
+    }
+}
+
+/// The one method a path accepts, or `None` for a path the web tier does not
+/// serve.
+fn method_of(path: &str) -> Option<Method> {
+    match path {
+        "/lock" | "/ingest" => Some(Method::POST),
+        "/health" | "/cpu" | "/db" | "/sleep" | "/bytes" | "/ingest/count" => Some(Method::GET),
+        _ if path.starts_with("/static/") => Some(Method::GET),
+        _ => None,
+    }
+}
+
+impl Web {
+    async fn route(&self, req: Request<Incoming>) -> Result<Response<Body>, BadRequest> {
+        let path = req.uri().path().to_owned();
+        match method_of(&path) {
+            None => return Ok(not_found(&path)),
+            Some(Method::POST) if req.method() != Method::POST => {
+                return Ok(method_not_allowed("POST"))
+            }
+            Some(Method::GET) if req.method() != Method::GET => {
+                return Ok(method_not_allowed("GET"))
+            }
+            Some(_) => {}
+        }
+        let mut query = Query::parse(req.uri().query());
+        match path.as_str() {
+            "/health" => Ok(text(StatusCode::OK, "ok\n")),
+            "/cpu" => {
+                let cpu = query.required_millis("ms")?;
+                self.pool.burn(cpu).await;
+                Ok(text(StatusCode::OK, "ok\n"))
+            }
+            "/db" => {
+                let web_cpu = query.millis("web_ms")?.unwrap_or_default();
+                let db_cpu = query.millis("db_ms")?.unwrap_or_default();
+                let Some(db) = &self.db else {
+                    return Ok(text(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "no db tier configured\n",
+                    ));
+                };
+                self.pool.burn(web_cpu).await;
+                // The web worker is free again while the db tier works.
+                Ok(match db.burn(db_cpu).await {
+                    Ok(()) => text(StatusCode::OK, "ok\n"),
+                    Err(e) => text(StatusCode::BAD_GATEWAY, format!("{e}\n")),
+                })
+            }
+            "/lock" => {
+                let hold = query.required_millis("ms")?;
+                let bytes = query.bytes("bytes", MAX_WRITE_BYTES)?.unwrap_or(0);
+                Ok(match self.lock.enter(hold, bytes).await {
+                    Ok(()) => text(StatusCode::OK, "ok\n"),
+                    Err(e) => text(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("lock file: {e}\n"),
+                    ),
+                })
+            }
+            "/sleep" => {
+                let pause = query.required_millis("ms")?;
+                tokio::time::sleep(pause).await;
+                Ok(text(StatusCode::OK, "ok\n"))
+            }
+            "/bytes" => {
+                let n = query
+                    .bytes("n", MAX_BODY_BYTES)?
+                    .ok_or_else(|| BadRequest("missing query parameter n (bytes)".into()))?;
+                Ok(http::respond(
+                    StatusCode::OK,
+                    "application/octet-stream",
+                    vec![b'x'; n as usize],
+                ))
+            }
+            "/ingest" => self.ingest(req).await,
+            "/ingest/count" => {
+                let count = self.ingested.load(Ordering::Relaxed);
+                Ok(json(StatusCode::OK, &json!({ "count": count })))
+            }
+            _ => {
+                let name = path.strip_prefix("/static/").unwrap_or_default();
+                Ok(static_files::response(name, req.headers()).unwrap_or_else(|| not_found(&path)))
+            }
+        }
+    }
+
+    /// Accepts one JSON object, like an HTTP bridge in front of a message broker.
+    async fn ingest(&self, req: Request<Incoming>) -> Result<Response<Body>, BadRequest> {
+        let body: Bytes = match Limited::new(req.into_body(), MAX_RECORD_BYTES)
+            .collect()
+            .await
+        {
+            Ok(body) => body.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Ok(text(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("a record is at most {MAX_RECORD_BYTES} bytes\n"),
+                ))
+            }
+            Err(e) => return Err(BadRequest(format!("reading the record: {e}"))),
+        };
+        match serde_json::from_slice::<serde_json::Value>(&body) {
+            Ok(serde_json::Value::Object(_)) => {
+                let count = self.ingested.fetch_add(1, Ordering::Relaxed) + 1;
+                Ok(json(
+                    StatusCode::OK,
+                    &json!({ "accepted": 1, "count": count }),
+                ))
+            }
+            Ok(_) => Err(BadRequest("a record must be a JSON object".into())),
+            Err(e) => Err(BadRequest(format!("invalid JSON: {e}"))),
+        }
+    }
+}

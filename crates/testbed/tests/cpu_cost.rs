@@ -1,0 +1,70 @@
+//! The CPU cost of `/cpu` in process: the whole test process's CPU time grows
+//! by what the requests ask for. One test in this binary, so that no other
+//! test's CPU is counted.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Conn, Tiers};
+use hyper::StatusCode;
+
+/// User + system CPU time of this whole process.
+fn process_cpu() -> Duration {
+    // SAFETY: an all-zero rusage is valid, and getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) }, 0);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// CPU time of the threads of this process whose name starts with `prefix`,
+/// from /proc/self/task/*/schedstat (nanoseconds, unlike /proc/*/stat).
+fn threads_cpu(prefix: &str) -> Duration {
+    let mut total = Duration::ZERO;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with(prefix) {
+            continue;
+        }
+        let schedstat = std::fs::read_to_string(task.path().join("schedstat")).unwrap();
+        let ns: u64 = schedstat.split(' ').next().unwrap().parse().unwrap();
+        total += Duration::from_nanos(ns);
+    }
+    total
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cpu_requests_cost_what_they_ask() {
+    let tiers = Tiers::start(2, 1).await;
+    let mut web = Conn::open(tiers.web).await;
+    // Warm the connection and the lazily initialised parts of both sides.
+    for _ in 0..5 {
+        assert_eq!(web.get("/cpu?ms=0.1").await.status, StatusCode::OK);
+    }
+
+    let requests = 100;
+    let (process_before, burn_before) = (process_cpu(), threads_cpu("web-burn"));
+    for _ in 0..requests {
+        assert_eq!(web.get("/cpu?ms=2").await.status, StatusCode::OK);
+    }
+    let process = process_cpu() - process_before;
+    let burned = threads_cpu("web-burn") - burn_before;
+    let expected = Duration::from_millis(2) * requests;
+    eprintln!("{requests} x /cpu?ms=2: process CPU {process:?}, of which the web workers {burned:?}; expected {expected:?}");
+    // The workers spend what was asked, and little more.
+    assert!(burned >= expected, "{burned:?} < {expected:?}");
+    assert!(
+        burned <= expected.mul_f64(1.1),
+        "{burned:?} > {expected:?} + 10%"
+    );
+    // The rest is the HTTP work of client and server, which share this one
+    // thread, and waking up when a burn is done: about 10 % in a debug
+    // build, a few % in release.
+    assert!(
+        process <= expected.mul_f64(1.25),
+        "{process:?} > {expected:?} + 25%"
+    );
+    tiers.stop().await;
+}

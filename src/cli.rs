@@ -1,0 +1,126 @@
+//! The command line: argv → typed values. Nothing here measures anything.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "autoperf",
+    version,
+    about = "Automated load testing and resource-usage profiling of multi-tier web applications",
+    long_about = None,
+    after_help = "Start with `autoperf demo`: it runs everything against the built-in testbed."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one load test at one load level.
+    #[command(
+        after_help = "Example:\n  autoperf run shop.yaml --users 50 --duration 60s --warmup 10s"
+    )]
+    Run(RunArgs),
+    /// Validate a scenario file and explain every problem.
+    #[command(after_help = "Example:\n  autoperf check shop.yaml")]
+    Check {
+        /// The scenario file (YAML).
+        scenario: PathBuf,
+    },
+    /// Start the built-in testbed and run the bundled scenario against it.
+    #[command(after_help = "Example:\n  autoperf demo --out demo-results")]
+    Demo(DemoArgs),
+    /// Run the built-in two-tier system under test (tb-web, tb-db).
+    #[command(after_help = "Example:\n  autoperf testbed --listen 127.0.0.1:8080 --web-workers 1")]
+    Testbed(TestbedArgs),
+    /// Run the profiler agent that reports /proc counters of server processes.
+    #[command(after_help = "Example:\n  autoperf agent --listen 127.0.0.1:9870")]
+    Agent(AgentArgs),
+    /// One tier of the testbed (started by `autoperf testbed`).
+    #[command(hide = true)]
+    Tier(TierArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario file (YAML).
+    pub scenario: PathBuf,
+    /// Number of concurrent virtual users (closed workload).
+    #[arg(long, short = 'u')]
+    pub users: u32,
+    /// Measured duration after the warm-up, e.g. 30s, 2m.
+    #[arg(long, short = 'd', default_value = "30s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Warm-up excluded from every figure (default: twice the think time, 3–30 s).
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Run without the profiler agents named under `servers:`.
+    #[arg(long)]
+    pub no_agents: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Results directory (default: autoperf-results/<scenario>-<timestamp>).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Print only the final summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Measured seconds per level.
+    #[arg(long, default_value = "12s", value_parser = parse_duration)]
+    pub duration: Duration,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TestbedArgs {
+    /// Address of the web tier.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Worker threads of the web tier (at most this many CPU burns at once).
+    #[arg(long, default_value_t = 2)]
+    pub web_workers: usize,
+    /// Worker threads of the db tier.
+    #[arg(long, default_value_t = 2)]
+    pub db_workers: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address to serve counters on; off loopback a token file is required.
+    #[arg(long, default_value = "127.0.0.1:9870")]
+    pub listen: SocketAddr,
+    /// File whose first line is the bearer token clients must send.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TierArgs {
+    /// web or db
+    pub tier: String,
+    #[arg(long)]
+    pub listen: SocketAddr,
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Address of the db tier (web only).
+    #[arg(long)]
+    pub db: Option<SocketAddr>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    autoperf_core::scenario::parse_duration(text)
+}

@@ -1,0 +1,241 @@
+//! One function per subcommand: load inputs, call the core, print, choose
+//! the exit code.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use autoperf_core::engine::{default_warmup, EngineError, LevelPlan, StopSignal};
+use autoperf_core::record::RunRecord;
+use autoperf_core::report::text;
+use autoperf_core::results::ResultsDir;
+use autoperf_core::runner::{run_levels, RunError, RunPlan};
+use autoperf_core::scenario::{self, BaseUrl, Scenario};
+
+use crate::cli::{AgentArgs, DemoArgs, RunArgs, TestbedArgs, TierArgs};
+use crate::progress::LiveView;
+use crate::{exit, print_out, Failure};
+
+type Outcome = Result<u8, Failure>;
+
+pub fn check(path: &Path) -> Outcome {
+    let scenario = load(path)?;
+    print_out(&format!(
+        "{}: ok — scenario `{}`, {} requests, target {}\n",
+        path.display(),
+        scenario.name,
+        scenario.requests.len(),
+        scenario.target.base_url
+    ));
+    Ok(exit::OK)
+}
+
+pub fn run(args: RunArgs) -> Outcome {
+    let scenario = Arc::new(load(&args.scenario)?);
+    if args.users == 0 {
+        return Err(Failure::bad_input("--users must be at least 1"));
+    }
+    let levels = vec![LevelPlan {
+        index: 1,
+        users: args.users,
+        warmup: args.warmup.unwrap_or_else(|| default_warmup(&scenario)),
+        duration: args.duration,
+    }];
+    let out = out_dir(&args.output.out, &scenario);
+    let record = execute(
+        &scenario,
+        "run",
+        levels,
+        &out,
+        args.output.quiet,
+        false,
+        !args.no_agents,
+    )?;
+    if let Some(level) = record.levels.first() {
+        print_out(&text::level_table(level));
+    }
+    print_out(&format!("results: {}\n", out.display()));
+    Ok(exit::OK)
+}
+
+/// The bundled demo scenario and its data, written next to the results so
+/// the run can be repeated with `autoperf run`.
+const DEMO_SCENARIO: &str = include_str!("../examples/testbed.yaml");
+const DEMO_ACTORS: &str = include_str!("../examples/data/actors.csv");
+const DEMO_LEVELS: [u32; 5] = [5, 20, 50, 100, 200];
+
+pub fn demo(args: DemoArgs) -> Outcome {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::cannot_proceed(format!("cannot find the autoperf binary: {e}")))?;
+    let mut testbed = autoperf_testbed::Testbed::spawn(&exe, &Default::default())
+        .map_err(|e| Failure::cannot_proceed(format!("cannot start the testbed: {e:#}")))?;
+    let out = args
+        .output
+        .out
+        .clone()
+        .unwrap_or_else(|| ResultsDir::default_path("demo"));
+    let scenario_path = out.join("scenario").join("testbed.yaml");
+    let data_dir = out.join("scenario").join("data");
+    std::fs::create_dir_all(&data_dir)
+        .and_then(|_| std::fs::write(&scenario_path, DEMO_SCENARIO))
+        .and_then(|_| std::fs::write(data_dir.join("actors.csv"), DEMO_ACTORS))
+        .map_err(|e| {
+            Failure::cannot_proceed(format!("cannot write {}: {e}", scenario_path.display()))
+        })?;
+    let agent = autoperf_agent::BackgroundAgent::start(([127, 0, 0, 1], 0).into())
+        .map_err(|e| Failure::cannot_proceed(format!("cannot start the profiler agent: {e:#}")))?;
+    let mut scenario = load(&scenario_path)?;
+    for server in &mut scenario.servers {
+        server.agent = agent.url();
+    }
+    scenario.target.base_url = BaseUrl {
+        host: testbed.web_addr.ip().to_string(),
+        port: testbed.web_addr.port(),
+        path_prefix: String::new(),
+    };
+    let scenario = Arc::new(scenario);
+    let quiet = args.output.quiet;
+    if !quiet {
+        eprintln!(
+            "demo: testbed up at {} (tb-web pid {}, tb-db pid {}), agent at {}; {} levels of {} s",
+            testbed.web_url,
+            testbed.web_pid,
+            testbed.db_pid,
+            agent.url(),
+            DEMO_LEVELS.len(),
+            args.duration.as_secs()
+        );
+    }
+    let warmup = default_warmup(&scenario);
+    let levels = DEMO_LEVELS
+        .iter()
+        .enumerate()
+        .map(|(i, &users)| LevelPlan {
+            index: i as u32 + 1,
+            users,
+            warmup,
+            duration: args.duration,
+        })
+        .collect();
+    let result = execute(&scenario, "demo", levels, &out, quiet, true, true);
+    testbed.shutdown();
+    let record = result?;
+    print_out(&format!(
+        "\nscenario {} against the testbed ({} levels):\n{}results: {}\n",
+        scenario.name,
+        record.levels.len(),
+        text::levels_table(&record.levels),
+        out.display()
+    ));
+    Ok(exit::OK)
+}
+
+pub fn testbed(args: TestbedArgs) -> Outcome {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::cannot_proceed(format!("cannot find the autoperf binary: {e}")))?;
+    let options = autoperf_testbed::TestbedOptions {
+        listen: args.listen,
+        web_workers: args.web_workers,
+        db_workers: args.db_workers,
+    };
+    autoperf_testbed::testbed_main(&exe, options)
+        .map(|_| exit::OK)
+        .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))
+}
+
+pub fn tier(args: TierArgs) -> Outcome {
+    let tier = match args.tier.as_str() {
+        "web" => autoperf_testbed::Tier::Web,
+        "db" => autoperf_testbed::Tier::Db,
+        other => {
+            return Err(Failure::bad_input(format!(
+                "unknown tier `{other}`: expected web or db"
+            )))
+        }
+    };
+    autoperf_testbed::tier_main(autoperf_testbed::TierArgs {
+        tier,
+        listen: args.listen,
+        workers: args.workers,
+        db: args.db,
+    })
+    .map(|_| exit::OK)
+    .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))
+}
+
+pub fn agent(args: AgentArgs) -> Outcome {
+    autoperf_agent::agent_main(autoperf_agent::AgentOptions {
+        listen: args.listen,
+        token_file: args.token_file,
+    })
+    .map(|_| exit::OK)
+    .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))
+}
+
+fn load(path: &Path) -> Result<Scenario, Failure> {
+    scenario::load(path).map_err(|diagnostics| Failure::bad_input(format!("{diagnostics}")))
+}
+
+fn out_dir(out: &Option<PathBuf>, scenario: &Scenario) -> PathBuf {
+    out.clone()
+        .unwrap_or_else(|| ResultsDir::default_path(&scenario.name))
+}
+
+/// Runs the levels with the live view and Ctrl-C handling.
+fn execute(
+    scenario: &Arc<Scenario>,
+    mode: &str,
+    levels: Vec<LevelPlan>,
+    out: &Path,
+    quiet: bool,
+    echo_levels: bool,
+    use_agents: bool,
+) -> Result<RunRecord, Failure> {
+    let stop = StopSignal::default();
+    stop_on_ctrl_c(stop.clone(), quiet);
+    let mut view = LiveView::new(levels.len(), quiet);
+    if echo_levels {
+        view = view.echo_levels();
+    }
+    let plan = RunPlan {
+        mode: mode.into(),
+        levels,
+        out: out.to_path_buf(),
+        use_agents,
+    };
+    run_levels(scenario, &plan, &mut view, &stop).map_err(|e| match e {
+        RunError::Engine(EngineError::Target(t)) => Failure::cannot_proceed(t.to_string()),
+        RunError::Engine(e) => Failure::cannot_proceed(e.to_string()),
+        RunError::Results(e) => Failure::cannot_proceed(e.to_string()),
+        RunError::Agent(e) => Failure::cannot_proceed(e.to_string()),
+    })
+}
+
+/// The first Ctrl-C stops the run cleanly (results written); a second one
+/// exits at once.
+fn stop_on_ctrl_c(stop: StopSignal, quiet: bool) {
+    let spawned = std::thread::Builder::new()
+        .name("autoperf-signals".into())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    return;
+                }
+                if !quiet {
+                    eprintln!("\ninterrupted: finishing the current level's records (Ctrl-C again to quit at once)");
+                }
+                stop.stop();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            });
+        });
+    if spawned.is_err() && !quiet {
+        eprintln!("warning: Ctrl-C will end the run without writing its results");
+    }
+}

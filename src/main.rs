@@ -1,0 +1,70 @@
+//! `autoperf`: turns argv into typed values, calls the core, and maps the
+//! outcome to an exit code: 0 success, 1 an SLO failed, 2 bad input,
+//! 3 the run could not proceed.
+
+mod cli;
+mod commands;
+mod progress;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// Exit codes of the contract (DESIGN.md "Commands").
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const THRESHOLD_FAILED: u8 = 1;
+    pub const BAD_INPUT: u8 = 2;
+    pub const CANNOT_PROCEED: u8 = 3;
+}
+
+/// A failure that already knows its exit code and message.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn bad_input(message: impl Into<String>) -> Failure {
+        Failure {
+            code: exit::BAD_INPUT,
+            message: message.into(),
+        }
+    }
+
+    pub fn cannot_proceed(message: impl Into<String>) -> Failure {
+        Failure {
+            code: exit::CANNOT_PROCEED,
+            message: message.into(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => commands::run(args),
+        Command::Check { scenario } => commands::check(&scenario),
+        Command::Demo(args) => commands::demo(args),
+        Command::Testbed(args) => commands::testbed(args),
+        Command::Agent(args) => commands::agent(args),
+        Command::Tier(args) => commands::tier(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            let _ = writeln!(std::io::stderr(), "error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`autoperf … | head`) is not an error.
+pub fn print_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}

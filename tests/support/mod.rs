@@ -1,0 +1,106 @@
+//! Shared test helpers: scenarios from text, the testbed, and small raw TCP
+//! servers that misbehave on purpose. Everything binds 127.0.0.1:0.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use autoperf_core::scenario::{self, Scenario};
+
+pub fn autoperf_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_autoperf"))
+}
+
+/// A fresh directory under the target dir, removed first if it exists.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("autoperf-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `yaml` to `dir/name.yaml` and loads it, panicking with the
+/// diagnostics if it does not validate.
+pub fn scenario(dir: &Path, name: &str, yaml: &str) -> Arc<Scenario> {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, yaml).unwrap();
+    match scenario::load(&path) {
+        Ok(s) => Arc::new(s),
+        Err(d) => panic!("test scenario does not validate:\n{d}"),
+    }
+}
+
+pub fn testbed(web_workers: usize) -> autoperf_testbed::Testbed {
+    let options = autoperf_testbed::TestbedOptions {
+        web_workers,
+        ..Default::default()
+    };
+    autoperf_testbed::Testbed::spawn(&autoperf_exe(), &options).expect("testbed starts")
+}
+
+/// How a raw test server treats each connection.
+#[derive(Clone, Copy, Debug)]
+pub enum Misbehaviour {
+    /// Reads a request, then closes without a byte of answer.
+    CloseWithoutAnswer,
+    /// Reads a request and never answers (but keeps the connection open).
+    NeverAnswer,
+    /// Answers one request correctly, then closes the connection silently
+    /// (no `Connection: close`), as servers with short keep-alive do.
+    AnswerOnceThenClose,
+}
+
+/// A raw TCP server on 127.0.0.1:0 running on its own thread until the
+/// process exits; counts accepted connections.
+pub fn misbehaving_server(kind: Misbehaviour) -> (SocketAddr, Arc<AtomicU64>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(async move {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let mut buf = vec![0u8; 4096];
+                    let mut seen = Vec::new();
+                    // Read one request head.
+                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match sock.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => seen.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    match kind {
+                        Misbehaviour::CloseWithoutAnswer => drop(sock),
+                        Misbehaviour::NeverAnswer => {
+                            // Hold the connection far longer than any test runs.
+                            tokio::time::sleep(Duration::from_secs(600)).await;
+                        }
+                        Misbehaviour::AnswerOnceThenClose => {
+                            let _ = sock
+                                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                                .await;
+                            let _ = sock.shutdown().await;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    (addr, accepted)
+}
