@@ -32,6 +32,11 @@ pub enum Command {
         /// The scenario file (YAML).
         scenario: PathBuf,
     },
+    /// Measure what one request of each type costs every server process.
+    #[command(
+        after_help = "Example:\n  autoperf profile shop.yaml --requests login,search --users 8"
+    )]
+    Profile(ProfileArgs),
     /// Start the built-in testbed and run the bundled scenario against it.
     #[command(after_help = "Example:\n  autoperf demo --out demo-results")]
     Demo(DemoArgs),
@@ -62,6 +67,23 @@ pub struct RunArgs {
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// The scenario file (YAML); its `servers:` name the processes and agents.
+    pub scenario: PathBuf,
+    /// Request types to profile, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub requests: Vec<String>,
+    /// Concurrent users loading each request type.
+    #[arg(long, short = 'u', default_value_t = 10)]
+    pub users: u32,
+    /// Warm-up before each request type's measurement (prerequisites run in it).
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub warmup: Duration,
     #[command(flatten)]
     pub output: OutputArgs,
 }

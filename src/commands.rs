@@ -4,14 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use autoperf_core::engine::{default_warmup, EngineError, LevelPlan, StopSignal};
+use autoperf_core::engine::{default_warmup, EngineError, LevelPlan, StopSignal, Workload};
+use autoperf_core::profile::{AgentSet, ProfileController};
 use autoperf_core::record::RunRecord;
 use autoperf_core::report::text;
 use autoperf_core::results::ResultsDir;
-use autoperf_core::runner::{run_levels, RunError, RunPlan};
-use autoperf_core::scenario::{self, BaseUrl, Scenario};
+use autoperf_core::runner::{run_levels, FixedLevels, LevelController, RunError, RunPlan};
+use autoperf_core::scenario::{self, BaseUrl, RequestId, Scenario};
 
-use crate::cli::{AgentArgs, DemoArgs, RunArgs, TestbedArgs, TierArgs};
+use crate::cli::{AgentArgs, DemoArgs, ProfileArgs, RunArgs, TestbedArgs, TierArgs};
 use crate::progress::LiveView;
 use crate::{exit, print_out, Failure};
 
@@ -39,6 +40,7 @@ pub fn run(args: RunArgs) -> Outcome {
         users: args.users,
         warmup: args.warmup.unwrap_or_else(|| default_warmup(&scenario)),
         duration: args.duration,
+        workload: Workload::Session,
     }];
     let out = out_dir(&args.output.out, &scenario);
     let record = execute(
@@ -114,6 +116,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
             users,
             warmup,
             duration: args.duration,
+            workload: Workload::Session,
         })
         .collect();
     let result = execute(&scenario, "demo", levels, &out, quiet, true, true);
@@ -180,7 +183,7 @@ fn out_dir(out: &Option<PathBuf>, scenario: &Scenario) -> PathBuf {
         .unwrap_or_else(|| ResultsDir::default_path(&scenario.name))
 }
 
-/// Runs the levels with the live view and Ctrl-C handling.
+/// Runs fixed levels with the live view and Ctrl-C handling.
 fn execute(
     scenario: &Arc<Scenario>,
     mode: &str,
@@ -190,19 +193,45 @@ fn execute(
     echo_levels: bool,
     use_agents: bool,
 ) -> Result<RunRecord, Failure> {
+    let count = levels.len();
+    let mut controller = FixedLevels::new(levels);
+    execute_with(
+        scenario,
+        mode,
+        &mut controller,
+        count,
+        out,
+        quiet,
+        echo_levels,
+        use_agents,
+    )
+}
+
+/// Runs the levels a controller chooses, with the live view and Ctrl-C.
+#[allow(clippy::too_many_arguments)]
+fn execute_with(
+    scenario: &Arc<Scenario>,
+    mode: &str,
+    controller: &mut dyn LevelController,
+    expected_levels: usize,
+    out: &Path,
+    quiet: bool,
+    echo_levels: bool,
+    use_agents: bool,
+) -> Result<RunRecord, Failure> {
     let stop = StopSignal::default();
     stop_on_ctrl_c(stop.clone(), quiet);
-    let mut view = LiveView::new(levels.len(), quiet);
+    let mut view = LiveView::new(expected_levels, quiet);
     if echo_levels {
         view = view.echo_levels();
     }
     let plan = RunPlan {
         mode: mode.into(),
-        levels,
         out: out.to_path_buf(),
         use_agents,
+        resumed: Vec::new(),
     };
-    run_levels(scenario, &plan, &mut view, &stop).map_err(|e| match e {
+    run_levels(scenario, &plan, controller, &mut view, &stop).map_err(|e| match e {
         RunError::Engine(EngineError::Target(t)) => Failure::cannot_proceed(t.to_string()),
         RunError::Engine(e) => Failure::cannot_proceed(e.to_string()),
         RunError::Results(e) => Failure::cannot_proceed(e.to_string()),
@@ -238,4 +267,70 @@ fn stop_on_ctrl_c(stop: StopSignal, quiet: bool) {
     if spawned.is_err() && !quiet {
         eprintln!("warning: Ctrl-C will end the run without writing its results");
     }
+}
+
+pub fn profile(args: ProfileArgs) -> Outcome {
+    let scenario = Arc::new(load(&args.scenario)?);
+    if scenario.servers.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "{}: profiling measures server processes, but the scenario has no `servers:` (name each tier's processes and its agent)",
+            args.scenario.display()
+        )));
+    }
+    let mut requests = Vec::new();
+    for name in &args.requests {
+        match scenario.request_id(name) {
+            Some(id) => requests.push(id),
+            None => {
+                let known: Vec<&str> = scenario.requests.iter().map(|r| r.name.as_str()).collect();
+                return Err(Failure::bad_input(format!(
+                    "--requests: no request `{name}` in the scenario (it has: {})",
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    if requests.is_empty() {
+        requests = (0..scenario.requests.len() as u32).map(RequestId).collect();
+    }
+    if args.users == 0 {
+        return Err(Failure::bad_input("--users must be at least 1"));
+    }
+    let agents =
+        AgentSet::from_scenario(&scenario).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let first = agents
+        .check_all()
+        .map_err(|e| Failure::cannot_proceed(e.to_string()))?;
+    let cores_of = |tier: &str| {
+        let spec = scenario.servers.iter().find(|s| s.tier == tier);
+        spec.and_then(|s| s.cores)
+            .or_else(|| agents.agent_of(tier).map(|i| first[i].host.cores))
+            .unwrap_or(1)
+    };
+    let mut controller = ProfileController::new(
+        scenario.clone(),
+        requests.clone(),
+        args.users,
+        args.warmup,
+        |tier| agents.agent_of(tier),
+        cores_of,
+    );
+    let out = out_dir(&args.output.out, &scenario);
+    let quiet = args.output.quiet;
+    let record = execute_with(
+        &scenario,
+        "profile",
+        &mut controller,
+        requests.len(),
+        &out,
+        quiet,
+        true,
+        true,
+    )?;
+    print_out(&text::demand_table(controller.demands()));
+    if record.analysis.get("stop_reason").and_then(|v| v.as_str()) == Some("interrupted") {
+        print_out("(interrupted: the table holds the request types measured so far)\n");
+    }
+    print_out(&format!("results: {}\n", out.display()));
+    Ok(exit::OK)
 }

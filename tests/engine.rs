@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use autoperf_core::engine::{run_level, LevelPlan, StopSignal};
+use autoperf_core::engine::{run_level, LevelPlan, StopSignal, Workload};
 use autoperf_core::measure::TickSink;
 use autoperf_core::record::LevelRecord;
 use autoperf_core::scenario::Scenario;
@@ -20,6 +20,7 @@ fn run(scenario: &Arc<Scenario>, users: u32, warmup: u64, secs: u64) -> LevelRec
         users,
         warmup: Duration::from_secs(warmup),
         duration: Duration::from_secs(secs),
+        workload: Workload::Session,
     };
     let mut sinks: [&mut dyn TickSink; 0] = [];
     let level = run_level(scenario, &plan, &mut sinks, &StopSignal::default()).unwrap();
@@ -209,6 +210,7 @@ fn stop_signal_ends_a_level_early_and_marks_it_interrupted() {
         users: 2,
         warmup: Duration::from_secs(1),
         duration: Duration::from_secs(30),
+        workload: Workload::Session,
     };
     let begin = Instant::now();
     let mut sinks: [&mut dyn TickSink; 0] = [];

@@ -19,6 +19,7 @@
 //! - `runner`: runs a planned series of levels and keeps the results directory current.
 //! - `report`: the text summary tables.
 
+pub mod capacity;
 pub mod engine;
 pub mod measure;
 pub mod profile;

@@ -114,6 +114,11 @@ pub struct LevelRecord {
     pub servers: BTreeMap<String, crate::profile::TierUsage>,
 }
 
+/// Think-time excess below which no client bottleneck is called: timers
+/// fire on a 1 ms wheel, so a few ms of lateness on a tiny think time is
+/// resolution, not a generator falling behind.
+const TIMER_RESOLUTION_S: f64 = 0.002;
+
 /// Relative change of throughput between the two halves of the measured
 /// window above which a fixed-length level is not called steady.
 const STEADY_HALVES_GAP: f64 = 0.10;
@@ -173,7 +178,8 @@ impl LevelRecord {
                 measured: round6(measured),
             },
             client_bottleneck: think_gap(&scenario.think_time, achieved, r_s)
-                > scenario.capacity.think_gap,
+                > scenario.capacity.think_gap
+                && achieved - configured > TIMER_RESOLUTION_S,
             steady_state: steady(&t.throughput_series),
             interrupted: t.interrupted,
             little: LittleCheck {

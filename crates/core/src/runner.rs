@@ -1,9 +1,11 @@
-//! Runs a planned series of load levels against a scenario's target and
-//! keeps the results directory current as it goes: the shared path of
-//! `run`, `demo` and the manual capacity override.
+//! Runs a series of load levels chosen by a `LevelController` — a fixed
+//! list (`run`, `demo`, the manual override), the profiling mode, or the
+//! capacity search — against a scenario's target, samples the profiler
+//! agents, and keeps the results directory current as it goes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::engine::{self, EngineError, LevelPlan, StopSignal};
 use crate::measure::{LevelInfo, Tick, TickSink};
@@ -12,11 +14,20 @@ use crate::record::{now_rfc3339, LevelRecord, RunRecord};
 use crate::results::{ResultsDir, ResultsError};
 use crate::scenario::Scenario;
 
+/// How often the agents are read (AutoPerf's profilers report every second).
+pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+
+/// Why a run ended.
+pub const STOP_COMPLETED: &str = "completed";
+pub const STOP_INTERRUPTED: &str = "interrupted";
+
 /// Hears about a run as it goes (the live view, tests).
 pub trait RunObserver: TickSink {
     fn level_started(&mut self, _plan: &LevelPlan) {}
     fn level_finished(&mut self, _level: &LevelRecord) {}
     fn warning(&mut self, _message: &str) {}
+    /// A controller's note on what it does next and why.
+    fn note(&mut self, _message: &str) {}
 }
 
 /// An observer that ignores everything.
@@ -27,13 +38,70 @@ impl TickSink for Quiet {
 }
 impl RunObserver for Quiet {}
 
+/// What a controller wants next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    Run(LevelPlan),
+    /// No more levels; the reason goes to `analysis.stop_reason`.
+    Finish(String),
+}
+
+/// Chooses the levels of a run and may end a level early.
+pub trait LevelController {
+    /// The next level, given every level finished so far.
+    fn next(&mut self, finished: &[LevelRecord]) -> Next;
+
+    /// Every tick of the running level; returning true ends the level now
+    /// (steady state reached, demands converged). `sampler` reads the
+    /// agents, when there are any.
+    fn on_tick(&mut self, _level: &LevelInfo, _tick: &Tick, _sampler: Option<&Sampler>) -> bool {
+        false
+    }
+
+    /// A finished level before it is written: the controller may add to it.
+    fn finish_level(&mut self, _level: &mut LevelRecord, _sampler: Option<&Sampler>) {}
+
+    /// Keys for `run.json`'s `analysis`, refreshed after every level.
+    fn analysis(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
+
+    /// Why the controller chose what it is running now, for the live view.
+    fn reason(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A fixed list of levels, run in order.
+pub struct FixedLevels {
+    levels: std::vec::IntoIter<LevelPlan>,
+}
+
+impl FixedLevels {
+    pub fn new(levels: Vec<LevelPlan>) -> FixedLevels {
+        FixedLevels {
+            levels: levels.into_iter(),
+        }
+    }
+}
+
+impl LevelController for FixedLevels {
+    fn next(&mut self, _: &[LevelRecord]) -> Next {
+        match self.levels.next() {
+            Some(level) => Next::Run(level),
+            None => Next::Finish(STOP_COMPLETED.into()),
+        }
+    }
+}
+
 pub struct RunPlan {
-    /// "run", "demo", "capacity"…
+    /// "run", "demo", "capacity", "profile"
     pub mode: String,
-    pub levels: Vec<LevelPlan>,
     pub out: PathBuf,
     /// Sample the profiler agents named under `servers:` (when there are any).
     pub use_agents: bool,
+    /// Levels already measured (resuming): they are not run again.
+    pub resumed: Vec<LevelRecord>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,16 +114,25 @@ pub enum RunError {
     Agent(#[from] AgentError),
 }
 
-/// How often the agents are read (AutoPerf's profilers report every second).
-const SAMPLE_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+/// Feeds ticks to the controller and stops the level when it says so.
+struct ControllerSink<'a> {
+    controller: &'a mut dyn LevelController,
+    sampler: Option<&'a Sampler>,
+    level_stop: StopSignal,
+}
 
-/// Why a run ended.
-pub const STOP_COMPLETED: &str = "completed";
-pub const STOP_INTERRUPTED: &str = "interrupted";
+impl TickSink for ControllerSink<'_> {
+    fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
+        if self.controller.on_tick(level, tick, self.sampler) {
+            self.level_stop.stop();
+        }
+    }
+}
 
 pub fn run_levels(
     scenario: &Arc<Scenario>,
     plan: &RunPlan,
+    controller: &mut dyn LevelController,
     observer: &mut dyn RunObserver,
     stop: &StopSignal,
 ) -> Result<RunRecord, RunError> {
@@ -67,23 +144,44 @@ pub fn run_levels(
     };
     agents.check_all()?;
     let sampler = (!agents.is_empty()).then(|| Sampler::start(agents.clone(), SAMPLE_PERIOD));
-    let mut dir = ResultsDir::create(&plan.out)?;
+    let mut dir = if plan.resumed.is_empty() {
+        ResultsDir::create(&plan.out)?
+    } else {
+        ResultsDir::reopen(&plan.out)?
+    };
     let mut record = RunRecord::new(&plan.mode, scenario);
-    record.analysis.insert(
-        "stop_reason".into(),
-        serde_json::Value::String("running".into()),
-    );
+    record.levels = plan.resumed.clone();
+    record.analysis = controller.analysis();
+    record
+        .analysis
+        .insert("stop_reason".into(), "running".into());
     dir.write_run(&record)?;
-    for level in &plan.levels {
+    let reason = loop {
         if stop.is_stopped() {
-            break;
+            break STOP_INTERRUPTED.to_string();
         }
-        observer.level_started(level);
+        let level = match controller.next(&record.levels) {
+            Next::Run(level) => level,
+            Next::Finish(reason) => break reason,
+        };
+        if let Some(why) = controller.reason() {
+            observer.note(&why);
+        }
+        observer.level_started(&level);
+        let level_stop = stop.child();
         let run = {
-            let mut sinks: [&mut dyn TickSink; 2] = [&mut dir, &mut *observer];
-            engine::run_level(scenario, level, &mut sinks, stop)?
+            let mut watcher = ControllerSink {
+                controller: &mut *controller,
+                sampler: sampler.as_ref(),
+                level_stop: level_stop.clone(),
+            };
+            let mut sinks: [&mut dyn TickSink; 3] = [&mut dir, &mut *observer, &mut watcher];
+            engine::run_level(scenario, &level, &mut sinks, &level_stop)?
         };
         let mut level_record = LevelRecord::from_run(&run, scenario);
+        // A level the controller ended is complete; one Ctrl-C ended is
+        // kept, marked, and never taken as a finished level when resuming.
+        level_record.interrupted = stop.is_stopped() && run.totals.interrupted;
         if let Some(sampler) = &sampler {
             let t = &run.totals;
             // A reading just past the window's end still describes it.
@@ -96,12 +194,15 @@ pub fn run_levels(
                 level_record.throughput_rps,
             );
             level_record.servers = servers;
-            sampler.prune_before(t.measure_end);
             for w in sampler.take_warnings().into_iter().chain(notes) {
                 let w = format!("level {}: {w}", level_record.level);
                 observer.warning(&w);
                 record.warnings.push(w);
             }
+        }
+        controller.finish_level(&mut level_record, sampler.as_ref());
+        if let Some(sampler) = &sampler {
+            sampler.prune_before(run.totals.measure_end);
         }
         dir.append_level(&level_record)?;
         if level_record.client_bottleneck {
@@ -117,17 +218,14 @@ pub fn run_levels(
         }
         observer.level_finished(&level_record);
         record.levels.push(level_record);
+        record.analysis = controller.analysis();
+        record
+            .analysis
+            .insert("stop_reason".into(), "running".into());
         dir.write_run(&record)?;
-    }
-    let reason = if stop.is_stopped() {
-        STOP_INTERRUPTED
-    } else {
-        STOP_COMPLETED
     };
-    record.analysis.insert(
-        "stop_reason".into(),
-        serde_json::Value::String(reason.into()),
-    );
+    record.analysis = controller.analysis();
+    record.analysis.insert("stop_reason".into(), reason.into());
     record.finished_at = Some(now_rfc3339());
     dir.write_run(&record)?;
     Ok(record)

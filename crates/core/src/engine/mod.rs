@@ -7,14 +7,14 @@ mod user;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
 use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
 use crate::protocol::{HttpTransport, TargetError};
-use crate::scenario::Scenario;
+use crate::scenario::{RequestId, Scenario};
 
 use shard::{run_shard, ShardPlan};
 use user::Shared;
@@ -26,8 +26,22 @@ pub struct LevelPlan {
     pub index: u32,
     pub users: u32,
     pub warmup: Duration,
-    /// Measured time after the warm-up.
+    /// Measured time after the warm-up (at most: a stop may end it sooner).
     pub duration: Duration,
+    pub workload: Workload,
+}
+
+/// What each user does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// Walk the scenario's session graph, session after session.
+    Session,
+    /// Profiling mode (AutoPerf section 2.1.4): run the prerequisites once,
+    /// then only `request`, over and over.
+    Profile {
+        request: RequestId,
+        prerequisites: Vec<RequestId>,
+    },
 }
 
 /// The warm-up a level gets when none is given: long enough for users
@@ -38,27 +52,59 @@ pub fn default_warmup(scenario: &Scenario) -> Duration {
 }
 
 /// Asks a running level (and the run around it) to stop early. Cloning
-/// shares the signal.
+/// shares the signal; a `child` stops with its parent (Ctrl-C ends the
+/// level) but can also be stopped alone (a controller ends one level).
 #[derive(Clone)]
-pub struct StopSignal(Arc<watch::Sender<bool>>);
+pub struct StopSignal(Arc<StopInner>);
+
+struct StopInner {
+    flag: watch::Sender<bool>,
+    children: Mutex<Vec<Weak<StopInner>>>,
+}
 
 impl Default for StopSignal {
     fn default() -> Self {
-        StopSignal(Arc::new(watch::channel(false).0))
+        StopSignal(Arc::new(StopInner {
+            flag: watch::channel(false).0,
+            children: Mutex::new(Vec::new()),
+        }))
     }
 }
 
 impl StopSignal {
     pub fn stop(&self) {
-        self.0.send_replace(true);
+        self.0.stop();
     }
 
     pub fn is_stopped(&self) -> bool {
-        *self.0.borrow()
+        *self.0.flag.borrow()
+    }
+
+    /// A signal that also stops when this one does.
+    pub fn child(&self) -> StopSignal {
+        let child = StopSignal::default();
+        let mut children = self.0.children.lock().unwrap_or_else(|e| e.into_inner());
+        children.retain(|c| c.strong_count() > 0);
+        children.push(Arc::downgrade(&child.0));
+        drop(children);
+        if self.is_stopped() {
+            child.stop();
+        }
+        child
     }
 
     fn subscribe(&self) -> watch::Receiver<bool> {
-        self.0.subscribe()
+        self.0.flag.subscribe()
+    }
+}
+
+impl StopInner {
+    fn stop(&self) {
+        self.flag.send_replace(true);
+        let children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        for child in children.iter().filter_map(Weak::upgrade) {
+            child.stop();
+        }
     }
 }
 
@@ -143,6 +189,7 @@ pub fn run_level(
             };
             let shared = Shared {
                 scenario: scenario.clone(),
+                workload: plan.workload.clone(),
                 transport,
                 feeder_cursors: cursors.clone(),
             };

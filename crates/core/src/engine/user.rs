@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::Workload;
 use crate::measure::IntervalStats;
 use crate::protocol::Transport;
 use crate::scenario::template::Bindings;
-use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, Scenario, VarId};
+use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, RequestId, Scenario, VarId};
 
 /// After a failed connect the user waits at least this long, so a dead
 /// target with zero think time does not turn the generator into a spin loop.
@@ -19,6 +20,7 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// Data shared by every user of a level.
 pub struct Shared<T> {
     pub scenario: Arc<Scenario>,
+    pub workload: Workload,
     pub transport: T,
     /// Next row of each feeder, shared by all users so rows go round in order.
     pub feeder_cursors: Arc<Vec<AtomicUsize>>,
@@ -27,91 +29,132 @@ pub struct Shared<T> {
 pub async fn run_user<T: Transport>(
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,
-    mut rng: fastrand::Rng,
+    rng: fastrand::Rng,
 ) {
-    let scenario = &*shared.scenario;
-    let mut session = shared.transport.new_session();
-    let mut vars: Vec<Vec<u8>> = vec![Vec::new(); scenario.variables.len()];
-    let mut rows: Vec<Option<usize>> = vec![None; scenario.feeders.len()];
-    let mut body = Vec::new();
+    let scenario = shared.scenario.clone();
+    let mut user = User {
+        session: shared.transport.new_session(),
+        vars: vec![Vec::new(); scenario.variables.len()],
+        rows: vec![None; scenario.feeders.len()],
+        body: Vec::new(),
+        shared,
+        recorder,
+        rng,
+    };
 
     // Users start spread over one think time, so they do not all fire at
     // t = 0 and stay in lockstep. This first pause is not measured.
-    let first = initial_think(scenario, &mut rng);
+    let first = initial_think(&scenario, &mut user.rng);
     tokio::time::sleep(first).await;
 
-    loop {
-        recorder.borrow_mut().sessions += 1;
-        vars.iter_mut().for_each(Vec::clear);
-        let mut current = scenario.session.start();
-        loop {
-            let request = scenario.request(current);
-            rows.iter_mut().for_each(|r| *r = None);
-            let mut bindings = UserBindings {
-                rng: &mut rng,
-                vars: &vars,
-                feeders: &scenario.feeders,
-                cursors: &shared.feeder_cursors,
-                rows: &mut rows,
-            };
-            let wants_body = !request.extracts.is_empty();
-            let outcome = shared
-                .transport
-                .call(
-                    &mut session,
-                    current,
-                    &mut bindings,
-                    wants_body.then_some(&mut body),
-                )
-                .await;
-            let connect_failed = {
-                let mut rec = recorder.borrow_mut();
-                if let Some(c) = outcome.connect_time {
-                    rec.connect.add(c);
+    match &user.shared.workload.clone() {
+        Workload::Session => loop {
+            user.recorder.borrow_mut().sessions += 1;
+            user.vars.iter_mut().for_each(Vec::clear);
+            let mut current = scenario.session.start();
+            loop {
+                user.step(current).await;
+                match scenario.session.next(current, user.rng.f64()) {
+                    Some(next) => current = next,
+                    None => break,
                 }
-                let stats = &mut rec.per_request[current.index()];
-                match outcome.result {
-                    Ok(_) => {
-                        stats.record_response(outcome.response_time);
-                        false
-                    }
-                    Err(kind) => {
-                        stats.record_error(kind, outcome.response_time);
-                        outcome.response_time.is_zero()
-                    }
+            }
+        },
+        Workload::Profile {
+            request,
+            prerequisites,
+        } => {
+            // The prerequisites run once, in the warm-up, so their cost is
+            // outside the measured window; their extracted values stay.
+            user.recorder.borrow_mut().sessions += 1;
+            for &p in prerequisites {
+                user.step(p).await;
+            }
+            loop {
+                user.step(*request).await;
+            }
+        }
+    }
+}
+
+/// One user's state between requests.
+struct User<T: Transport> {
+    shared: Rc<Shared<T>>,
+    recorder: Rc<RefCell<IntervalStats>>,
+    rng: fastrand::Rng,
+    session: T::Session,
+    vars: Vec<Vec<u8>>,
+    rows: Vec<Option<usize>>,
+    body: Vec<u8>,
+}
+
+impl<T: Transport> User<T> {
+    /// Send one request, wait for the whole response, record it, extract
+    /// from it, then think.
+    async fn step(&mut self, current: RequestId) {
+        let scenario = &*self.shared.scenario;
+        let request = scenario.request(current);
+        self.rows.iter_mut().for_each(|r| *r = None);
+        let mut bindings = UserBindings {
+            rng: &mut self.rng,
+            vars: &self.vars,
+            feeders: &scenario.feeders,
+            cursors: &self.shared.feeder_cursors,
+            rows: &mut self.rows,
+        };
+        let wants_body = !request.extracts.is_empty();
+        let outcome = self
+            .shared
+            .transport
+            .call(
+                &mut self.session,
+                current,
+                &mut bindings,
+                wants_body.then_some(&mut self.body),
+            )
+            .await;
+        let connect_failed = {
+            let mut rec = self.recorder.borrow_mut();
+            if let Some(c) = outcome.connect_time {
+                rec.connect.add(c);
+            }
+            let stats = &mut rec.per_request[current.index()];
+            match outcome.result {
+                Ok(_) => {
+                    stats.record_response(outcome.response_time);
+                    false
                 }
-            };
-            if wants_body && outcome.result.is_ok() {
-                extract(request, &body, &mut vars);
+                Err(kind) => {
+                    stats.record_error(kind, outcome.response_time);
+                    outcome.response_time.is_zero()
+                }
             }
+        };
+        if wants_body && outcome.result.is_ok() {
+            extract(request, &self.body, &mut self.vars);
+        }
 
-            let think = scenario.think_time.sample(rng.f64());
-            let think = if connect_failed {
-                think.max(CONNECT_BACKOFF)
-            } else {
-                think
-            };
-            if !think.is_zero() {
-                let begin = Instant::now();
-                let intended = tokio::time::Instant::from_std(begin + think);
-                tokio::time::sleep_until(intended).await;
-                let woke = Instant::now();
-                let mut rec = recorder.borrow_mut();
-                rec.think.add(woke - begin);
-                let late = woke.saturating_duration_since(begin + think);
-                let _ = rec
-                    .timer_lateness
-                    .record(crate::measure::stats::nanos(late));
-            } else {
-                recorder.borrow_mut().think.add(Duration::ZERO);
-                // Let the other users of this shard run.
-                tokio::task::yield_now().await;
-            }
-
-            match scenario.session.next(current, rng.f64()) {
-                Some(next) => current = next,
-                None => break,
-            }
+        let think = scenario.think_time.sample(self.rng.f64());
+        let think = if connect_failed {
+            think.max(CONNECT_BACKOFF)
+        } else {
+            think
+        };
+        if !think.is_zero() {
+            let begin = Instant::now();
+            let intended = tokio::time::Instant::from_std(begin + think);
+            tokio::time::sleep_until(intended).await;
+            let woke = Instant::now();
+            let mut rec = self.recorder.borrow_mut();
+            rec.think.add(woke - begin);
+            let late = woke.saturating_duration_since(begin + think);
+            let _ = rec
+                .timer_lateness
+                .record(crate::measure::stats::nanos(late));
+        } else {
+            self.recorder.borrow_mut().think.add(Duration::ZERO);
+            // Let the other users of this shard run.
+            tokio::task::yield_now().await;
         }
     }
 }

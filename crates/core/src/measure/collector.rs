@@ -16,6 +16,9 @@ pub struct Tick {
     pub seq: u64,
     /// Length of the interval (shorter for the last one).
     pub length: Duration,
+    /// When the interval ended, on the monotonic clock (to line ticks up
+    /// with agent readings).
+    pub end: Instant,
     /// Inside the warm-up, so excluded from the level's figures.
     pub warmup: bool,
     pub stats: IntervalStats,
@@ -115,6 +118,7 @@ impl Collector {
             let tick = Tick {
                 seq,
                 length,
+                end: begin + length,
                 warmup: seq < self.warmup_ticks,
                 stats: p.stats,
                 active_users: p.active_users,

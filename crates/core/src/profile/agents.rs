@@ -91,20 +91,30 @@ impl AgentSet {
         self.agents.is_empty()
     }
 
+    /// Index of the agent serving `tier`.
+    pub fn agent_of(&self, tier: &str) -> Option<usize> {
+        self.agents
+            .iter()
+            .position(|a| a.tiers.iter().any(|t| t == tier))
+    }
+
     /// Asks every agent once; the first that does not answer is an error.
-    pub fn check_all(&self) -> Result<(), AgentError> {
+    /// Returns each agent's first reading, in order.
+    pub fn check_all(&self) -> Result<Vec<Counters>, AgentError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| self.unreachable(0, e.to_string()))?;
         runtime.block_on(async {
+            let mut first = Vec::with_capacity(self.agents.len());
             for (i, agent) in self.agents.iter().enumerate() {
                 let mut conn = None;
-                if let Err(reason) = agent.fetch(&mut conn).await {
-                    return Err(self.unreachable(i, reason));
+                match agent.fetch(&mut conn).await {
+                    Ok(c) => first.push(c),
+                    Err(reason) => return Err(self.unreachable(i, reason)),
                 }
             }
-            Ok(())
+            Ok(first)
         })
     }
 

@@ -3,9 +3,11 @@
 //! usage of a level computed from those readings (`usage`).
 
 pub mod agents;
+pub mod mode;
 pub mod sampler;
 pub mod usage;
 
 pub use agents::{AgentError, AgentSet};
+pub use mode::{ProfileController, TierDemands};
 pub use sampler::{Reading, Sampler};
 pub use usage::{tier_usage, TierUsage};

@@ -117,3 +117,63 @@ pub fn levels_table(levels: &[LevelRecord]) -> String {
     }
     out
 }
+
+/// The profiling table: request × tier × process, CPU ms, network and disk
+/// bytes per request.
+pub fn demand_table(
+    demands: &std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, crate::profile::TierDemands>,
+    >,
+) -> String {
+    let mut out = String::new();
+    let w = demands.keys().map(|k| k.len()).max().unwrap_or(0).max(7);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:<6}  {:<12}  {:>9}  {:>11}  {:>11}  {:>11}  {:>11}  {}",
+        "request",
+        "tier",
+        "process",
+        "cpu ms",
+        "net rx B",
+        "net tx B",
+        "disk rd B",
+        "disk wr B",
+        "converged"
+    );
+    for (request, tiers) in demands {
+        for (tier, d) in tiers {
+            for (i, (process, ms)) in d.cpu_ms_per_process.iter().enumerate() {
+                let first = i == 0;
+                let blank = String::new();
+                let num = |x: f64| {
+                    if first {
+                        format!("{x:.0}")
+                    } else {
+                        blank.clone()
+                    }
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<w$}  {:<6}  {:<12}  {:>9.3}  {:>11}  {:>11}  {:>11}  {:>11}  {}",
+                    request,
+                    tier,
+                    process,
+                    ms,
+                    num(d.net_rx_bytes),
+                    num(d.net_tx_bytes),
+                    num(d.disk_read_bytes),
+                    num(d.disk_write_bytes),
+                    if d.ignored.contains(process) {
+                        "idle (ignored)"
+                    } else if d.converged {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                );
+            }
+        }
+    }
+    out
+}

@@ -296,7 +296,7 @@ impl Default for CapacitySettings {
             max_duration: Duration::from_secs(120),
             window: Duration::from_secs(5),
             demand_epsilon: 5.0,
-            p_max: 30,
+            p_max: 15,
             s_low: Duration::from_millis(5),
             levels_beyond: 2,
         }

@@ -1,0 +1,46 @@
+//! The algorithmic heart of automatic capacity analysis (AutoPerf, ICPE'17,
+//! section 2.1): pure state machines and formulas that decide *what* to run
+//! and *when a level is done*, and never run anything themselves. The
+//! controller feeds them numbers (per-second throughput, agent counters,
+//! finished levels) and acts on their verdicts; tests feed them synthetic
+//! curves, with no clock, no sleep and no I/O.
+//!
+//! ```text
+//!  engine 1 s tick ──x_rps──→ steady::SteadyState ──Steady──┐
+//!  agent counters ──S_p(t), n(t)──→ demand::DemandTracker ──┼→ LevelOutcome
+//!  achieved think time (client::) ──client_bottleneck──────┘        │
+//!                                                                    ▼
+//!           search::LevelSearch ── next() → Run { users } | Done { stop_reason }
+//!             ├─ range::   N_min (2.1.2, utilisation law), N* (eq. 3)
+//!             └─ overload:: the power state machine (2.1.2, end)
+//! ```
+//!
+//! - `steady`: steady state of one level from consecutive window means of throughput.
+//! - `demand`: CPU service demand per request and its global-then-local convergence (2.1.1).
+//! - `range`: the minimum level and Kleinrock's saturation number from per-tier demands.
+//! - `overload`: the power `P = X/R` state machine that confirms overload.
+//! - `client`: achieved think time by Little's law, the client-bottleneck test (2.1.3).
+//! - `search`: the level-selection state machine (2.1.2) and its summary.
+
+pub mod client;
+pub mod demand;
+pub mod overload;
+pub mod range;
+pub mod search;
+pub mod steady;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{achieved_think_time_s, is_client_bottleneck};
+pub use demand::{
+    expected_throughput_rps, DemandConfig, DemandReading, DemandStatus, DemandTracker,
+    ProcessDemand,
+};
+pub use overload::OverloadDetector;
+pub use range::{Station, TierDemand};
+pub use search::{
+    Bottleneck, Decision, LevelChosen, LevelOutcome, LevelSearch, SearchConfig, SearchSummary,
+    StopReason,
+};
+pub use steady::{SteadyConfig, SteadyState, SteadyVerdict};

@@ -1,0 +1,271 @@
+//! The search fed with synthetic curves: a CPU bottleneck computed by exact
+//! MVA, a non-CPU bottleneck with a jagged overloaded region, and a load
+//! generator that runs out of breath. No clock, no I/O.
+
+use super::client::{achieved_think_time_s, is_client_bottleneck};
+use super::range::TierDemand;
+use super::search::{Decision, LevelOutcome, LevelSearch, SearchConfig, StopReason};
+
+const THINK_S: f64 = 0.5;
+
+/// Exact single-class MVA for single-server queueing stations with a delay
+/// (think) station: returns `(X, R)` at `n` users.
+fn mva(n: u32, demands: &[f64], think_s: f64) -> (f64, f64) {
+    let mut queue = vec![0.0; demands.len()];
+    let (mut x, mut r) = (0.0, 0.0);
+    for k in 1..=n {
+        let residence: Vec<f64> = demands
+            .iter()
+            .zip(&queue)
+            .map(|(d, q)| d * (1.0 + q))
+            .collect();
+        r = residence.iter().sum();
+        x = k as f64 / (think_s + r);
+        for (q, res) in queue.iter_mut().zip(&residence) {
+            *q = x * res;
+        }
+    }
+    (x, r)
+}
+
+/// A deterministic wobble in [-1, 1] per level, standing for measurement noise.
+fn wobble(users: u32) -> f64 {
+    ((users.wrapping_mul(7919) % 13) as f64) / 6.0 - 1.0
+}
+
+fn demand(tier: &str, process: &str, demand_s: f64) -> TierDemand {
+    TierDemand {
+        tier: tier.into(),
+        process: process.into(),
+        demand_s,
+        cores: 1,
+    }
+}
+
+fn outcome(users: u32, x: f64, r: f64, demands: Vec<TierDemand>) -> LevelOutcome {
+    LevelOutcome {
+        users,
+        throughput_rps: x,
+        response_time_s: r,
+        think_time_s: THINK_S,
+        demands,
+        load_too_low: false,
+        client_bottleneck: false,
+    }
+}
+
+/// Two tiers, CPU-bound: D_web = 4 ms, D_db = 1 ms, one core each, Z = 0.5 s.
+/// X_max = 250/s, N* = 126.25. Demand estimates carry ±3% noise.
+fn cpu_bound(users: u32) -> LevelOutcome {
+    let (x, r) = mva(users, &[0.004, 0.001], THINK_S);
+    let noise = 1.0 + 0.03 * wobble(users);
+    outcome(
+        users,
+        x,
+        r,
+        vec![
+            demand("web", "tb-web", 0.004 * noise),
+            demand("db", "tb-db", 0.001 * noise),
+        ],
+    )
+}
+
+/// The knee of `lock_bound`: 5 ms held under a global lock, Z = 0.5 s.
+const LOCK_KNEE: f64 = 101.0;
+
+/// A non-CPU bottleneck: a lock held 5 ms per request (X_max = 200/s), CPU
+/// demands of 0.25 ms and 0.05 ms (so N* ≈ 2000, a 20× overestimate). Past
+/// the knee, throughput decays and jumps about by ±6%.
+fn lock_bound(users: u32) -> LevelOutcome {
+    let (mut x, _) = mva(users, &[0.005, 0.00025, 0.00005], THINK_S);
+    if users as f64 > LOCK_KNEE {
+        let decay = (1.0 - 0.0004 * (users as f64 - LOCK_KNEE)).max(0.5);
+        x *= decay * (1.0 + 0.06 * wobble(users));
+    }
+    let r = users as f64 / x - THINK_S;
+    outcome(
+        users,
+        x,
+        r,
+        vec![
+            demand("web", "tb-web", 0.00025),
+            demand("db", "tb-db", 0.00005),
+        ],
+    )
+}
+
+/// The CPU-bound system behind a generator that cannot issue more than
+/// 150 req/s: past that, the users' cycles stretch in the generator and the
+/// achieved think time inflates.
+fn generator_limited(users: u32) -> LevelOutcome {
+    const LIMIT: f64 = 150.0;
+    let mut o = cpu_bound(users);
+    if o.throughput_rps > LIMIT {
+        // The server sees 150 req/s: its response time is what MVA gives at
+        // the population that produces 150 req/s.
+        let n_eff = (1..users)
+            .find(|&n| mva(n, &[0.004, 0.001], THINK_S).0 >= LIMIT)
+            .unwrap_or(users);
+        o.response_time_s = mva(n_eff, &[0.004, 0.001], THINK_S).1;
+        o.throughput_rps = LIMIT;
+    }
+    let achieved = achieved_think_time_s(users, o.throughput_rps, o.response_time_s).unwrap();
+    o.client_bottleneck = is_client_bottleneck(THINK_S, achieved, 0.10);
+    o
+}
+
+/// Runs the search against a curve until it is done; returns the stop reason.
+fn drive(search: &mut LevelSearch, curve: impl Fn(u32) -> LevelOutcome) -> StopReason {
+    for _ in 0..100 {
+        match search.next() {
+            Decision::Run { users, .. } => search.record(curve(users)),
+            Decision::Done { stop_reason } => return stop_reason,
+        }
+    }
+    panic!("the search did not terminate within 100 levels");
+}
+
+fn users_run(search: &LevelSearch) -> Vec<u32> {
+    search.outcomes().map(|o| o.users).collect()
+}
+
+#[test]
+fn mva_helper_matches_textbook_asymptotes() {
+    let (x1, r1) = mva(1, &[0.004, 0.001], 0.5);
+    assert!((r1 - 0.005).abs() < 1e-12);
+    assert!((x1 - 1.0 / 0.505).abs() < 1e-9);
+    let (x, _) = mva(1000, &[0.004, 0.001], 0.5);
+    assert!((x - 250.0).abs() < 0.01);
+}
+
+#[test]
+fn cpu_bottleneck_is_found_with_few_levels() {
+    let mut search = LevelSearch::new(SearchConfig::default());
+    let stop = drive(&mut search, cpu_bound);
+    let s = search.summary();
+    let levels = users_run(&search);
+    assert_eq!(stop, StopReason::Completed, "levels {levels:?}");
+    assert_eq!(s.stop_reason, Some(StopReason::Completed));
+    assert!(
+        (s.max_throughput_rps - 250.0).abs() <= 25.0,
+        "max X {}",
+        s.max_throughput_rps
+    );
+    let n_star = s.n_star.unwrap();
+    assert!((n_star - 126.25).abs() <= 0.2 * 126.25, "N* {n_star}");
+    // A sweep in steps of 10 up to 1.5 × N* takes 19 levels.
+    assert!(levels.len() <= 10, "levels {levels:?}");
+    // Never the same level twice; starts at 1; some level past N*.
+    let mut sorted = levels.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), levels.len());
+    assert_eq!(levels[0], 1);
+    assert!(levels.iter().any(|&u| u as f64 > n_star * 1.05));
+    let n_min = s.n_min.unwrap();
+    assert!((10..=30).contains(&n_min), "n_min {n_min}");
+    let sat = s.saturation_users.unwrap();
+    assert!((100..=200).contains(&sat), "saturation at {sat}");
+    let b = s.bottleneck.unwrap();
+    assert_eq!((b.tier.as_str(), b.process.as_str()), ("web", "tb-web"));
+    assert!(s.levels.iter().all(|l| !l.reason.is_empty()));
+}
+
+#[test]
+fn non_cpu_bottleneck_ends_in_overload_soon_after_the_knee() {
+    let config = SearchConfig::default();
+    let k_ovld = config.k_ovld;
+    let mut search = LevelSearch::new(config);
+    let stop = drive(&mut search, lock_bound);
+    let levels = users_run(&search);
+    assert_eq!(stop, StopReason::Overload, "levels {levels:?}");
+    assert!(search.overload_state() >= k_ovld);
+    let past_knee = levels
+        .iter()
+        .filter(|&&u| u as f64 > LOCK_KNEE * 1.1)
+        .count();
+    assert!(
+        past_knee <= 8,
+        "{past_knee} levels past the knee: {levels:?}"
+    );
+    assert!(levels.len() <= 15, "levels {levels:?}");
+    let s = search.summary();
+    assert!(s.n_star.unwrap() > 1500.0, "N* is the overestimate");
+    assert!((s.max_throughput_rps - 200.0).abs() < 20.0);
+    let sat = s.saturation_users.unwrap();
+    assert!(
+        sat as f64 <= LOCK_KNEE * 1.6,
+        "saturation at {sat}: {levels:?}"
+    );
+}
+
+#[test]
+fn a_client_bottleneck_stops_the_search() {
+    let mut search = LevelSearch::new(SearchConfig::default());
+    let stop = drive(&mut search, generator_limited);
+    assert_eq!(stop, StopReason::ClientBottleneck);
+    let s = search.summary();
+    let first = s.first_client_bottleneck.unwrap();
+    // The last level run is the first one flagged: nothing ran above it
+    // after the flag.
+    assert_eq!(s.levels.last().unwrap().users, first);
+    assert!(generator_limited(first).client_bottleneck);
+    assert_eq!(s.saturation_users, None);
+    assert!(s.max_throughput_rps < 150.0);
+    // Asking again changes nothing.
+    assert_eq!(
+        search.next(),
+        Decision::Done {
+            stop_reason: StopReason::ClientBottleneck
+        }
+    );
+}
+
+/// Interrupt after every k, replay k levels, continue: the same levels.
+fn assert_resumable(curve: fn(u32) -> LevelOutcome) {
+    let mut full = LevelSearch::new(SearchConfig::default());
+    let stop = drive(&mut full, curve);
+    let reference = full.summary();
+    let outcomes: Vec<LevelOutcome> = full.outcomes().cloned().collect();
+    for k in 0..=outcomes.len() {
+        let mut resumed = LevelSearch::replay(SearchConfig::default(), &outcomes[..k]);
+        assert_eq!(drive(&mut resumed, curve), stop, "interrupted after {k}");
+        assert_eq!(resumed.summary(), reference, "interrupted after {k}");
+    }
+}
+
+#[test]
+fn an_interrupted_analysis_resumes_with_the_same_levels() {
+    assert_resumable(cpu_bound);
+    assert_resumable(lock_bound);
+    assert_resumable(generator_limited);
+}
+
+#[test]
+fn the_search_always_terminates_within_the_caps() {
+    // A curve that never saturates and whose demand estimate keeps falling,
+    // so N* keeps growing: the caps must end it.
+    let endless = |users: u32| {
+        let tau = 0.004 / (1.0 + users as f64 / 50.0);
+        outcome(
+            users,
+            users as f64 / 0.51,
+            0.01,
+            vec![demand("web", "w", tau)],
+        )
+    };
+    let config = SearchConfig {
+        max_levels: 12,
+        max_users: 5_000,
+        ..SearchConfig::default()
+    };
+    let mut search = LevelSearch::new(config);
+    let stop = drive(&mut search, endless);
+    assert!(matches!(
+        stop,
+        StopReason::MaxLevels | StopReason::Completed
+    ));
+    let levels = users_run(&search);
+    assert!(levels.len() <= 12);
+    assert!(levels.iter().all(|&u| u <= 5_000));
+}
