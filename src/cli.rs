@@ -32,6 +32,11 @@ pub enum Command {
         /// The scenario file (YAML).
         scenario: PathBuf,
     },
+    /// Automatic capacity analysis: finds the throughput and response-time curve up to saturation.
+    #[command(
+        after_help = "Examples:\n  autoperf capacity shop.yaml\n  autoperf capacity shop.yaml --levels 10,50,100 --duration 60s\n  autoperf capacity shop.yaml --resume autoperf-results/shop-20261123T101500Z"
+    )]
+    Capacity(CapacityArgs),
     /// Measure what one request of each type costs every server process.
     #[command(
         after_help = "Example:\n  autoperf profile shop.yaml --requests login,search --users 8"
@@ -64,6 +69,26 @@ pub struct RunArgs {
     /// Warm-up excluded from every figure (default: twice the think time, 3–30 s).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
+    /// Run without the profiler agents named under `servers:`.
+    #[arg(long)]
+    pub no_agents: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// The scenario file (YAML).
+    pub scenario: PathBuf,
+    /// Manual override: run exactly these user levels (comma-separated).
+    #[arg(long, value_delimiter = ',', requires = "duration")]
+    pub levels: Vec<u32>,
+    /// Measured duration of each manual level.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Continue an interrupted analysis in this results directory.
+    #[arg(long, conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,

@@ -4,15 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use autoperf_core::capacity::CapacityController;
 use autoperf_core::engine::{default_warmup, EngineError, LevelPlan, StopSignal, Workload};
-use autoperf_core::profile::{AgentSet, ProfileController};
-use autoperf_core::record::RunRecord;
+use autoperf_core::profile::{watched_processes, AgentSet, ProfileController};
+use autoperf_core::record::{LevelRecord, RunRecord};
 use autoperf_core::report::text;
-use autoperf_core::results::ResultsDir;
+use autoperf_core::results::{read_levels, ResultsDir};
 use autoperf_core::runner::{run_levels, FixedLevels, LevelController, RunError, RunPlan};
 use autoperf_core::scenario::{self, BaseUrl, RequestId, Scenario};
 
-use crate::cli::{AgentArgs, DemoArgs, ProfileArgs, RunArgs, TestbedArgs, TierArgs};
+use crate::cli::{AgentArgs, CapacityArgs, DemoArgs, ProfileArgs, RunArgs, TestbedArgs, TierArgs};
 use crate::progress::LiveView;
 use crate::{exit, print_out, Failure};
 
@@ -219,18 +220,28 @@ fn execute_with(
     echo_levels: bool,
     use_agents: bool,
 ) -> Result<RunRecord, Failure> {
-    let stop = StopSignal::default();
-    stop_on_ctrl_c(stop.clone(), quiet);
-    let mut view = LiveView::new(expected_levels, quiet);
-    if echo_levels {
-        view = view.echo_levels();
-    }
     let plan = RunPlan {
         mode: mode.into(),
         out: out.to_path_buf(),
         use_agents,
         resumed: Vec::new(),
     };
+    let _ = echo_levels;
+    execute_plan(scenario, plan, controller, expected_levels, quiet)
+}
+
+/// Runs a plan with the live view and Ctrl-C handling; maps failures to
+/// exit codes.
+fn execute_plan(
+    scenario: &Arc<Scenario>,
+    plan: RunPlan,
+    controller: &mut dyn LevelController,
+    expected_levels: usize,
+    quiet: bool,
+) -> Result<RunRecord, Failure> {
+    let stop = StopSignal::default();
+    stop_on_ctrl_c(stop.clone(), quiet);
+    let mut view = LiveView::new(expected_levels, quiet).echo_levels();
     run_levels(scenario, &plan, controller, &mut view, &stop).map_err(|e| match e {
         RunError::Engine(EngineError::Target(t)) => Failure::cannot_proceed(t.to_string()),
         RunError::Engine(e) => Failure::cannot_proceed(e.to_string()),
@@ -301,19 +312,12 @@ pub fn profile(args: ProfileArgs) -> Outcome {
     let first = agents
         .check_all()
         .map_err(|e| Failure::cannot_proceed(e.to_string()))?;
-    let cores_of = |tier: &str| {
-        let spec = scenario.servers.iter().find(|s| s.tier == tier);
-        spec.and_then(|s| s.cores)
-            .or_else(|| agents.agent_of(tier).map(|i| first[i].host.cores))
-            .unwrap_or(1)
-    };
     let mut controller = ProfileController::new(
         scenario.clone(),
         requests.clone(),
         args.users,
         args.warmup,
-        |tier| agents.agent_of(tier),
-        cores_of,
+        watched_processes(&scenario, &agents, &first),
     );
     let out = out_dir(&args.output.out, &scenario);
     let quiet = args.output.quiet;
@@ -332,5 +336,72 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         print_out("(interrupted: the table holds the request types measured so far)\n");
     }
     print_out(&format!("results: {}\n", out.display()));
+    Ok(exit::OK)
+}
+
+pub fn capacity(args: CapacityArgs) -> Outcome {
+    let scenario = Arc::new(load(&args.scenario)?);
+    let (agents, first) = if args.no_agents {
+        (AgentSet::default(), Vec::new())
+    } else {
+        let agents =
+            AgentSet::from_scenario(&scenario).map_err(|e| Failure::bad_input(e.to_string()))?;
+        let first = agents
+            .check_all()
+            .map_err(|e| Failure::cannot_proceed(e.to_string()))?;
+        (agents, first)
+    };
+    let procs = watched_processes(&scenario, &agents, &first);
+    let mut controller = CapacityController::new(scenario.clone(), procs);
+    if !args.levels.is_empty() {
+        if args.levels.contains(&0) {
+            return Err(Failure::bad_input(
+                "--levels: every level needs at least 1 user",
+            ));
+        }
+        let duration = args
+            .duration
+            .expect("clap requires --duration with --levels");
+        controller = controller.manual(args.levels.clone(), duration);
+    }
+    let (out, resumed) = match &args.resume {
+        Some(dir) => {
+            let finished: Vec<LevelRecord> = read_levels(dir)
+                .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
+                .into_iter()
+                .filter(|l| !l.interrupted)
+                .collect();
+            (dir.clone(), finished)
+        }
+        None => (out_dir(&args.output.out, &scenario), Vec::new()),
+    };
+    if !resumed.is_empty() {
+        controller = controller.resume(&resumed);
+        if !args.output.quiet {
+            eprintln!(
+                "resuming {}: {} levels already measured",
+                out.display(),
+                resumed.len()
+            );
+        }
+    }
+    let record = execute_plan(
+        &scenario,
+        RunPlan {
+            mode: "capacity".into(),
+            out: out.clone(),
+            use_agents: !args.no_agents,
+            resumed,
+        },
+        &mut controller,
+        args.levels.len().max(1),
+        args.output.quiet,
+    )?;
+    print_out(&format!(
+        "\n{}\n{}results: {}\n",
+        text::levels_table(&record.levels),
+        text::capacity_summary(&record),
+        out.display()
+    ));
     Ok(exit::OK)
 }

@@ -112,6 +112,27 @@ pub struct LevelRecord {
     /// Per tier figures from the profiler agents (empty without agents).
     #[serde(default)]
     pub servers: BTreeMap<String, crate::profile::TierUsage>,
+    /// What the capacity analysis made of this level (capacity runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityLevel>,
+}
+
+/// A capacity level's own figures: why it was run and the demands the
+/// search used, kept so an interrupted analysis can be resumed exactly.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityLevel {
+    pub reason: String,
+    /// Seconds from the level's start to the steady-state verdict (none
+    /// when it gave up at the maximum duration).
+    pub steady_after_s: Option<f64>,
+    /// CPU ms per request per process, as `tier/process`.
+    pub demand_ms: BTreeMap<String, f64>,
+    pub demands_converged: bool,
+    pub load_too_low: bool,
+    /// The saturation estimate after this level.
+    pub n_star: Option<f64>,
+    /// Bottleneck utilisation (busy fraction of its cores) at this level.
+    pub bottleneck_utilisation: Option<f64>,
 }
 
 /// Think-time excess below which no client bottleneck is called: timers
@@ -204,6 +225,7 @@ impl LevelRecord {
             },
             per_request,
             servers: BTreeMap::new(),
+            capacity: None,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! What both tiers share: the accept loop with graceful shutdown, responses,
-//! and query-string parameters with their one-line 400 reasons.
+//! What both tiers share: the accept loop with graceful shutdown, responses, and query-string parameters with their
+//! one-line 400 reasons.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -9,12 +9,13 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
-/// The body type of every testbed response.
+/// The body of every testbed response.
 pub type Body = Full<Bytes>;
 
 /// How long in-flight requests may run on after shutdown is signalled.
@@ -22,10 +23,38 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Answers requests; one per tier.
 pub trait Handler: Send + Sync + 'static {
+    /// Whether the tier also speaks a binary protocol of its own on its port:
+    /// a connection whose first byte is 0 (never the first byte of an HTTP
+    /// request) goes to [`Handler::serve_binary`] instead of hyper.
+    const BINARY: bool = false;
+
     fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> impl Future<Output = Response<Body>> + Send;
+
+    /// Serves one binary-protocol connection until the peer closes it or
+    /// `stop` fires between two requests.
+    fn serve_binary(
+        self: Arc<Self>,
+        stream: TcpStream,
+        stop: Stop,
+    ) -> impl Future<Output = ()> + Send {
+        drop((stream, stop));
+        async {}
+    }
+}
+
+/// Held by every open connection: tells it to finish its request in flight
+/// and close, and while any is held the server is still draining.
+pub struct Stop(watch::Receiver<()>);
+
+impl Stop {
+    /// Completes once shutdown has begun.
+    pub async fn requested(&mut self) {
+        // An error means the server is gone, which is a stop too.
+        let _ = self.0.changed().await;
+    }
 }
 
 /// Serves HTTP/1.1 (keep-alive unless the client says close) on `listener`
@@ -36,9 +65,11 @@ pub async fn serve<H: Handler>(
     handler: Arc<H>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let graceful = GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.keep_alive(true);
+    let mut builder = http1::Builder::new();
+    builder.keep_alive(true).half_close(false);
+    let builder = Arc::new(builder);
+    // Every connection holds a receiver; the drain is over when all are gone.
+    let (drain, _) = watch::channel(());
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -55,21 +86,53 @@ pub async fn serve<H: Handler>(
             },
         };
         let _ = stream.set_nodelay(true);
-        let handler = Arc::clone(&handler);
-        let service = hyper::service::service_fn(move |req| {
-            let handler = Arc::clone(&handler);
-            async move { Ok::<_, Infallible>(handler.handle(req).await) }
-        });
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            // A client resetting its connection is its business, not an error.
-            let _ = conn.await;
-        });
+        let stop = Stop(drain.subscribe());
+        tokio::spawn(connection(
+            stream,
+            Arc::clone(&handler),
+            Arc::clone(&builder),
+            stop,
+        ));
     }
     drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
+    let _ = drain.send(());
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain.closed()).await;
     Ok(())
+}
+
+async fn connection<H: Handler>(
+    stream: TcpStream,
+    handler: Arc<H>,
+    builder: Arc<http1::Builder>,
+    mut stop: Stop,
+) {
+    if H::BINARY {
+        let mut first = [0u8; 1];
+        let peeked = tokio::select! {
+            peeked = stream.peek(&mut first) => peeked,
+            () = stop.requested() => return,
+        };
+        match peeked {
+            Ok(1) if first[0] == 0 => return handler.serve_binary(stream, stop).await,
+            Ok(1) => {}
+            // Closed before saying anything, or reset.
+            _ => return,
+        }
+    }
+    let service = hyper::service::service_fn(move |req| {
+        let handler = Arc::clone(&handler);
+        async move { Ok::<_, Infallible>(handler.handle(req).await) }
+    });
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    // A client resetting its connection is its business, not an error.
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        () = stop.requested() => {}
+    }
+    // Closes an idle connection at once, or after the response in flight.
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
 }
 
 /// A response with a body and a content type.
@@ -85,9 +148,15 @@ pub fn respond(
     resp
 }
 
-/// A plain-text response; `text` should end with a newline.
-pub fn text(status: StatusCode, text: impl Into<String>) -> Response<Body> {
-    respond(status, "text/plain; charset=utf-8", text.into())
+/// A plain-text response; `text` should end with a newline. A `&'static
+/// str` is sent without a copy.
+pub fn text(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
+    respond(status, "text/plain; charset=utf-8", text)
+}
+
+/// 200 "ok".
+pub fn ok() -> Response<Body> {
+    text(StatusCode::OK, "ok\n")
 }
 
 /// A JSON response.
@@ -121,7 +190,7 @@ impl BadRequest {
 /// The parameters of a query string. Parameters a handler does not ask for
 /// are ignored: scenarios add their own (`&actor=…&page=3`) to vary URLs.
 pub struct Query<'a> {
-    pairs: Vec<(&'a str, &'a str)>,
+    raw: &'a str,
 }
 
 /// Upper bound of every duration parameter: a testbed request that burns or
@@ -130,33 +199,30 @@ const MAX_MS: f64 = 10_000.0;
 
 impl<'a> Query<'a> {
     pub fn parse(query: Option<&'a str>) -> Query<'a> {
-        let pairs = query
-            .unwrap_or("")
+        Query {
+            raw: query.unwrap_or(""),
+        }
+    }
+
+    /// The value of `name`: a scan of the few parameters there are, which
+    /// costs less than collecting them.
+    fn take(&self, name: &str) -> Result<Option<&'a str>, BadRequest> {
+        let mut values = self
+            .raw
             .split('&')
             .filter(|p| !p.is_empty())
             .map(|p| p.split_once('=').unwrap_or((p, "")))
-            .collect();
-        Query { pairs }
-    }
-
-    fn take(&mut self, name: &str) -> Result<Option<&'a str>, BadRequest> {
-        let mut found = None;
-        let mut i = 0;
-        while i < self.pairs.len() {
-            if self.pairs[i].0 == name {
-                if found.is_some() {
-                    return Err(BadRequest(format!("query parameter {name} given twice")));
-                }
-                found = Some(self.pairs.remove(i).1);
-            } else {
-                i += 1;
-            }
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| v);
+        let found = values.next();
+        if values.next().is_some() {
+            return Err(BadRequest(format!("query parameter {name} given twice")));
         }
         Ok(found)
     }
 
     /// A duration in milliseconds, fractional allowed, 0 ≤ ms ≤ 10 000.
-    pub fn millis(&mut self, name: &str) -> Result<Option<Duration>, BadRequest> {
+    pub fn millis(&self, name: &str) -> Result<Option<Duration>, BadRequest> {
         let Some(raw) = self.take(name)? else {
             return Ok(None);
         };
@@ -171,13 +237,13 @@ impl<'a> Query<'a> {
     }
 
     /// A required duration in milliseconds.
-    pub fn required_millis(&mut self, name: &str) -> Result<Duration, BadRequest> {
+    pub fn required_millis(&self, name: &str) -> Result<Duration, BadRequest> {
         self.millis(name)?
             .ok_or_else(|| BadRequest(format!("missing query parameter {name} (milliseconds)")))
     }
 
     /// A byte count, 0 ≤ n ≤ `max`.
-    pub fn bytes(&mut self, name: &str, max: u64) -> Result<Option<u64>, BadRequest> {
+    pub fn bytes(&self, name: &str, max: u64) -> Result<Option<u64>, BadRequest> {
         let Some(raw) = self.take(name)? else {
             return Ok(None);
         };
@@ -196,11 +262,11 @@ mod tests {
 
     #[test]
     fn query_parameters() {
-        let mut q = Query::parse(Some("ms=0.5&bytes=10"));
+        let q = Query::parse(Some("ms=0.5&bytes=10"));
         assert_eq!(q.required_millis("ms"), Ok(Duration::from_micros(500)));
         assert_eq!(q.bytes("bytes", 100), Ok(Some(10)));
 
-        let mut q = Query::parse(None);
+        let q = Query::parse(None);
         assert!(q.required_millis("ms").is_err());
         assert_eq!(q.millis("ms"), Ok(None));
 
@@ -213,13 +279,13 @@ mod tests {
             "ms=1&ms=2",
             "ms=",
         ] {
-            let mut q = Query::parse(Some(bad));
+            let q = Query::parse(Some(bad));
             assert!(q.millis("ms").is_err(), "{bad}");
         }
-        let mut q = Query::parse(Some("n=101"));
+        let q = Query::parse(Some("n=101"));
         assert!(q.bytes("n", 100).is_err());
 
-        let mut q = Query::parse(Some("actor=Ann%20Lee&ms=1&page=3"));
+        let q = Query::parse(Some("actor=Ann%20Lee&ms=1&page=3"));
         assert_eq!(q.millis("ms"), Ok(Some(Duration::from_millis(1))));
     }
 }

@@ -4,7 +4,7 @@
 //! `workers_b / D_b` for the busiest tier b.
 //!
 //! ```text
-//!   client ──HTTP/1.1──▶ tb-web ──keep-alive pool──▶ tb-db
+//!   client ──HTTP/1.1──▶ tb-web ──db wire protocol──▶ tb-db (also HTTP, same port)
 //!                        │ I/O: one tokio thread      │ I/O: one tokio thread
 //!                        │ N web burn workers         │ N db burn workers
 //!                        │ one lock + data file       │
@@ -14,7 +14,7 @@
 //! - [`burn`]: CPU burns in thread CPU time, and the fixed worker pool;
 //! - `http`: the shared accept loop with graceful shutdown, responses, query parameters;
 //! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
-//! - `db_client`: the web tier's keep-alive pool to the db tier;
+//! - `db_client`: the web tier's keep-alive pool to the db tier, on its wire protocol;
 //! - `lock`, `static_files`: the critical section and the cacheable content;
 //! - [`process`]: a tier as a named OS process, and the launcher of both.
 //!

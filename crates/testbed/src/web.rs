@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -24,7 +24,7 @@ use serde_json::json;
 use crate::burn::BurnPool;
 use crate::db_client::DbClient;
 use crate::http::{
-    self, json, method_not_allowed, not_found, text, BadRequest, Body, Handler, Query,
+    self, json, method_not_allowed, not_found, ok, text, BadRequest, Body, Handler, Query,
 };
 use crate::lock::{CriticalSection, MAX_WRITE_BYTES};
 use crate::static_files;
@@ -66,6 +66,7 @@ pub async fn serve_web(
         db: config.db.map(DbClient::new),
         lock: CriticalSection::create()?,
         ingested: AtomicU64::new(0),
+        filler: Mutex::new(Bytes::new()),
     });
     http::serve(listener, web, shutdown).await
 }
@@ -75,6 +76,9 @@ struct Web {
     db: Option<DbClient>,
     lock: CriticalSection,
     ingested: AtomicU64,
+    /// The longest `/bytes` body served so far; shorter ones are slices of
+    /// it, so a response costs its socket write and not a fresh buffer.
+    filler: Mutex<Bytes>,
 }
 
 impl Handler for Web {
@@ -99,9 +103,10 @@ fn method_of(path: &str) -> Option<Method> {
 
 impl Web {
     async fn route(&self, req: Request<Incoming>) -> Result<Response<Body>, BadRequest> {
-        let path = req.uri().path().to_owned();
-        match method_of(&path) {
-            None => return Ok(not_found(&path)),
+        let uri = req.uri();
+        let path = uri.path();
+        match method_of(path) {
+            None => return Ok(not_found(path)),
             Some(Method::POST) if req.method() != Method::POST => {
                 return Ok(method_not_allowed("POST"))
             }
@@ -110,13 +115,15 @@ impl Web {
             }
             Some(_) => {}
         }
-        let mut query = Query::parse(req.uri().query());
-        match path.as_str() {
-            "/health" => Ok(text(StatusCode::OK, "ok\n")),
+        if path == "/ingest" {
+            return self.ingest(req).await;
+        }
+        let query = Query::parse(uri.query());
+        match path {
+            "/health" => Ok(ok()),
             "/cpu" => {
-                let cpu = query.required_millis("ms")?;
-                self.pool.burn(cpu).await;
-                Ok(text(StatusCode::OK, "ok\n"))
+                self.pool.burn(query.required_millis("ms")?).await;
+                Ok(ok())
             }
             "/db" => {
                 let web_cpu = query.millis("web_ms")?.unwrap_or_default();
@@ -130,7 +137,7 @@ impl Web {
                 self.pool.burn(web_cpu).await;
                 // The web worker is free again while the db tier works.
                 Ok(match db.burn(db_cpu).await {
-                    Ok(()) => text(StatusCode::OK, "ok\n"),
+                    Ok(()) => ok(),
                     Err(e) => text(StatusCode::BAD_GATEWAY, format!("{e}\n")),
                 })
             }
@@ -138,7 +145,7 @@ impl Web {
                 let hold = query.required_millis("ms")?;
                 let bytes = query.bytes("bytes", MAX_WRITE_BYTES)?.unwrap_or(0);
                 Ok(match self.lock.enter(hold, bytes).await {
-                    Ok(()) => text(StatusCode::OK, "ok\n"),
+                    Ok(()) => ok(),
                     Err(e) => text(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         format!("lock file: {e}\n"),
@@ -146,9 +153,8 @@ impl Web {
                 })
             }
             "/sleep" => {
-                let pause = query.required_millis("ms")?;
-                tokio::time::sleep(pause).await;
-                Ok(text(StatusCode::OK, "ok\n"))
+                tokio::time::sleep(query.required_millis("ms")?).await;
+                Ok(ok())
             }
             "/bytes" => {
                 let n = query
@@ -157,19 +163,29 @@ impl Web {
                 Ok(http::respond(
                     StatusCode::OK,
                     "application/octet-stream",
-                    vec![b'x'; n as usize],
+                    self.filler(n as usize),
                 ))
             }
-            "/ingest" => self.ingest(req).await,
             "/ingest/count" => {
                 let count = self.ingested.load(Ordering::Relaxed);
                 Ok(json(StatusCode::OK, &json!({ "count": count })))
             }
             _ => {
                 let name = path.strip_prefix("/static/").unwrap_or_default();
-                Ok(static_files::response(name, req.headers()).unwrap_or_else(|| not_found(&path)))
+                Ok(static_files::response(name, req.headers()).unwrap_or_else(|| not_found(path)))
             }
         }
+    }
+
+    /// `n` bytes of `x`, sharing one buffer that grows to the longest asked.
+    fn filler(&self, n: usize) -> Bytes {
+        let mut filler = self.filler.lock().unwrap_or_else(|e| e.into_inner());
+        if filler.len() < n {
+            // Doubling bounds the rebuilds of a growing series of sizes.
+            let len = n.next_power_of_two().min(MAX_BODY_BYTES as usize).max(n);
+            *filler = Bytes::from(vec![b'x'; len]);
+        }
+        filler.slice(..n)
     }
 
     /// Accepts one JSON object, like an HTTP bridge in front of a message broker.

@@ -236,9 +236,13 @@ impl DemandTracker {
         let all_near_zero = self.processes.iter().all(near_zero);
         if all_near_zero && !self.processes.is_empty() {
             self.load_too_low = true;
+            // Eq. 2 for a process that read zero; one that read a few ticks
+            // keeps its measured S/n, a better guess than S_low/n.
             let tau = s_low_demand_s(self.config.s_low_s, r.completed, r.response_time_s);
             for p in &mut self.processes {
-                p.state.demand_s = Some(tau);
+                if p.cpu_s <= 0.0 || r.completed == 0 {
+                    p.state.demand_s = Some(tau);
+                }
             }
         } else {
             let flags: Vec<bool> = self.processes.iter().map(near_zero).collect();

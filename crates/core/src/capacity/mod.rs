@@ -21,8 +21,11 @@
 //! - `overload`: the power `P = X/R` state machine that confirms overload.
 //! - `client`: achieved think time by Little's law, the client-bottleneck test (2.1.3).
 //! - `search`: the level-selection state machine (2.1.2) and its summary.
+//! - `controller`: wires the above to running levels (the runner's
+//!   `LevelController`): steady state, then demand convergence, then the search.
 
 pub mod client;
+pub mod controller;
 pub mod demand;
 pub mod overload;
 pub mod range;
@@ -33,6 +36,7 @@ pub mod steady;
 mod tests;
 
 pub use client::{achieved_think_time_s, is_client_bottleneck};
+pub use controller::CapacityController;
 pub use demand::{
     expected_throughput_rps, DemandConfig, DemandReading, DemandStatus, DemandTracker,
     ProcessDemand,

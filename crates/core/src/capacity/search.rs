@@ -441,24 +441,37 @@ impl LevelSearch {
     }
 
     /// Kleinrock's `N*` (eq. 3), re-estimated whenever asked, from the
-    /// demands of the *highest* level with measured demands. The paper says
-    /// `τ_i(L)` at the level `L` just run; but the bisection runs levels below
-    /// the top after it, and demands measured nearest saturation are the ones
-    /// that decide where saturation is (they can shift with load: caches,
-    /// contention) and the most precise (the most CPU time per second, so the
-    /// least tick error). Eq. 2's low-load guesses are never used: `S_low/n`
-    /// would inflate `N*`.
+    /// demands of the *highest* level with measured demands that is not
+    /// overloaded. The paper says `τ_i(L)` at the level `L` just run; but the
+    /// bisection runs levels below the top after it, and demands measured
+    /// nearest saturation are the ones that decide where saturation is (they
+    /// can shift with load: caches, contention) and the most precise (the
+    /// most CPU time per second, so the least tick error). Past saturation,
+    /// though, the bottleneck host also spends CPU on queues of waiting
+    /// connections, which inflates the per-request figure (5.0 ms for a 4 ms
+    /// request at 2.3× N* on the testbed): a level whose bottleneck would
+    /// be more than `OVERLOADED_UTILISATION` busy by its own demands is
+    /// skipped while a lower one exists. Eq. 2's low-load guesses are never
+    /// used: `S_low/n` would inflate `N*`.
     pub fn n_star_estimate(&self) -> Option<f64> {
         self.best_measured()
             .and_then(|o| range::n_star(o.think_time_s, &o.demands))
     }
 
     fn best_measured(&self) -> Option<&LevelOutcome> {
-        self.by_users
-            .values()
-            .rev()
-            .map(|&i| &self.runs[i].0)
-            .find(|o| !o.load_too_low && !o.demands.is_empty())
+        let measured = || {
+            self.by_users
+                .values()
+                .rev()
+                .map(|&i| &self.runs[i].0)
+                .filter(|o| !o.load_too_low && !o.demands.is_empty())
+        };
+        measured()
+            .find(|o| {
+                range::bottleneck_utilisation(o.throughput_rps, &o.demands)
+                    .is_none_or(|u| u <= OVERLOADED_UTILISATION)
+            })
+            .or_else(|| measured().next())
     }
 
     /// The range `[n_min, ⌈N*⌉]`: run the top, then bisect.
@@ -633,6 +646,10 @@ impl LevelSearch {
         }
     }
 }
+
+/// Bottleneck utilisation (by a level's own demands) above which its
+/// demands are taken as inflated by overload.
+const OVERLOADED_UTILISATION: f64 = 1.05;
 
 /// Users for a real-valued estimate: rounded up, at least 1, saturating.
 fn ceil_users(n: f64) -> u32 {

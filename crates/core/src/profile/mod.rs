@@ -6,8 +6,10 @@ pub mod agents;
 pub mod mode;
 pub mod sampler;
 pub mod usage;
+pub mod watch;
 
 pub use agents::{AgentError, AgentSet};
 pub use mode::{ProfileController, TierDemands};
 pub use sampler::{Reading, Sampler};
 pub use usage::{tier_usage, TierUsage};
+pub use watch::{watched_processes, DemandWatch, WatchedProcess};

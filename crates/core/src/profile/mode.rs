@@ -10,10 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::sampler::{Reading, Sampler};
-use crate::capacity::demand::{
-    expected_throughput_rps, DemandConfig, DemandReading, DemandStatus, DemandTracker,
-};
+use super::sampler::Sampler;
+use super::watch::{DemandWatch, WatchedProcess};
+use crate::capacity::demand::DemandConfig;
 use crate::engine::{LevelPlan, Workload};
 use crate::measure::{LevelInfo, Tick};
 use crate::record::LevelRecord;
@@ -36,14 +35,6 @@ pub struct TierDemands {
     pub ignored: Vec<String>,
 }
 
-/// A process of a tier, flattened from `servers:`.
-#[derive(Debug, Clone)]
-struct Proc {
-    tier: String,
-    name: String,
-    agent: usize,
-}
-
 pub struct ProfileController {
     scenario: Arc<Scenario>,
     queue: VecDeque<RequestId>,
@@ -52,8 +43,7 @@ pub struct ProfileController {
     max_duration: Duration,
     /// Profiling goes on at least this long, however soon demands converge.
     min_measured: Duration,
-    procs: Vec<Proc>,
-    cores: Vec<u32>,
+    procs: Vec<WatchedProcess>,
     config: DemandConfig,
     current: Option<Current>,
     levels: u32,
@@ -63,42 +53,20 @@ pub struct ProfileController {
 /// The level being profiled.
 struct Current {
     request: RequestId,
-    tracker: DemandTracker,
-    status: Option<DemandStatus>,
-    /// Cumulative completions of the profiled request since the level
-    /// began, at each tick's end.
-    counts: Vec<(Instant, u64)>,
-    completed: u64,
-    /// Sum of response times (s) of the profiled request after warm-up.
-    response_sum_s: f64,
-    responses: u64,
-    measure_from: Option<Instant>,
-    baseline: Option<Reading>,
-    consumed_until: Option<Instant>,
+    watch: DemandWatch,
+    measured_since: Option<Instant>,
 }
 
 impl ProfileController {
-    /// `requests`: the types to profile, in order (all by default).
+    /// `requests`: the types to profile, in order; `procs`: the processes to
+    /// measure (see `watched_processes`).
     pub fn new(
         scenario: Arc<Scenario>,
         requests: Vec<RequestId>,
         users: u32,
         warmup: Duration,
-        agent_of: impl Fn(&str) -> Option<usize>,
-        cores_of: impl Fn(&str) -> u32,
+        procs: Vec<WatchedProcess>,
     ) -> ProfileController {
-        let procs: Vec<Proc> = scenario
-            .servers
-            .iter()
-            .flat_map(|s| {
-                s.processes.iter().map(|p| Proc {
-                    tier: s.tier.clone(),
-                    name: p.clone(),
-                    agent: agent_of(&s.tier).unwrap_or(0),
-                })
-            })
-            .collect();
-        let cores = procs.iter().map(|p| cores_of(&p.tier)).collect();
         let settings = &scenario.capacity;
         ProfileController {
             config: DemandConfig::from_settings(settings),
@@ -108,7 +76,6 @@ impl ProfileController {
             users,
             warmup,
             procs,
-            cores,
             current: None,
             levels: 0,
             demands: BTreeMap::new(),
@@ -118,81 +85,6 @@ impl ProfileController {
 
     pub fn demands(&self) -> &BTreeMap<String, BTreeMap<String, TierDemands>> {
         &self.demands
-    }
-
-    /// Cumulative completions at `at`, interpolated between tick ends.
-    fn completions_at(counts: &[(Instant, u64)], at: Instant) -> Option<f64> {
-        let i = counts.iter().position(|&(t, _)| t >= at)?;
-        let (t1, c1) = counts[i];
-        if i == 0 {
-            return Some(c1 as f64);
-        }
-        let (t0, c0) = counts[i - 1];
-        let span = (t1 - t0).as_secs_f64();
-        let f = if span > 0.0 {
-            (at - t0).as_secs_f64() / span
-        } else {
-            1.0
-        };
-        Some(c0 as f64 + f * (c1 - c0) as f64)
-    }
-
-    /// Feeds every reading the ticks so far can be lined up with.
-    fn consume(&mut self, sampler: &Sampler, last_tick_end: Instant) {
-        let users = self.users;
-        let think_s = self.scenario.think_time.mean().as_secs_f64();
-        let Some(cur) = self.current.as_mut() else {
-            return;
-        };
-        let Some(from) = cur.measure_from else {
-            return;
-        };
-        for reading in sampler.readings_between(from, last_tick_end) {
-            if cur.consumed_until.is_some_and(|t| reading.at <= t) {
-                continue;
-            }
-            cur.consumed_until = Some(reading.at);
-            let Some(base) = &cur.baseline else {
-                cur.baseline = Some(reading);
-                continue;
-            };
-            let (Some(n0), Some(n1)) = (
-                Self::completions_at(&cur.counts, base.at),
-                Self::completions_at(&cur.counts, reading.at),
-            ) else {
-                continue;
-            };
-            let cpu_s: Vec<f64> = self
-                .procs
-                .iter()
-                .map(|p| {
-                    let get = |r: &Reading| {
-                        r.counters
-                            .get(p.agent)
-                            .and_then(Option::as_ref)
-                            .and_then(|c| c.processes.get(&p.name))
-                            .map(|g| g.cpu_s)
-                    };
-                    match (get(base), get(&reading)) {
-                        (Some(a), Some(b)) => (b - a).max(0.0),
-                        _ => 0.0,
-                    }
-                })
-                .collect();
-            let response_time_s = if cur.responses > 0 {
-                cur.response_sum_s / cur.responses as f64
-            } else {
-                0.0
-            };
-            let status = cur.tracker.push(&DemandReading {
-                elapsed_s: (reading.at - base.at).as_secs_f64(),
-                completed: (n1 - n0).round().max(0.0) as u64,
-                cpu_s,
-                expected_rps: expected_throughput_rps(users, think_s, response_time_s),
-                response_time_s,
-            });
-            cur.status = Some(status);
-        }
     }
 }
 
@@ -211,15 +103,14 @@ impl LevelController for ProfileController {
             .collect();
         self.current = Some(Current {
             request,
-            tracker: DemandTracker::new(self.config.clone(), &self.cores),
-            status: None,
-            counts: Vec::new(),
-            completed: 0,
-            response_sum_s: 0.0,
-            responses: 0,
-            measure_from: None,
-            baseline: None,
-            consumed_until: None,
+            watch: DemandWatch::new(
+                self.procs.clone(),
+                self.config.clone(),
+                self.users,
+                self.scenario.think_time.mean().as_secs_f64(),
+                Some(request),
+            ),
+            measured_since: None,
         });
         Next::Run(LevelPlan {
             index: self.levels,
@@ -237,24 +128,12 @@ impl LevelController for ProfileController {
         let Some(cur) = self.current.as_mut() else {
             return false;
         };
-        let stats = &tick.stats.per_request[cur.request.index()];
-        cur.completed += stats.requests;
-        cur.counts.push((tick.end, cur.completed));
+        cur.watch.on_tick(tick, sampler, !tick.warmup);
         if tick.warmup {
             return false;
         }
-        if cur.measure_from.is_none() {
-            cur.measure_from = Some(tick.end - tick.length);
-        }
-        cur.response_sum_s += stats.mean_ms() / 1e3 * stats.response_time.len() as f64;
-        cur.responses += stats.response_time.len();
-        let measured_for = tick.end - cur.measure_from.expect("set above");
-        let Some(sampler) = sampler else {
-            return false;
-        };
-        self.consume(sampler, tick.end);
-        let cur = self.current.as_ref().expect("still profiling");
-        measured_for >= self.min_measured && cur.status.as_ref().is_some_and(|s| s.finished())
+        let since = *cur.measured_since.get_or_insert(tick.end - tick.length);
+        tick.end - since >= self.min_measured && cur.watch.finished()
     }
 
     fn finish_level(&mut self, level: &mut LevelRecord, _sampler: Option<&Sampler>) {
@@ -262,7 +141,7 @@ impl LevelController for ProfileController {
             return;
         };
         let name = self.scenario.request(cur.request).name.clone();
-        let status = cur.status.unwrap_or_else(|| cur.tracker.status());
+        let status = cur.watch.status();
         let mut tiers: BTreeMap<String, TierDemands> = BTreeMap::new();
         for (i, p) in self.procs.iter().enumerate() {
             let usage = level.servers.get(&p.tier);

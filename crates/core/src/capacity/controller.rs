@@ -1,0 +1,294 @@
+//! The capacity analysis as a `LevelController`: the level search chooses
+//! the users, each level runs until its throughput is steady and then until
+//! every server process's CPU demand has converged (section 2.1), and the
+//! finished level goes back to the search. With `--levels` the same
+//! measurement runs exactly the levels given.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::demand::DemandConfig;
+use super::range::{self, TierDemand};
+use super::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
+use super::steady::{SteadyConfig, SteadyState, SteadyVerdict};
+use crate::engine::{default_warmup, LevelPlan, Workload};
+use crate::measure::{LevelInfo, Tick};
+use crate::profile::{DemandWatch, Sampler, WatchedProcess};
+use crate::record::{CapacityLevel, LevelRecord};
+use crate::runner::{LevelController, Next};
+use crate::scenario::Scenario;
+
+pub struct CapacityController {
+    scenario: Arc<Scenario>,
+    search: LevelSearch,
+    /// The manual override: exactly these levels, each this long.
+    manual: Option<(VecDeque<u32>, Duration)>,
+    procs: Vec<WatchedProcess>,
+    demand_config: DemandConfig,
+    steady_config: SteadyConfig,
+    warmup: Duration,
+    /// Levels run so far, resumed ones included.
+    index: u32,
+    current: Option<Current>,
+}
+
+struct Current {
+    users: u32,
+    reason: String,
+    steady: SteadyState,
+    steady_at: Option<(Instant, f64)>,
+    watch: DemandWatch,
+}
+
+impl CapacityController {
+    /// `procs`: the server processes the agents report (empty without
+    /// agents: then levels end at steady state and `N*` is unknown).
+    pub fn new(scenario: Arc<Scenario>, procs: Vec<WatchedProcess>) -> CapacityController {
+        let settings = &scenario.capacity;
+        CapacityController {
+            search: LevelSearch::new(SearchConfig::from_settings(settings)),
+            manual: None,
+            demand_config: DemandConfig::from_settings(settings),
+            steady_config: SteadyConfig::from_settings(settings),
+            warmup: default_warmup(&scenario).min(settings.min_duration),
+            index: 0,
+            current: None,
+            procs,
+            scenario,
+        }
+    }
+
+    /// The manual override: run exactly `levels` for `duration` each.
+    pub fn manual(mut self, levels: Vec<u32>, duration: Duration) -> CapacityController {
+        self.manual = Some((levels.into(), duration));
+        self
+    }
+
+    /// Continues an interrupted analysis: the finished levels are replayed
+    /// into the search, which then picks up where it stopped.
+    pub fn resume(mut self, finished: &[LevelRecord]) -> CapacityController {
+        let outcomes: Vec<LevelOutcome> = finished.iter().map(|l| self.outcome(l)).collect();
+        self.index = finished.iter().map(|l| l.level).max().unwrap_or(0);
+        if let Some((queue, _)) = &mut self.manual {
+            queue.retain(|u| !finished.iter().any(|l| l.users == Some(*u)));
+            for o in outcomes {
+                self.search.record(o);
+            }
+        } else {
+            self.search = LevelSearch::replay(
+                SearchConfig::from_settings(&self.scenario.capacity),
+                &outcomes,
+            );
+        }
+        self
+    }
+
+    /// The search's view of a finished level.
+    fn outcome(&self, level: &LevelRecord) -> LevelOutcome {
+        let cap = level.capacity.as_ref();
+        let demands = cap
+            .map(|c| {
+                c.demand_ms
+                    .iter()
+                    .filter_map(|(key, ms)| {
+                        let (tier, process) = key.split_once('/')?;
+                        let cores = self
+                            .procs
+                            .iter()
+                            .find(|p| p.tier == tier && p.name == process)
+                            .map_or(1, |p| p.cores);
+                        Some(TierDemand {
+                            tier: tier.into(),
+                            process: process.into(),
+                            demand_s: ms / 1e3,
+                            cores,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        LevelOutcome {
+            users: level.users.unwrap_or(0),
+            throughput_rps: level.throughput_rps,
+            response_time_s: level.response_time_ms.mean / 1e3,
+            think_time_s: level.think_time_s.configured,
+            demands,
+            load_too_low: cap.is_some_and(|c| c.load_too_low),
+            client_bottleneck: level.client_bottleneck,
+        }
+    }
+
+    fn start_level(&mut self, users: u32, reason: String, duration: Duration) -> Next {
+        self.index += 1;
+        self.current = Some(Current {
+            users,
+            reason,
+            steady: SteadyState::new(self.steady_config.clone()),
+            steady_at: None,
+            watch: DemandWatch::new(
+                self.procs.clone(),
+                self.demand_config.clone(),
+                users,
+                self.scenario.think_time.mean().as_secs_f64(),
+                None,
+            ),
+        });
+        Next::Run(LevelPlan {
+            index: self.index,
+            users,
+            warmup: self.warmup,
+            duration,
+            workload: Workload::Session,
+        })
+    }
+}
+
+impl LevelController for CapacityController {
+    fn next(&mut self, _finished: &[LevelRecord]) -> Next {
+        if let Some((queue, duration)) = &mut self.manual {
+            let duration = *duration;
+            return match queue.pop_front() {
+                Some(users) => self.start_level(users, "manual level (--levels)".into(), duration),
+                None => Next::Finish(crate::runner::STOP_COMPLETED.into()),
+            };
+        }
+        match self.search.next() {
+            Decision::Run { users, reason } => {
+                // The longest a level may run; steady state and demand
+                // convergence usually end it sooner.
+                let duration = self.scenario.capacity.max_duration;
+                self.start_level(users, reason, duration)
+            }
+            Decision::Done { stop_reason } => Next::Finish(stop_reason.as_str().into()),
+        }
+    }
+
+    fn on_tick(&mut self, _level: &LevelInfo, tick: &Tick, sampler: Option<&Sampler>) -> bool {
+        let manual = self.manual.is_some();
+        let Some(cur) = self.current.as_mut() else {
+            return false;
+        };
+        // Steady state is judged on the whole level, ramp included: the
+        // detector finds where the warm-up really ends (2.1).
+        let x = tick.stats.total().requests as f64 / tick.length.as_secs_f64().max(1e-3);
+        let verdict = cur.steady.push(x);
+        if cur.steady_at.is_none() {
+            if let SteadyVerdict::Steady { .. } = verdict {
+                cur.steady_at = Some((tick.end, cur.steady.elapsed_s() as f64));
+            }
+        }
+        // Demands are counted from steady state on, as the paper does.
+        let measuring = !tick.warmup && cur.steady_at.is_some();
+        cur.watch.on_tick(tick, sampler, measuring);
+        if manual {
+            return false;
+        }
+        match verdict {
+            SteadyVerdict::GaveUp { .. } => true,
+            SteadyVerdict::Steady { .. } => {
+                sampler.is_none() || self.procs.is_empty() || cur.watch.finished()
+            }
+            SteadyVerdict::NotYet => false,
+        }
+    }
+
+    fn finish_level(&mut self, level: &mut LevelRecord, _sampler: Option<&Sampler>) {
+        let Some(cur) = self.current.take() else {
+            return;
+        };
+        let status = cur.watch.status();
+        let mut demand_ms = BTreeMap::new();
+        for (i, p) in self.procs.iter().enumerate() {
+            // The converged estimate; failing that, the utilisation law over
+            // the level's window.
+            let ms = status
+                .processes
+                .get(i)
+                .and_then(|s| s.demand_s)
+                .map(|d| d * 1e3)
+                .or_else(|| {
+                    level
+                        .servers
+                        .get(&p.tier)
+                        .and_then(|u| u.cpu_ms_per_request.get(&p.name).copied())
+                });
+            if let Some(ms) = ms {
+                demand_ms.insert(format!("{}/{}", p.tier, p.name), (ms * 1e4).round() / 1e4);
+            }
+        }
+        level.steady_state = cur.steady_at.is_some();
+        level.capacity = Some(CapacityLevel {
+            reason: cur.reason,
+            steady_after_s: cur.steady_at.map(|(_, s)| s),
+            demand_ms,
+            demands_converged: status.all_converged,
+            load_too_low: status.load_too_low,
+            n_star: None,
+            bottleneck_utilisation: None,
+        });
+        let outcome = self.outcome(level);
+        let utilisation = range::bottleneck_utilisation(outcome.throughput_rps, &outcome.demands);
+        debug_assert_eq!(outcome.users, cur.users);
+        self.search.record(outcome);
+        if let Some(cap) = &mut level.capacity {
+            cap.n_star = self
+                .search
+                .n_star_estimate()
+                .map(|n| (n * 10.0).round() / 10.0);
+            cap.bottleneck_utilisation = utilisation.map(|u| (u * 1e4).round() / 1e4);
+        }
+    }
+
+    fn analysis(&self) -> serde_json::Map<String, serde_json::Value> {
+        let s = self.search.summary();
+        let mut m = serde_json::Map::new();
+        m.insert("n_min".into(), s.n_min.into());
+        m.insert(
+            "n_star".into(),
+            s.n_star.map(|n| (n * 10.0).round() / 10.0).into(),
+        );
+        m.insert(
+            "max_throughput_rps".into(),
+            ((s.max_throughput_rps * 1e3).round() / 1e3).into(),
+        );
+        m.insert("max_throughput_users".into(), s.max_throughput_users.into());
+        m.insert("saturation_users".into(), s.saturation_users.into());
+        m.insert(
+            "bottleneck".into(),
+            match &s.bottleneck {
+                Some(b) => serde_json::json!({"tier": b.tier, "process": b.process}),
+                None => serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "first_client_bottleneck_users".into(),
+            s.first_client_bottleneck.into(),
+        );
+        m.insert(
+            "levels_chosen".into(),
+            s.levels
+                .iter()
+                .map(|l| serde_json::json!({"users": l.users, "reason": l.reason}))
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        m.insert("manual".into(), self.manual.is_some().into());
+        if let Some(reason) = s.stop_reason {
+            m.insert("stop_reason".into(), reason.as_str().into());
+        }
+        m
+    }
+
+    fn reason(&self) -> Option<String> {
+        let cur = self.current.as_ref()?;
+        let n_star = self
+            .search
+            .n_star_estimate()
+            .map_or("unknown yet".to_string(), |n| format!("{n:.0}"));
+        Some(format!(
+            "level {}: {} users — {}; N* ≈ {}",
+            self.index, cur.users, cur.reason, n_star
+        ))
+    }
+}
