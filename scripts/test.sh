@@ -3,4 +3,12 @@
 # the tests need on a fresh machine, then runs every test of the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace --locked "$@"
+# The HTML report test opens report.html in headless Chromium (Debian's
+# package); install it only when missing.
+if ! command -v chromium >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+fi
+# Release mode: the profiling and capacity tests check measured costs against
+# the testbed's known ones, and a debug testbed adds overhead of its own.
+cargo test --workspace --release --locked "$@"

@@ -26,6 +26,12 @@ pub enum Command {
         after_help = "Example:\n  autoperf run shop.yaml --users 50 --duration 60s --warmup 10s"
     )]
     Run(RunArgs),
+    /// Render report.html (and levels.csv) again from a results directory.
+    #[command(after_help = "Example:\n  autoperf report autoperf-results/shop-20261123T101500Z")]
+    Report {
+        /// A results directory (holding run.json).
+        results: PathBuf,
+    },
     /// Validate a scenario file and explain every problem.
     #[command(after_help = "Example:\n  autoperf check shop.yaml")]
     Check {
@@ -61,8 +67,22 @@ pub struct RunArgs {
     /// The scenario file (YAML).
     pub scenario: PathBuf,
     /// Number of concurrent virtual users (closed workload).
-    #[arg(long, short = 'u')]
-    pub users: u32,
+    #[arg(
+        long,
+        short = 'u',
+        required_unless_present = "rate",
+        conflicts_with = "rate"
+    )]
+    pub users: Option<u32>,
+    /// Arrival rate of an open workload, e.g. 500/s: each arrival starts a session.
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// How open-workload arrivals are spaced.
+    #[arg(long, value_enum, default_value = "poisson", requires = "rate")]
+    pub arrivals: ArrivalSpacing,
+    /// Open workload: sessions in flight at most; later arrivals wait, and are counted.
+    #[arg(long, default_value_t = autoperf_core::engine::DEFAULT_MAX_IN_FLIGHT, requires = "rate")]
+    pub max_in_flight: u32,
     /// Measured duration after the warm-up, e.g. 30s, 2m.
     #[arg(long, short = 'd', default_value = "30s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -121,13 +141,16 @@ pub struct OutputArgs {
     /// Print only the final summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Print run.json to stdout instead of the summary (for scripts).
+    #[arg(long)]
+    pub json: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics during the run.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Measured seconds per level.
-    #[arg(long, default_value = "12s", value_parser = parse_duration)]
-    pub duration: Duration,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -166,6 +189,38 @@ pub struct TierArgs {
     /// Address of the db tier (web only).
     #[arg(long)]
     pub db: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ArrivalSpacing {
+    /// A Poisson process: exponential gaps.
+    Poisson,
+    /// Evenly spaced arrivals.
+    Even,
+}
+
+/// `500/s`, `500` (per second) or `30000/min`.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let (number, per) = match text.split_once('/') {
+        Some((n, unit)) => (n, unit.trim()),
+        None => (text, "s"),
+    };
+    let seconds = match per {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "unknown rate unit `/{other}`: write e.g. 500/s or 30000/min"
+            ))
+        }
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(n / seconds),
+        _ => Err(format!(
+            "expected a positive rate like 500/s, found `{text}`"
+        )),
+    }
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

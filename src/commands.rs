@@ -2,18 +2,26 @@
 //! the exit code.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use autoperf_core::capacity::CapacityController;
-use autoperf_core::engine::{default_warmup, EngineError, LevelPlan, StopSignal, Workload};
+use autoperf_core::engine::{
+    default_warmup, EngineError, LevelPlan, OpenPlan, StopSignal, Workload,
+};
+use autoperf_core::load::Spacing;
 use autoperf_core::profile::{watched_processes, AgentSet, ProfileController};
 use autoperf_core::record::{LevelRecord, RunRecord};
-use autoperf_core::report::text;
-use autoperf_core::results::{read_levels, ResultsDir};
+use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMetrics};
+use autoperf_core::report::{self, text};
+use autoperf_core::results::{read_levels, read_run, write_run_file, ResultsDir};
 use autoperf_core::runner::{run_levels, FixedLevels, LevelController, RunError, RunPlan};
 use autoperf_core::scenario::{self, BaseUrl, RequestId, Scenario};
+use autoperf_core::thresholds;
 
-use crate::cli::{AgentArgs, CapacityArgs, DemoArgs, ProfileArgs, RunArgs, TestbedArgs, TierArgs};
+use crate::cli::{
+    AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, OutputArgs, ProfileArgs, RunArgs,
+    TestbedArgs, TierArgs,
+};
 use crate::progress::LiveView;
 use crate::{exit, print_out, Failure};
 
@@ -33,30 +41,96 @@ pub fn check(path: &Path) -> Outcome {
 
 pub fn run(args: RunArgs) -> Outcome {
     let scenario = Arc::new(load(&args.scenario)?);
-    if args.users == 0 {
-        return Err(Failure::bad_input("--users must be at least 1"));
-    }
-    let levels = vec![LevelPlan {
-        index: 1,
-        users: args.users,
-        warmup: args.warmup.unwrap_or_else(|| default_warmup(&scenario)),
-        duration: args.duration,
-        workload: Workload::Session,
-    }];
+    let warmup = args.warmup.unwrap_or_else(|| default_warmup(&scenario));
+    let mut controller = match (args.users, args.rate) {
+        (Some(0), _) => return Err(Failure::bad_input("--users must be at least 1")),
+        (Some(users), _) => FixedLevels::new(vec![LevelPlan {
+            index: 1,
+            users,
+            warmup,
+            duration: args.duration,
+            workload: Workload::Session,
+        }]),
+        (None, Some(rate)) => {
+            let mut plan = OpenPlan::constant(1, rate, warmup, args.duration);
+            plan.max_in_flight = args.max_in_flight.max(1);
+            plan.spacing = match args.arrivals {
+                ArrivalSpacing::Even => Spacing::Even,
+                ArrivalSpacing::Poisson => Spacing::Poisson { seed: 0 },
+            };
+            FixedLevels::open(vec![plan])
+        }
+        (None, None) => return Err(Failure::bad_input("give --users N or --rate R/s")),
+    };
     let out = out_dir(&args.output.out, &scenario);
-    let record = execute(
-        &scenario,
-        "run",
-        levels,
-        &out,
-        args.output.quiet,
-        false,
-        !args.no_agents,
-    )?;
-    if let Some(level) = record.levels.first() {
-        print_out(&text::level_table(level));
+    let plan = RunPlan {
+        mode: "run".into(),
+        out: out.clone(),
+        use_agents: !args.no_agents,
+        resumed: Vec::new(),
+    };
+    let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
+    let checks = match record.levels.first() {
+        Some(level) => thresholds::evaluate(&scenario, level),
+        None => Vec::new(),
+    };
+    if !checks.is_empty() {
+        record.analysis.insert(
+            "thresholds".into(),
+            serde_json::to_value(&checks).unwrap_or_default(),
+        );
     }
-    print_out(&format!("results: {}\n", out.display()));
+    let summary = match record.levels.first() {
+        Some(level) => {
+            let mut t = text::level_table(level);
+            for c in &checks {
+                t.push_str(&format!("{c}\n"));
+            }
+            t
+        }
+        None => String::new(),
+    };
+    finish(&out, &record, &args.output, &summary)?;
+    if thresholds::all_passed(&checks) {
+        Ok(exit::OK)
+    } else {
+        Ok(exit::THRESHOLD_FAILED)
+    }
+}
+
+/// After a run: rewrites run.json (with what the CLI added), writes
+/// levels.csv and report.html, and prints the summary or run.json.
+fn finish(
+    out: &Path,
+    record: &RunRecord,
+    output: &OutputArgs,
+    summary: &str,
+) -> Result<(), Failure> {
+    let failed = |e: String| Failure::cannot_proceed(e);
+    write_run_file(out, record).map_err(|e| failed(e.to_string()))?;
+    report::csv::write_levels_csv(out, &record.levels)
+        .map_err(|e| failed(format!("cannot write levels.csv in {}: {e}", out.display())))?;
+    let html = report::html::write_report(out).map_err(|e| failed(e.to_string()))?;
+    if output.json {
+        let text = serde_json::to_string_pretty(record).unwrap_or_default();
+        print_out(&format!("{text}\n"));
+    } else {
+        print_out(&format!(
+            "{summary}results: {}\nreport: {}\n",
+            out.display(),
+            html.display()
+        ));
+    }
+    Ok(())
+}
+
+pub fn report(dir: &Path) -> Outcome {
+    let record = read_run(dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    report::csv::write_levels_csv(dir, &record.levels)
+        .map_err(|e| Failure::cannot_proceed(format!("cannot write levels.csv: {e}")))?;
+    let html =
+        report::html::write_report(dir).map_err(|e| Failure::cannot_proceed(e.to_string()))?;
+    print_out(&format!("report: {}\n", html.display()));
     Ok(exit::OK)
 }
 
@@ -64,12 +138,17 @@ pub fn run(args: RunArgs) -> Outcome {
 /// the run can be repeated with `autoperf run`.
 const DEMO_SCENARIO: &str = include_str!("../examples/testbed.yaml");
 const DEMO_ACTORS: &str = include_str!("../examples/data/actors.csv");
-const DEMO_LEVELS: [u32; 5] = [5, 20, 50, 100, 200];
 
 pub fn demo(args: DemoArgs) -> Outcome {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::cannot_proceed(format!("cannot find the autoperf binary: {e}")))?;
-    let mut testbed = autoperf_testbed::Testbed::spawn(&exe, &Default::default())
+    // One web worker: the web tier saturates within a few hundred users, so
+    // the whole curve fits in the demo's few minutes.
+    let options = autoperf_testbed::TestbedOptions {
+        web_workers: 1,
+        ..Default::default()
+    };
+    let mut testbed = autoperf_testbed::Testbed::spawn(&exe, &options)
         .map_err(|e| Failure::cannot_proceed(format!("cannot start the testbed: {e:#}")))?;
     let out = args
         .output
@@ -96,40 +175,41 @@ pub fn demo(args: DemoArgs) -> Outcome {
         path_prefix: String::new(),
     };
     let scenario = Arc::new(scenario);
-    let quiet = args.output.quiet;
-    if !quiet {
+    if !args.output.quiet {
         eprintln!(
-            "demo: testbed up at {} (tb-web pid {}, tb-db pid {}), agent at {}; {} levels of {} s",
+            "demo: testbed up at {} (tb-web pid {}, tb-db pid {}), agent at {}; automatic capacity analysis of `{}`",
             testbed.web_url,
             testbed.web_pid,
             testbed.db_pid,
             agent.url(),
-            DEMO_LEVELS.len(),
-            args.duration.as_secs()
+            scenario.name,
         );
     }
-    let warmup = default_warmup(&scenario);
-    let levels = DEMO_LEVELS
-        .iter()
-        .enumerate()
-        .map(|(i, &users)| LevelPlan {
-            index: i as u32 + 1,
-            users,
-            warmup,
-            duration: args.duration,
-            workload: Workload::Session,
-        })
-        .collect();
-    let result = execute(&scenario, "demo", levels, &out, quiet, true, true);
+    let agents =
+        AgentSet::from_scenario(&scenario).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let first = agents
+        .check_all()
+        .map_err(|e| Failure::cannot_proceed(e.to_string()))?;
+    let mut controller = CapacityController::new(
+        scenario.clone(),
+        watched_processes(&scenario, &agents, &first),
+    );
+    let plan = RunPlan {
+        mode: "demo".into(),
+        out: out.clone(),
+        use_agents: true,
+        resumed: Vec::new(),
+    };
+    let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
     testbed.shutdown();
     let record = result?;
-    print_out(&format!(
-        "\nscenario {} against the testbed ({} levels):\n{}results: {}\n",
+    let summary = format!(
+        "\nscenario {} against the testbed:\n{}\n{}",
         scenario.name,
-        record.levels.len(),
         text::levels_table(&record.levels),
-        out.display()
-    ));
+        text::capacity_summary(&record),
+    );
+    finish(&out, &record, &args.output, &summary)?;
     Ok(exit::OK)
 }
 
@@ -184,52 +264,6 @@ fn out_dir(out: &Option<PathBuf>, scenario: &Scenario) -> PathBuf {
         .unwrap_or_else(|| ResultsDir::default_path(&scenario.name))
 }
 
-/// Runs fixed levels with the live view and Ctrl-C handling.
-fn execute(
-    scenario: &Arc<Scenario>,
-    mode: &str,
-    levels: Vec<LevelPlan>,
-    out: &Path,
-    quiet: bool,
-    echo_levels: bool,
-    use_agents: bool,
-) -> Result<RunRecord, Failure> {
-    let count = levels.len();
-    let mut controller = FixedLevels::new(levels);
-    execute_with(
-        scenario,
-        mode,
-        &mut controller,
-        count,
-        out,
-        quiet,
-        echo_levels,
-        use_agents,
-    )
-}
-
-/// Runs the levels a controller chooses, with the live view and Ctrl-C.
-#[allow(clippy::too_many_arguments)]
-fn execute_with(
-    scenario: &Arc<Scenario>,
-    mode: &str,
-    controller: &mut dyn LevelController,
-    expected_levels: usize,
-    out: &Path,
-    quiet: bool,
-    echo_levels: bool,
-    use_agents: bool,
-) -> Result<RunRecord, Failure> {
-    let plan = RunPlan {
-        mode: mode.into(),
-        out: out.to_path_buf(),
-        use_agents,
-        resumed: Vec::new(),
-    };
-    let _ = echo_levels;
-    execute_plan(scenario, plan, controller, expected_levels, quiet)
-}
-
 /// Runs a plan with the live view and Ctrl-C handling; maps failures to
 /// exit codes.
 fn execute_plan(
@@ -237,11 +271,33 @@ fn execute_plan(
     plan: RunPlan,
     controller: &mut dyn LevelController,
     expected_levels: usize,
-    quiet: bool,
+    output: &OutputArgs,
 ) -> Result<RunRecord, Failure> {
+    let quiet = output.quiet || output.json;
     let stop = StopSignal::default();
     stop_on_ctrl_c(stop.clone(), quiet);
-    let mut view = LiveView::new(expected_levels, quiet).echo_levels();
+    let metrics = match output.metrics_listen {
+        Some(addr) => {
+            let names = scenario.requests.iter().map(|r| r.name.clone()).collect();
+            let shared: SharedMetrics = Arc::new(Mutex::new(MetricsRegistry::new(names)));
+            let server = serve_metrics(addr, shared.clone())
+                .map_err(|e| Failure::cannot_proceed(format!("--metrics-listen {addr}: {e}")))?;
+            if !quiet {
+                eprintln!("metrics: http://{}/metrics", server.local_addr());
+            }
+            Some((shared, server))
+        }
+        None => None,
+    };
+    // One line per finished level, except for a single-level `run`, whose
+    // summary table follows at once.
+    let mut view = LiveView::new(expected_levels, quiet);
+    if expected_levels != 1 {
+        view = view.echo_levels();
+    }
+    if let Some((shared, _)) = &metrics {
+        view = view.metrics(shared.clone());
+    }
     run_levels(scenario, &plan, controller, &mut view, &stop).map_err(|e| match e {
         RunError::Engine(EngineError::Target(t)) => Failure::cannot_proceed(t.to_string()),
         RunError::Engine(e) => Failure::cannot_proceed(e.to_string()),
@@ -320,22 +376,24 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         watched_processes(&scenario, &agents, &first),
     );
     let out = out_dir(&args.output.out, &scenario);
-    let quiet = args.output.quiet;
-    let record = execute_with(
+    let plan = RunPlan {
+        mode: "profile".into(),
+        out: out.clone(),
+        use_agents: true,
+        resumed: Vec::new(),
+    };
+    let record = execute_plan(
         &scenario,
-        "profile",
+        plan,
         &mut controller,
         requests.len(),
-        &out,
-        quiet,
-        true,
-        true,
+        &args.output,
     )?;
-    print_out(&text::demand_table(controller.demands()));
+    let mut summary = text::demand_table(controller.demands());
     if record.analysis.get("stop_reason").and_then(|v| v.as_str()) == Some("interrupted") {
-        print_out("(interrupted: the table holds the request types measured so far)\n");
+        summary.push_str("(interrupted: the table holds the request types measured so far)\n");
     }
-    print_out(&format!("results: {}\n", out.display()));
+    finish(&out, &record, &args.output, &summary)?;
     Ok(exit::OK)
 }
 
@@ -394,14 +452,14 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
             resumed,
         },
         &mut controller,
-        args.levels.len().max(1),
-        args.output.quiet,
+        args.levels.len(),
+        &args.output,
     )?;
-    print_out(&format!(
-        "\n{}\n{}results: {}\n",
+    let summary = format!(
+        "\n{}\n{}",
         text::levels_table(&record.levels),
         text::capacity_summary(&record),
-        out.display()
-    ));
+    );
+    finish(&out, &record, &args.output, &summary)?;
     Ok(exit::OK)
 }

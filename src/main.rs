@@ -49,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run(args),
         Command::Check { scenario } => commands::check(&scenario),
+        Command::Report { results } => commands::report(&results),
         Command::Capacity(args) => commands::capacity(args),
         Command::Profile(args) => commands::profile(args),
         Command::Demo(args) => commands::demo(args),

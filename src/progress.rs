@@ -8,11 +8,14 @@ use std::time::Duration;
 use autoperf_core::engine::LevelPlan;
 use autoperf_core::measure::{LevelInfo, Tick, TickSink};
 use autoperf_core::record::LevelRecord;
+use autoperf_core::report::prometheus::SharedMetrics;
 use autoperf_core::runner::RunObserver;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct LiveView {
     bar: Option<ProgressBar>,
+    /// The Prometheus registry, fed the same ticks.
+    metrics: Option<SharedMetrics>,
     levels: usize,
     quiet: bool,
     /// Print one line per finished level (the demo's running table).
@@ -23,15 +26,30 @@ impl LiveView {
     pub fn new(levels: usize, quiet: bool) -> LiveView {
         LiveView {
             bar: None,
+            metrics: None,
             levels,
             quiet,
             echo_levels: false,
         }
     }
 
+    pub fn metrics(mut self, metrics: SharedMetrics) -> LiveView {
+        self.metrics = Some(metrics);
+        self
+    }
+
     pub fn echo_levels(mut self) -> LiveView {
         self.echo_levels = true;
         self
+    }
+
+    /// "3/5" when the number of levels is known, "3" when a search decides.
+    fn of(&self, index: u32) -> String {
+        if self.levels > 0 {
+            format!("{index}/{}", self.levels)
+        } else {
+            index.to_string()
+        }
     }
 
     fn interactive(&self) -> bool {
@@ -41,15 +59,17 @@ impl LiveView {
 
 impl TickSink for LiveView {
     fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
+        if let Some(m) = &mut self.metrics {
+            m.on_tick(level, tick);
+        }
         let Some(bar) = &self.bar else { return };
         let total = tick.stats.total();
         let secs = tick.length.as_secs_f64().max(1e-3);
         let elapsed = Duration::from_secs(tick.seq + 1);
         bar.set_position(elapsed.as_secs().min(bar.length().unwrap_or(u64::MAX)));
         bar.set_message(format!(
-            "level {}/{} · {} users · {:.1} req/s · p99 {:.1} ms · errors {}{}",
-            level.index,
-            self.levels,
+            "level {} · {} users · {:.1} req/s · p99 {:.1} ms · errors {}{}",
+            self.of(level.index),
             level.users,
             total.requests as f64 / secs,
             total.quantile_ms(0.99),
@@ -74,28 +94,53 @@ impl RunObserver for LiveView {
             .progress_chars("=> "),
         );
         bar.set_message(format!(
-            "level {}/{} · {} users · starting",
-            plan.index, self.levels, plan.users
+            "level {} · {} users · starting",
+            self.of(plan.index),
+            plan.users
         ));
         bar.enable_steady_tick(Duration::from_millis(200));
         self.bar = Some(bar);
     }
 
     fn level_finished(&mut self, level: &LevelRecord) {
+        if let Some(m) = &self.metrics {
+            let m = m.lock().unwrap_or_else(|e| e.into_inner());
+            for (tier, usage) in &level.servers {
+                for (process, cores) in &usage.cpu_util_cores_per_process {
+                    m.set_server_cpu_cores(tier, process, *cores);
+                }
+            }
+        }
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
         if self.echo_levels && !self.quiet {
             eprintln!(
-                "level {}/{}: {} users, {:.1} req/s, mean {:.2} ms, p99 {:.2} ms, errors {}",
-                level.level,
-                self.levels,
+                "level {}: {} users, {:.1} req/s, mean {:.2} ms, p99 {:.2} ms, errors {}{}",
+                self.of(level.level),
                 level.users.unwrap_or(0),
                 level.throughput_rps,
                 level.response_time_ms.mean,
                 level.response_time_ms.p99,
-                level.errors
+                level.errors,
+                match &level.capacity {
+                    Some(c) => match c.n_star {
+                        Some(n) => format!(", N* ≈ {n:.0}"),
+                        None => String::new(),
+                    },
+                    None => String::new(),
+                }
             );
+        }
+    }
+
+    fn note(&mut self, message: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{message}")),
+            None => eprintln!("{message}"),
         }
     }
 

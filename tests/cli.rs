@@ -198,3 +198,222 @@ fn usage_errors_are_exit_2() {
     let output = autoperf().args(["run"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+fn threshold_scenario(dir: &std::path::Path, web: &str, thresholds: &[&str]) -> String {
+    let list: String = thresholds
+        .iter()
+        .map(|t| format!("  - \"{t}\"\n"))
+        .collect();
+    let path = dir.join("slo.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "target: {{base_url: \"{web}\"}}\nthink_time: 20ms\nrequests:\n  cpu: {{path: \"/cpu?ms=1\"}}\nthresholds:\n{list}"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn thresholds_decide_the_exit_code_and_land_in_run_json() {
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cli-slo");
+    let out = dir.join("pass");
+    let pass = threshold_scenario(
+        &dir,
+        &tb.web_url,
+        &[
+            "p99 < 2s",
+            "error_rate < 1%",
+            "cpu.mean < 1s",
+            "throughput > 10/s",
+        ],
+    );
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        &pass,
+        "--users",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("pass  p99 < 2s"), "{stdout}");
+    let run = support::run_json(&out);
+    assert_eq!(run["analysis"]["thresholds"].as_array().unwrap().len(), 4);
+    assert!(out.join("report.html").exists() && out.join("levels.csv").exists());
+
+    let out = dir.join("fail");
+    let fail = threshold_scenario(&dir, &tb.web_url, &["p99 < 1ms", "throughput > 100000/s"]);
+    let (code, stdout, _) = support::autoperf(&[
+        "run",
+        &fail,
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "a failed SLO is exit 1");
+    // --json: stdout is run.json and nothing else.
+    let printed: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is JSON");
+    let checks = printed["analysis"]["thresholds"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["passed"] == false), "{checks:?}");
+
+    // A bad expression is caught by check, with its place.
+    let bad = threshold_scenario(&dir, &tb.web_url, &["p99 < fast"]);
+    let (code, _, stderr) = support::autoperf(&["check", &bad]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("slo.yaml:") && stderr.contains("p99 < fast"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn metrics_are_served_in_prometheus_format_during_a_run() {
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cli-metrics");
+    let s = threshold_scenario(&dir, &tb.web_url, &[]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(support::autoperf_exe())
+        .args([
+            "run",
+            &s,
+            "--users",
+            "4",
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "--quiet",
+            "--metrics-listen",
+            &addr,
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Scrape once the run has measured something (bounded wait).
+    let mut body = String::new();
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Ok(mut conn) = std::net::TcpStream::connect(&addr) {
+            use std::io::{Read, Write};
+            let _ =
+                conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut text = String::new();
+            let _ = conn.read_to_string(&mut text);
+            if text.contains("autoperf_requests_total{") {
+                body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+                break;
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(!body.is_empty(), "no metrics with requests were served");
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text format");
+    let names: Vec<&str> = scrape.samples.iter().map(|s| s.metric.as_str()).collect();
+    for want in [
+        "autoperf_requests_total",
+        "autoperf_response_time_seconds",
+        "autoperf_active_users",
+    ] {
+        assert!(
+            names.iter().any(|n| n.starts_with(want)),
+            "{want} missing from {names:?}"
+        );
+    }
+}
+
+#[test]
+fn report_rerenders_from_a_results_directory() {
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cli-report");
+    let s = threshold_scenario(&dir, &tb.web_url, &[]);
+    let out = dir.join("out");
+    let (code, _, stderr) = support::autoperf(&[
+        "run",
+        &s,
+        "--users",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "1s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let (code, stdout, _) = support::autoperf(&["report", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("report.html"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && !html.contains("<script src"));
+}
+
+#[test]
+fn a_starved_generator_is_reported_as_a_client_bottleneck() {
+    // autoperf pinned to one core that a busy loop also wants, against a
+    // testbed on the other core with far more capacity than is asked of it.
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cli-starved");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "target: {{base_url: \"{}\"}}\nthink_time: 5ms\nrequests:\n  a: {{path: /health}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let mut hog = Command::new("taskset")
+        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset runs");
+    let out = dir.join("out");
+    let output = Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(support::autoperf_exe())
+        .args([
+            "run",
+            s.to_str().unwrap(),
+            "--users",
+            "1500",
+            "--duration",
+            "4s",
+            "--warmup",
+            "2s",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["client_bottleneck"], true, "{level}");
+    // The screen says so.
+    assert!(stderr.contains("client bottleneck"), "{stderr}");
+}

@@ -104,3 +104,58 @@ pub fn misbehaving_server(kind: Misbehaviour) -> (SocketAddr, Arc<AtomicU64>) {
     });
     (addr, accepted)
 }
+
+/// A profiler agent serving from this test process on 127.0.0.1:0.
+pub fn agent() -> autoperf_agent::BackgroundAgent {
+    autoperf_agent::BackgroundAgent::start(([127, 0, 0, 1], 0).into()).expect("agent starts")
+}
+
+/// `autoperf agent --listen 127.0.0.1:0` as a child process (so a test can
+/// kill it), with the URL it printed.
+pub fn agent_process() -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(autoperf_exe())
+        .args(["agent", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("agent process starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("agent printed {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// Reads `run.json` from a results directory.
+pub fn run_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("run.json")).expect("run.json written");
+    serde_json::from_str(&text).expect("run.json parses")
+}
+
+/// Runs the binary with `args`, returning (exit code, stdout, stderr).
+pub fn autoperf(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(autoperf_exe())
+        .args(args)
+        .output()
+        .expect("autoperf runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Agents find server processes by name, and every testbed's tiers are
+/// called tb-web and tb-db: tests that read agents hold this so no other
+/// testbed of the same test binary runs beside theirs.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

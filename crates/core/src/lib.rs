@@ -21,6 +21,7 @@
 
 pub mod capacity;
 pub mod engine;
+pub mod load;
 pub mod measure;
 pub mod profile;
 pub mod protocol;
@@ -29,3 +30,4 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
+pub mod thresholds;

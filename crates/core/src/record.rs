@@ -57,6 +57,23 @@ pub struct ClientRecord {
     /// Mean TCP connect time and how many connections were opened.
     pub connect_ms: f64,
     pub connects: u64,
+    /// Open workloads: how late arrivals started past their intended time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_lateness_ms: Option<TimerLateness>,
+}
+
+/// What became of an open level's arrivals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ArrivalsRecord {
+    /// Arrivals due in the measured window.
+    pub due: u64,
+    /// Found every in-flight slot taken and waited (their latency counts
+    /// from the intended start, so the wait shows).
+    pub queued: u64,
+    /// Could not start before the level ended: counted, never dropped
+    /// silently.
+    pub unstarted: u64,
+    pub max_in_flight: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -108,6 +125,15 @@ pub struct LevelRecord {
     pub interrupted: bool,
     pub little: LittleCheck,
     pub client: ClientRecord,
+    /// Open workloads: arrivals started per second in the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_rate_rps: Option<f64>,
+    /// Open workloads: response time from the actual send, without the
+    /// queueing before it (`response_time_ms` counts from the intended start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_time_ms: Option<Latency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<ArrivalsRecord>,
     pub per_request: BTreeMap<String, PerRequestRecord>,
     /// Per tier figures from the profiler agents (empty without agents).
     #[serde(default)]
@@ -198,9 +224,17 @@ impl LevelRecord {
                 achieved: round6(achieved),
                 measured: round6(measured),
             },
-            client_bottleneck: think_gap(&scenario.think_time, achieved, r_s)
-                > scenario.capacity.think_gap
-                && achieved - configured > TIMER_RESOLUTION_S,
+            client_bottleneck: client_bottleneck(&ClientEvidence {
+                think: &scenario.think_time,
+                gap: scenario.capacity.think_gap,
+                achieved_s: achieved,
+                measured_s: measured,
+                response_s: r_s,
+                window_s: secs,
+                lateness_p99_s: lateness.value_at_quantile(0.99) as f64 / 1e9,
+                thinks: t.stats.think.count,
+                requests: total.requests,
+            }),
             steady_state: steady(&t.throughput_series),
             interrupted: t.interrupted,
             little: LittleCheck {
@@ -222,13 +256,113 @@ impl LevelRecord {
                 },
                 connect_ms: round3(t.stats.connect.mean().map_or(0.0, ms_of)),
                 connects: t.stats.connect.count,
+                arrival_lateness_ms: None,
             },
+            achieved_rate_rps: None,
+            service_time_ms: None,
+            arrivals: None,
             per_request,
             servers: BTreeMap::new(),
             capacity: None,
         }
+        .with_open(run)
+    }
+
+    /// An open level: the target and achieved rates, the uncorrected
+    /// service time, the arrivals that waited or never started; the
+    /// generator was the bottleneck when arrivals could not start, or
+    /// started late.
+    fn with_open(mut self, run: &LevelRun) -> LevelRecord {
+        let Some(open) = &run.open else {
+            return self;
+        };
+        let t = &run.totals;
+        let secs = t.measured.as_secs_f64().max(1e-9);
+        let lateness = &t.stats.arrival_lateness;
+        let ms = |ns: u64| round3(ns as f64 / 1e6);
+        let late = TimerLateness {
+            p50: ms(lateness.value_at_quantile(0.5)),
+            p99: ms(lateness.value_at_quantile(0.99)),
+            max: ms(lateness.max()),
+        };
+        self.users = None;
+        self.rate_rps = Some(round3(open.target_rate()));
+        self.achieved_rate_rps = Some(round3(t.stats.arrivals as f64 / secs));
+        let mut service = RequestStats::default();
+        service.response_time = t.stats.service_time.clone();
+        self.service_time_ms = Some(Latency::of(&service));
+        self.arrivals = Some(ArrivalsRecord {
+            due: t.stats.arrivals + t.stats.arrivals_unstarted,
+            queued: t.stats.arrivals_queued,
+            unstarted: t.stats.arrivals_unstarted,
+            max_in_flight: open.max_in_flight,
+        });
+        self.client_bottleneck =
+            t.stats.arrivals_unstarted > 0 || late.p99 / 1e3 > LATENESS_FLOOR_S;
+        self.client.arrival_lateness_ms = Some(late);
+        // Little's law with a think time does not describe an open level.
+        self.little = LittleCheck {
+            users: 0.0,
+            x_r_plus_z: 0.0,
+            relative_gap: 0.0,
+        };
+        self
     }
 }
+
+/// What a level tells about its own generator.
+pub struct ClientEvidence<'a> {
+    pub think: &'a ThinkTime,
+    /// The relative think-time excess that counts (`capacity.think_gap`).
+    pub gap: f64,
+    /// Little's law: `N/X − R`.
+    pub achieved_s: f64,
+    /// The mean pause the users actually took.
+    pub measured_s: f64,
+    pub response_s: f64,
+    pub window_s: f64,
+    pub lateness_p99_s: f64,
+    /// Pauses taken and requests completed in the window: a mean of a few
+    /// random think times is itself noisy.
+    pub thinks: u64,
+    pub requests: u64,
+}
+
+/// The generator was the bottleneck when it could not keep the configured
+/// think time (AutoPerf 2.1.3). Three witnesses, any one suffices:
+/// - Little's law: `N/X − R` exceeds the configured think time — only when
+///   the window holds enough cycles (`MIN_CYCLES`): with responses as long
+///   as the window, requests still outstanding at its end leave `R` short
+///   and `N/X − R` inflated, though nothing is wrong with the generator;
+/// - the pauses the users actually took were longer than asked;
+/// - think timers fired late (p99) by more than the gap allows.
+///
+/// Excesses below the 1 ms timer wheel's resolution never count.
+pub fn client_bottleneck(e: &ClientEvidence) -> bool {
+    let z = e.think.mean().as_secs_f64();
+    let cycles = e.window_s / (e.response_s + z).max(1e-6);
+    // A mean of n draws with coefficient of variation cv strays by cv/√n;
+    // three of those are noise, not a generator falling behind.
+    let noise = |n: u64| NOISE_SIGMAS * e.think.cv() / (n.max(1) as f64).sqrt();
+    let excess = |achieved: f64, n: u64| {
+        think_gap(e.think, achieved, e.response_s) > e.gap + noise(n)
+            && achieved - z > TIMER_RESOLUTION_S
+    };
+    let late = e.lateness_p99_s > TIMER_RESOLUTION_S.max(e.gap * z).max(LATENESS_FLOOR_S);
+    (cycles >= MIN_CYCLES && excess(e.achieved_s, e.requests))
+        || excess(e.measured_s, e.thinks)
+        || late
+}
+
+/// Standard errors of a mean think time that count as sampling noise.
+const NOISE_SIGMAS: f64 = 3.0;
+
+/// Cycles (`R + Z`) a window must hold for Little's law to be trusted.
+const MIN_CYCLES: f64 = 5.0;
+
+/// Timer lateness that is scheduling noise on a shared machine, not a
+/// generator falling behind.
+const LATENESS_FLOOR_S: f64 = 0.010;
 
 /// The relative excess of achieved over configured think time. With no
 /// think time configured, the excess is taken relative to the response
@@ -368,6 +502,59 @@ mod tests {
         assert!((think_gap(&z, 1.2, 0.01) - 0.2).abs() < 1e-9);
         let zero = ThinkTime::Constant(Duration::ZERO);
         assert!((think_gap(&zero, 0.002, 0.010) - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn client_bottleneck_needs_a_witness_it_can_trust() {
+        let z = ThinkTime::Constant(Duration::from_millis(500));
+        let base = ClientEvidence {
+            think: &z,
+            gap: 0.1,
+            achieved_s: 0.5,
+            measured_s: 0.5,
+            response_s: 0.01,
+            window_s: 30.0,
+            lateness_p99_s: 0.001,
+            thinks: 1000,
+            requests: 1000,
+        };
+        assert!(!client_bottleneck(&base));
+        assert!(client_bottleneck(&ClientEvidence {
+            achieved_s: 0.7,
+            ..base
+        }));
+        // Responses as long as the window: Little's law is not trusted.
+        assert!(!client_bottleneck(&ClientEvidence {
+            achieved_s: 3.0,
+            response_s: 13.0,
+            window_s: 8.0,
+            ..base
+        }));
+        assert!(client_bottleneck(&ClientEvidence {
+            measured_s: 0.8,
+            ..base
+        }));
+        assert!(client_bottleneck(&ClientEvidence {
+            lateness_p99_s: 0.2,
+            ..base
+        }));
+        // 40 exponential pauses averaging 15% long: sampling noise.
+        let exp = ThinkTime::Exponential {
+            mean: Duration::from_millis(500),
+        };
+        let few = ClientEvidence {
+            think: &exp,
+            measured_s: 0.575,
+            thinks: 40,
+            requests: 40,
+            ..base
+        };
+        assert!(!client_bottleneck(&few));
+        assert!(client_bottleneck(&ClientEvidence {
+            thinks: 10_000,
+            requests: 10_000,
+            ..few
+        }));
     }
 
     #[test]

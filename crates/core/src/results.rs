@@ -114,15 +114,7 @@ impl ResultsDir {
 
     /// Replaces `run.json` atomically (write aside, then rename).
     pub fn write_run(&self, run: &RunRecord) -> Result<(), ResultsError> {
-        let path = self.path.join("run.json");
-        let tmp = self.path.join(".run.json.tmp");
-        let text = serde_json::to_vec_pretty(run).map_err(|e| at(&path)(e.into()))?;
-        let mut f = File::create(&tmp).map_err(at(&tmp))?;
-        f.write_all(&text)
-            .and_then(|_| f.write_all(b"\n"))
-            .and_then(|_| f.sync_data())
-            .map_err(at(&tmp))?;
-        fs::rename(&tmp, &path).map_err(at(&path))
+        write_run_file(&self.path, run)
     }
 
     fn write_tick(&mut self, level: &LevelInfo, tick: &Tick) -> io::Result<()> {
@@ -142,6 +134,30 @@ impl ResultsDir {
         )?;
         self.series.flush()
     }
+}
+
+/// Replaces `dir/run.json` atomically (write aside, then rename), so a
+/// reader never sees half a file.
+pub fn write_run_file(dir: &Path, run: &RunRecord) -> Result<(), ResultsError> {
+    let path = dir.join("run.json");
+    let tmp = dir.join(".run.json.tmp");
+    let text = serde_json::to_vec_pretty(run).map_err(|e| at(&path)(e.into()))?;
+    let mut f = File::create(&tmp).map_err(at(&tmp))?;
+    f.write_all(&text)
+        .and_then(|_| f.write_all(b"\n"))
+        .and_then(|_| f.sync_data())
+        .map_err(at(&tmp))?;
+    fs::rename(&tmp, &path).map_err(at(&path))
+}
+
+/// Reads `dir/run.json`.
+pub fn read_run(dir: &Path) -> Result<RunRecord, ResultsError> {
+    let path = dir.join("run.json");
+    let text = fs::read_to_string(&path).map_err(at(&path))?;
+    serde_json::from_str(&text).map_err(|e| ResultsError {
+        path,
+        source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
+    })
 }
 
 /// Reads every level of an existing `levels.jsonl` (for resuming and

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::{self, EngineError, LevelPlan, StopSignal};
+use crate::engine::{self, EngineError, LevelPlan, OpenPlan, StopSignal, Workload};
 use crate::measure::{LevelInfo, Tick, TickSink};
 use crate::profile::{tier_usage, AgentError, AgentSet, Sampler};
 use crate::record::{now_rfc3339, LevelRecord, RunRecord};
@@ -42,6 +42,8 @@ impl RunObserver for Quiet {}
 #[derive(Debug, Clone, PartialEq)]
 pub enum Next {
     Run(LevelPlan),
+    /// An open-workload level (arrivals at a rate).
+    RunOpen(OpenPlan),
     /// No more levels; the reason goes to `analysis.stop_reason`.
     Finish(String),
 }
@@ -74,23 +76,37 @@ pub trait LevelController {
 
 /// A fixed list of levels, run in order.
 pub struct FixedLevels {
-    levels: std::vec::IntoIter<LevelPlan>,
+    levels: std::vec::IntoIter<Next>,
 }
 
 impl FixedLevels {
     pub fn new(levels: Vec<LevelPlan>) -> FixedLevels {
         FixedLevels {
-            levels: levels.into_iter(),
+            levels: levels
+                .into_iter()
+                .map(Next::Run)
+                .collect::<Vec<_>>()
+                .into_iter(),
+        }
+    }
+
+    /// Open-workload levels.
+    pub fn open(levels: Vec<OpenPlan>) -> FixedLevels {
+        FixedLevels {
+            levels: levels
+                .into_iter()
+                .map(Next::RunOpen)
+                .collect::<Vec<_>>()
+                .into_iter(),
         }
     }
 }
 
 impl LevelController for FixedLevels {
     fn next(&mut self, _: &[LevelRecord]) -> Next {
-        match self.levels.next() {
-            Some(level) => Next::Run(level),
-            None => Next::Finish(STOP_COMPLETED.into()),
-        }
+        self.levels
+            .next()
+            .unwrap_or_else(|| Next::Finish(STOP_COMPLETED.into()))
     }
 }
 
@@ -160,8 +176,18 @@ pub fn run_levels(
         if stop.is_stopped() {
             break STOP_INTERRUPTED.to_string();
         }
-        let level = match controller.next(&record.levels) {
-            Next::Run(level) => level,
+        let (level, open) = match controller.next(&record.levels) {
+            Next::Run(level) => (level, None),
+            Next::RunOpen(open) => (
+                LevelPlan {
+                    index: open.index,
+                    users: 0,
+                    warmup: open.warmup,
+                    duration: open.duration,
+                    workload: Workload::Session,
+                },
+                Some(open),
+            ),
             Next::Finish(reason) => break reason,
         };
         if let Some(why) = controller.reason() {
@@ -176,7 +202,10 @@ pub fn run_levels(
                 level_stop: level_stop.clone(),
             };
             let mut sinks: [&mut dyn TickSink; 3] = [&mut dir, &mut *observer, &mut watcher];
-            engine::run_level(scenario, &level, &mut sinks, &level_stop)?
+            match &open {
+                Some(open) => engine::run_open_level(scenario, open, &mut sinks, &level_stop)?,
+                None => engine::run_level(scenario, &level, &mut sinks, &level_stop)?,
+            }
         };
         let mut level_record = LevelRecord::from_run(&run, scenario);
         // A level the controller ended is complete; one Ctrl-C ended is
@@ -205,7 +234,20 @@ pub fn run_levels(
             sampler.prune_before(run.totals.measure_end);
         }
         dir.append_level(&level_record)?;
-        if level_record.client_bottleneck {
+        if level_record.client_bottleneck && open.is_some() {
+            let w = format!(
+                "level {} ({} arrivals/s): client bottleneck — arrivals started late (p99 {:.1} ms) or not at all; the generator, not the server, may limit throughput here",
+                level_record.level,
+                level_record.rate_rps.unwrap_or(0.0),
+                level_record
+                    .client
+                    .arrival_lateness_ms
+                    .as_ref()
+                    .map_or(0.0, |l| l.p99)
+            );
+            observer.warning(&w);
+            record.warnings.push(w);
+        } else if level_record.client_bottleneck {
             let w = format!(
                 "level {} ({} users): client bottleneck — achieved think time {:.3}s against {:.3}s configured; the generator, not the server, may limit throughput here",
                 level_record.level,

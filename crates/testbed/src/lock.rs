@@ -67,7 +67,11 @@ impl CriticalSection {
             write_pattern(&mut data.file, bytes)?;
             data.len += bytes;
         }
-        tokio::time::sleep(hold).await;
+        // tokio's timer wheel rounds up to whole milliseconds (a 5 ms hold
+        // became ~6.2 ms, 161/s instead of 200/s); a blocked thread's
+        // nanosleep overshoots by tens of microseconds. The lock stays held
+        // across the await, and the thread sleeps without using CPU.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(hold)).await;
         Ok(())
     }
 }

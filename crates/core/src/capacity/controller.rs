@@ -19,6 +19,9 @@ use crate::record::{CapacityLevel, LevelRecord};
 use crate::runner::{LevelController, Next};
 use crate::scenario::Scenario;
 
+/// Cycles (`R + Z`) a level runs at least before it may end.
+const MIN_CYCLES: f64 = 3.0;
+
 pub struct CapacityController {
     scenario: Arc<Scenario>,
     search: LevelSearch,
@@ -36,6 +39,10 @@ pub struct CapacityController {
 struct Current {
     users: u32,
     reason: String,
+    /// Response-time sum (s) and count over the level, for its cycle time.
+    response_sum_s: f64,
+    responses: u64,
+    elapsed_s: f64,
     steady: SteadyState,
     steady_at: Option<(Instant, f64)>,
     watch: DemandWatch,
@@ -124,6 +131,9 @@ impl CapacityController {
         self.current = Some(Current {
             users,
             reason,
+            response_sum_s: 0.0,
+            responses: 0,
+            elapsed_s: 0.0,
             steady: SteadyState::new(self.steady_config.clone()),
             steady_at: None,
             watch: DemandWatch::new(
@@ -171,8 +181,19 @@ impl LevelController for CapacityController {
         };
         // Steady state is judged on the whole level, ramp included: the
         // detector finds where the warm-up really ends (2.1).
-        let x = tick.stats.total().requests as f64 / tick.length.as_secs_f64().max(1e-3);
+        let total = tick.stats.total();
+        let x = total.requests as f64 / tick.length.as_secs_f64().max(1e-3);
         let verdict = cur.steady.push(x);
+        let n = total.response_time.len();
+        cur.response_sum_s += total.mean_ms() / 1e3 * n as f64;
+        cur.responses += n;
+        cur.elapsed_s += tick.length.as_secs_f64();
+        // A level shorter than a few cycles (R + Z) measures the users that
+        // happened to finish, not the system: past saturation R can exceed
+        // the steady-state window.
+        let cycle_s = self.scenario.think_time.mean().as_secs_f64()
+            + cur.response_sum_s / cur.responses.max(1) as f64;
+        let enough_cycles = cur.elapsed_s >= MIN_CYCLES * cycle_s;
         if cur.steady_at.is_none() {
             if let SteadyVerdict::Steady { .. } = verdict {
                 cur.steady_at = Some((tick.end, cur.steady.elapsed_s() as f64));
@@ -187,7 +208,8 @@ impl LevelController for CapacityController {
         match verdict {
             SteadyVerdict::GaveUp { .. } => true,
             SteadyVerdict::Steady { .. } => {
-                sampler.is_none() || self.procs.is_empty() || cur.watch.finished()
+                enough_cycles
+                    && (sampler.is_none() || self.procs.is_empty() || cur.watch.finished())
             }
             SteadyVerdict::NotYet => false,
         }

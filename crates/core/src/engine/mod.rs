@@ -1,9 +1,12 @@
-//! Runs one load level: N closed-loop users spread over one shard per core,
-//! a warm-up, the measured window, and a stop that ends the level on time
-//! however the server behaves.
+//! Runs one load level — N closed-loop users, or arrivals at a rate (open
+//! workload) — spread over one shard per core, with a warm-up, the measured
+//! window, and a stop that ends the level on time however the server behaves.
 
+mod open;
 mod shard;
 mod user;
+
+pub use open::{OpenPlan, DEFAULT_MAX_IN_FLIGHT};
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
@@ -111,7 +114,11 @@ impl StopInner {
 /// A finished level: what was planned and what was measured.
 #[derive(Debug, Clone)]
 pub struct LevelRun {
+    /// For an open level: its index, warm-up, duration and workload, with
+    /// `users` 0 (the arrivals are in `open`).
     pub plan: LevelPlan,
+    /// The open workload's plan (`None` for a closed level).
+    pub open: Option<OpenPlan>,
     pub started_at: SystemTime,
     pub totals: LevelTotals,
 }
@@ -143,8 +150,80 @@ pub fn run_level(
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<LevelRun, EngineError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let shards = cores.clamp(1, plan.users.max(1) as usize);
+    let shards = cores().clamp(1, plan.users.max(1) as usize);
+    let totals = drive(scenario, plan, shards, sinks, stop, |index| {
+        // Users are dealt round-robin, so shard sizes differ by one at most.
+        (share(plan.users, shards, index), None)
+    })?;
+    Ok(LevelRun {
+        plan: plan.clone(),
+        open: None,
+        started_at: totals.1,
+        totals: totals.0,
+    })
+}
+
+/// Runs an open-workload level: arrivals at `plan.shape`'s rate, each
+/// starting a session, latency counted from the intended start.
+pub fn run_open_level(
+    scenario: &Arc<Scenario>,
+    plan: &OpenPlan,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<LevelRun, EngineError> {
+    let closed = LevelPlan {
+        index: plan.index,
+        users: 0,
+        warmup: plan.warmup,
+        duration: plan.duration,
+        workload: plan.workload.clone(),
+    };
+    let shards = cores().clamp(1, plan.max_in_flight.max(1) as usize);
+    let seed = fastrand::u64(..);
+    let totals = drive(scenario, &closed, shards, sinks, stop, |index| {
+        // Every shard walks the same schedule and takes every shards-th
+        // arrival, so together they follow it exactly.
+        let arrivals = open::OpenShard {
+            pacer: crate::load::Pacer::new(plan.shape.clone(), reseed(plan.spacing, seed)),
+            first: index as u64,
+            stride: shards as u64,
+            max_in_flight: share(plan.max_in_flight, shards, index).max(1),
+        };
+        (0, Some(arrivals))
+    })?;
+    Ok(LevelRun {
+        plan: closed,
+        open: Some(plan.clone()),
+        started_at: totals.1,
+        totals: totals.0,
+    })
+}
+
+fn reseed(spacing: crate::load::Spacing, seed: u64) -> crate::load::Spacing {
+    match spacing {
+        crate::load::Spacing::Poisson { seed: 0 } => crate::load::Spacing::Poisson { seed },
+        other => other,
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Shard `index`'s part of `total` dealt round-robin over `shards`.
+fn share(total: u32, shards: usize, index: usize) -> u32 {
+    total / shards as u32 + u32::from((index as u32) < total % shards as u32)
+}
+
+/// Starts the shards, collects their ticks until the level ends.
+fn drive(
+    scenario: &Arc<Scenario>,
+    plan: &LevelPlan,
+    shards: usize,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+    load: impl Fn(usize) -> (u32, Option<open::OpenShard>),
+) -> Result<(LevelTotals, SystemTime), EngineError> {
     let transports = (0..shards)
         .map(|_| HttpTransport::new(scenario))
         .collect::<Result<Vec<_>, _>>()?;
@@ -177,12 +256,11 @@ pub fn run_level(
     let seed = fastrand::u64(..);
     let totals = std::thread::scope(|scope| -> Result<LevelTotals, EngineError> {
         for (index, transport) in transports.into_iter().enumerate() {
-            // Users are dealt round-robin, so shard sizes differ by one at most.
-            let users =
-                plan.users / shards as u32 + u32::from((index as u32) < plan.users % shards as u32);
+            let (users, open) = load(index);
             let shard_plan = ShardPlan {
                 index,
                 users,
+                open,
                 start,
                 deadline,
                 seed: seed.wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
@@ -203,9 +281,5 @@ pub fn run_level(
         drop(tx);
         Ok(collector.run(&info, rx, sinks))
     })?;
-    Ok(LevelRun {
-        plan: plan.clone(),
-        started_at,
-        totals,
-    })
+    Ok((totals, started_at))
 }

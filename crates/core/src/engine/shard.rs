@@ -16,13 +16,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::LocalSet;
 
+use super::open::{self, OpenShard, OpenState};
 use super::user::{run_user, Shared};
 use crate::measure::{IntervalStats, Snapshot};
 use crate::protocol::Transport;
 
 pub struct ShardPlan {
     pub index: usize,
+    /// Closed-loop users (none in an open workload).
     pub users: u32,
+    /// The arrivals of an open workload this shard starts.
+    pub open: Option<OpenShard>,
     pub start: Instant,
     pub deadline: Instant,
     pub seed: u64,
@@ -51,17 +55,33 @@ pub fn run_shard<T: Transport>(
     let shared = Rc::new(shared);
     let recorder = Rc::new(RefCell::new(IntervalStats::new(requests)));
     let local = LocalSet::new();
+    let open_state = Rc::new(RefCell::new(OpenState::<T>::default()));
     local.block_on(&runtime, async {
         let mut seeds = fastrand::Rng::with_seed(plan.seed);
         for _ in 0..plan.users {
             let rng = fastrand::Rng::with_seed(seeds.u64(..));
             tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng));
         }
+        if let Some(arrivals) = plan.open {
+            tokio::task::spawn_local(open::schedule(
+                arrivals,
+                shared.clone(),
+                recorder.clone(),
+                open_state.clone(),
+                (plan.start, plan.deadline),
+                seeds.u64(..),
+            ));
+        }
         let start = tokio::time::Instant::from_std(plan.start);
         let deadline = tokio::time::Instant::from_std(plan.deadline);
         let mut ticker = tokio::time::interval_at(start + TICK, TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let send = |seq: u64, last: bool| {
+            let open = open_state.borrow();
+            if last {
+                // Never silently dropped: what still waits for a slot is counted.
+                recorder.borrow_mut().arrivals_unstarted += open.waiting.len() as u64;
+            }
             let stats =
                 std::mem::replace(&mut *recorder.borrow_mut(), IntervalStats::new(requests));
             let _ = snapshots.send(Snapshot {
@@ -70,7 +90,7 @@ pub fn run_shard<T: Transport>(
                 last,
                 at: Instant::now(),
                 stats,
-                active_users: plan.users,
+                active_users: plan.users + open.in_flight,
             });
         };
         loop {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Workload;
-use crate::measure::IntervalStats;
+use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::Transport;
 use crate::scenario::template::Bindings;
 use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, RequestId, Scenario, VarId};
@@ -32,15 +32,8 @@ pub async fn run_user<T: Transport>(
     rng: fastrand::Rng,
 ) {
     let scenario = shared.scenario.clone();
-    let mut user = User {
-        session: shared.transport.new_session(),
-        vars: vec![Vec::new(); scenario.variables.len()],
-        rows: vec![None; scenario.feeders.len()],
-        body: Vec::new(),
-        shared,
-        recorder,
-        rng,
-    };
+    let session = shared.transport.new_session();
+    let mut user = User::new(shared, recorder, rng, session);
 
     // Users start spread over one think time, so they do not all fire at
     // t = 0 and stay in lockstep. This first pause is not measured.
@@ -53,7 +46,7 @@ pub async fn run_user<T: Transport>(
             user.vars.iter_mut().for_each(Vec::clear);
             let mut current = scenario.session.start();
             loop {
-                user.step(current).await;
+                user.step(current, None).await;
                 match scenario.session.next(current, user.rng.f64()) {
                     Some(next) => current = next,
                     None => break,
@@ -68,17 +61,46 @@ pub async fn run_user<T: Transport>(
             // outside the measured window; their extracted values stay.
             user.recorder.borrow_mut().sessions += 1;
             for &p in prerequisites {
-                user.step(p).await;
+                user.step(p, None).await;
             }
             loop {
-                user.step(*request).await;
+                user.step(*request, None).await;
             }
         }
     }
 }
 
+/// Open workloads: one arrival's session (or, in profiling mode, its one
+/// request), with latency counted from `intended`, the arrival's planned
+/// start, and from each think's planned end after that.
+pub async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
+    let scenario = user.shared.scenario.clone();
+    user.recorder.borrow_mut().sessions += 1;
+    let mut intended = intended;
+    match &user.shared.workload {
+        Workload::Session => {
+            user.vars.iter_mut().for_each(Vec::clear);
+            let mut current = scenario.session.start();
+            loop {
+                intended = user
+                    .step(current, Some(intended))
+                    .await
+                    .unwrap_or_else(Instant::now);
+                match scenario.session.next(current, user.rng.f64()) {
+                    Some(next) => current = next,
+                    None => break,
+                }
+            }
+        }
+        Workload::Profile { request, .. } => {
+            let request = *request;
+            user.step_without_think(request, Some(intended)).await;
+        }
+    }
+}
+
 /// One user's state between requests.
-struct User<T: Transport> {
+pub struct User<T: Transport> {
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,
     rng: fastrand::Rng,
@@ -89,9 +111,65 @@ struct User<T: Transport> {
 }
 
 impl<T: Transport> User<T> {
+    pub fn new(
+        shared: Rc<Shared<T>>,
+        recorder: Rc<RefCell<IntervalStats>>,
+        rng: fastrand::Rng,
+        session: T::Session,
+    ) -> User<T> {
+        let scenario = &shared.scenario;
+        User {
+            vars: vec![Vec::new(); scenario.variables.len()],
+            rows: vec![None; scenario.feeders.len()],
+            body: Vec::new(),
+            session,
+            shared,
+            recorder,
+            rng,
+        }
+    }
+
+    /// Gives the connection back (to an open workload's pool).
+    pub fn into_session(self) -> T::Session {
+        self.session
+    }
+
     /// Send one request, wait for the whole response, record it, extract
-    /// from it, then think.
-    async fn step(&mut self, current: RequestId) {
+    /// from it, then think. `intended` (open workloads) is when the request
+    /// was meant to go out; then the return value is when the next one is.
+    async fn step(&mut self, current: RequestId, intended: Option<Instant>) -> Option<Instant> {
+        let connect_failed = self.step_without_think(current, intended).await;
+        let scenario = &*self.shared.scenario;
+        let think = scenario.think_time.sample(self.rng.f64());
+        let think = if connect_failed {
+            think.max(CONNECT_BACKOFF)
+        } else {
+            think
+        };
+        if !think.is_zero() {
+            let begin = Instant::now();
+            let planned = begin + think;
+            tokio::time::sleep_until(tokio::time::Instant::from_std(planned)).await;
+            let woke = Instant::now();
+            let mut rec = self.recorder.borrow_mut();
+            rec.think.add(woke - begin);
+            let late = woke.saturating_duration_since(planned);
+            let _ = rec
+                .timer_lateness
+                .record(crate::measure::stats::nanos(late));
+            intended.map(|_| planned)
+        } else {
+            // No yield here: the exchange itself waits on the socket, and
+            // tokio's cooperative budget stops a user whose socket is always
+            // ready from starving the others.
+            self.recorder.borrow_mut().think.add(Duration::ZERO);
+            // Only open workloads use the value; closed ones skip the clock.
+            intended.map(|_| Instant::now())
+        }
+    }
+
+    /// The request part of `step`; true when it could not connect.
+    async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
         let scenario = &*self.shared.scenario;
         let request = scenario.request(current);
         self.rows.iter_mut().for_each(|r| *r = None);
@@ -113,19 +191,35 @@ impl<T: Transport> User<T> {
                 wants_body.then_some(&mut self.body),
             )
             .await;
+        // Open workloads count from the intended start (so waiting for a
+        // slot, a connection or a late timer is in the figure) and keep the
+        // uncorrected service time beside it.
+        let latency = match intended {
+            Some(t) => Instant::now().saturating_duration_since(t),
+            None => outcome.response_time,
+        };
         let connect_failed = {
             let mut rec = self.recorder.borrow_mut();
             if let Some(c) = outcome.connect_time {
                 rec.connect.add(c);
             }
+            if intended.is_some()
+                && outcome
+                    .result
+                    .map_or_else(ErrorKind::has_response, |_| true)
+            {
+                let _ = rec
+                    .service_time
+                    .record(crate::measure::stats::nanos(outcome.response_time).max(1));
+            }
             let stats = &mut rec.per_request[current.index()];
             match outcome.result {
                 Ok(_) => {
-                    stats.record_response(outcome.response_time);
+                    stats.record_response(latency);
                     false
                 }
                 Err(kind) => {
-                    stats.record_error(kind, outcome.response_time);
+                    stats.record_error(kind, latency);
                     outcome.response_time.is_zero()
                 }
             }
@@ -133,29 +227,7 @@ impl<T: Transport> User<T> {
         if wants_body && outcome.result.is_ok() {
             extract(request, &self.body, &mut self.vars);
         }
-
-        let think = scenario.think_time.sample(self.rng.f64());
-        let think = if connect_failed {
-            think.max(CONNECT_BACKOFF)
-        } else {
-            think
-        };
-        if !think.is_zero() {
-            let begin = Instant::now();
-            let intended = tokio::time::Instant::from_std(begin + think);
-            tokio::time::sleep_until(intended).await;
-            let woke = Instant::now();
-            let mut rec = self.recorder.borrow_mut();
-            rec.think.add(woke - begin);
-            let late = woke.saturating_duration_since(begin + think);
-            let _ = rec
-                .timer_lateness
-                .record(crate::measure::stats::nanos(late));
-        } else {
-            self.recorder.borrow_mut().think.add(Duration::ZERO);
-            // Let the other users of this shard run.
-            tokio::task::yield_now().await;
-        }
+        connect_failed
     }
 }
 

@@ -130,6 +130,19 @@ pub struct IntervalStats {
     pub connect: DurationSum,
     /// Sessions begun.
     pub sessions: u64,
+    /// Open workloads only: response times from the moment each request
+    /// was actually written (the uncorrected figure), where `per_request`
+    /// holds them from the moment it was meant to be (wrk2's correction).
+    pub service_time: Histogram<u64>,
+    /// Open workloads: arrivals due in this interval.
+    pub arrivals: u64,
+    /// Arrivals that found every in-flight slot taken and had to wait
+    /// (they start late; their latency still counts from the intended time).
+    pub arrivals_queued: u64,
+    /// Arrivals still waiting for a slot when the level ended.
+    pub arrivals_unstarted: u64,
+    /// How far past its intended time the scheduler woke for an arrival.
+    pub arrival_lateness: Histogram<u64>,
 }
 
 impl IntervalStats {
@@ -140,6 +153,11 @@ impl IntervalStats {
             timer_lateness: new_histogram(),
             connect: DurationSum::default(),
             sessions: 0,
+            service_time: new_histogram(),
+            arrivals: 0,
+            arrivals_queued: 0,
+            arrivals_unstarted: 0,
+            arrival_lateness: new_histogram(),
         }
     }
 
@@ -153,6 +171,15 @@ impl IntervalStats {
             .expect("auto-resizing histograms always add");
         self.connect.merge(&other.connect);
         self.sessions += other.sessions;
+        self.service_time
+            .add(&other.service_time)
+            .expect("auto-resizing histograms always add");
+        self.arrivals += other.arrivals;
+        self.arrivals_queued += other.arrivals_queued;
+        self.arrivals_unstarted += other.arrivals_unstarted;
+        self.arrival_lateness
+            .add(&other.arrival_lateness)
+            .expect("auto-resizing histograms always add");
     }
 
     pub fn clear(&mut self) {
@@ -161,6 +188,11 @@ impl IntervalStats {
         self.timer_lateness.reset();
         self.connect = DurationSum::default();
         self.sessions = 0;
+        self.service_time.reset();
+        self.arrivals = 0;
+        self.arrivals_queued = 0;
+        self.arrivals_unstarted = 0;
+        self.arrival_lateness.reset();
     }
 
     /// All requests together.

@@ -7,7 +7,11 @@ pub mod request;
 
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
+
+use tokio::time::Sleep;
 
 use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
@@ -55,6 +59,8 @@ pub struct HttpSession {
     conn: Option<http1::Connection>,
     out: Vec<u8>,
     scratch: Vec<u8>,
+    /// The user's one request timer (see `within`).
+    watchdog: Option<Pin<Box<Sleep>>>,
 }
 
 /// The target could not be used at all.
@@ -125,6 +131,7 @@ impl Transport for HttpTransport {
             conn: None,
             out: Vec::new(),
             scratch: Vec::new(),
+            watchdog: None,
         }
     }
 
@@ -160,8 +167,9 @@ impl Transport for HttpTransport {
                 b.clear();
             }
             let begin = Instant::now();
-            let exchanged = tokio::time::timeout(
-                self.timeout,
+            let exchanged = within(
+                &mut session.watchdog,
+                begin + self.timeout,
                 conn.exchange(&session.out, plan.head, body.as_deref_mut()),
             )
             .await;
@@ -198,6 +206,37 @@ impl Transport for HttpTransport {
         }
         unreachable!("the second attempt always returns")
     }
+}
+
+/// Runs `work` until `deadline`; `Err(())` when the deadline came first.
+///
+/// `tokio::time::timeout` would insert and remove a timer-wheel entry for
+/// every request. Instead each user keeps one timer and lets it lag: it is
+/// armed for some earlier request's deadline, and when it fires before the
+/// current deadline it is simply re-armed. A busy user re-arms it once per
+/// timeout period rather than once per request.
+async fn within<F: Future>(
+    watchdog: &mut Option<Pin<Box<Sleep>>>,
+    deadline: Instant,
+    work: F,
+) -> Result<F::Output, ()> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    let timer = watchdog.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if timer.deadline() >= deadline {
+                return Poll::Ready(Err(()));
+            }
+            // It fired for an earlier request: catch up to this one's.
+            timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 fn failed(kind: ErrorKind, response_time: Duration, connect_time: Option<Duration>) -> CallOutcome {

@@ -73,6 +73,22 @@ pub fn level_table(level: &LevelRecord) -> String {
             .collect();
         let _ = writeln!(out, "errors: {}", kinds.join(", "));
     }
+    if let (Some(target), Some(achieved)) = (level.rate_rps, level.achieved_rate_rps) {
+        let a = level.arrivals.as_ref();
+        let _ = writeln!(
+            out,
+            "open workload: target {target:.1}/s, achieved {achieved:.1}/s; arrivals queued {}, never started {}; service time p99 {:.2} ms (response time counts from the intended start)",
+            a.map_or(0, |a| a.queued),
+            a.map_or(0, |a| a.unstarted),
+            level.service_time_ms.as_ref().map_or(0.0, |l| l.p99),
+        );
+        let _ = writeln!(
+            out,
+            "measured {:.1}s  client CPU {:.2} of {} cores",
+            level.duration_s, level.client.cpu_util_cores, level.client.cores
+        );
+        return out;
+    }
     let z = &level.think_time_s;
     let _ = writeln!(
         out,

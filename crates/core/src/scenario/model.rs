@@ -122,6 +122,22 @@ impl ThinkTime {
         }
     }
 
+    /// Coefficient of variation (standard deviation over mean) of one draw.
+    pub fn cv(&self) -> f64 {
+        match *self {
+            ThinkTime::Constant(_) => 0.0,
+            ThinkTime::Exponential { .. } => 1.0,
+            ThinkTime::Uniform { min, max } => {
+                let mean = (min + max).as_secs_f64() / 2.0;
+                if mean > 0.0 {
+                    (max - min).as_secs_f64() / 12f64.sqrt() / mean
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
     /// One draw, from a uniform variate `u` in [0, 1).
     pub fn sample(&self, u: f64) -> Duration {
         match *self {

@@ -1,0 +1,346 @@
+//! The report's charts, built from the record: the curves against users
+//! (throughput, response time, CPU per tier, think time) with the
+//! saturation point, N* and client-bottleneck levels marked, and each
+//! level's throughput and percentiles over time with the warm-up shaded.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::{esc, fnum, SeriesRow};
+use crate::record::{LevelRecord, RunRecord};
+use crate::report::svg::{Band, HLine, Highlight, LineChart, Series, VLine};
+
+/// What a legend entry looks like.
+enum Key<'a> {
+    Line(&'a str, usize, bool),
+    Flag(&'a str),
+    Band(&'a str),
+    BadBand(&'a str),
+    Mark(&'a str),
+    /// A neutral dashed line (reference lines drawn in their series' colour).
+    Dashed(&'a str),
+}
+
+fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
+    let _ = write!(
+        h,
+        "<figure>\n<figcaption>{}</figcaption>\n<ul class=\"legend\">",
+        esc(caption)
+    );
+    for k in keys {
+        let (class, name) = match k {
+            Key::Line(n, c, dashed) => (
+                format!("sw s{}{}", c % 6, if *dashed { " dashed" } else { "" }),
+                n,
+            ),
+            Key::Flag(n) => ("sw dot".into(), n),
+            Key::Band(n) => ("sw area".into(), n),
+            Key::BadBand(n) => ("sw badarea".into(), n),
+            Key::Mark(n) => ("sw vmark".into(), n),
+            Key::Dashed(n) => ("sw neutral dashed".into(), n),
+        };
+        let _ = write!(h, "<li><span class=\"{class}\"></span>{}</li>", esc(name));
+    }
+    let _ = write!(h, "</ul>\n{svg}\n</figure>\n");
+}
+
+/// Levels ordered by users (the search does not run them in order).
+fn by_users(levels: &[LevelRecord]) -> Vec<(f64, &LevelRecord)> {
+    let mut v: Vec<(f64, &LevelRecord)> = levels
+        .iter()
+        .filter_map(|l| l.users.map(|u| (f64::from(u), l)))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.level.cmp(&b.1.level)));
+    v
+}
+
+/// Marks shared by every chart against users.
+struct Marks {
+    vlines: Vec<(f64, String)>,
+    /// Users of the client-bottleneck levels.
+    flagged: Vec<f64>,
+}
+
+impl Marks {
+    fn of(record: &RunRecord, levels: &[(f64, &LevelRecord)]) -> Marks {
+        let a = &record.analysis;
+        let mut vlines = Vec::new();
+        if let Some(n) = a.get("n_star").and_then(Value::as_f64) {
+            vlines.push((n, format!("N* ≈ {}", fnum(n, 0))));
+        }
+        if let Some(n) = a.get("saturation_users").and_then(Value::as_f64) {
+            vlines.push((n, format!("saturation {}", fnum(n, 0))));
+        }
+        let flagged = levels
+            .iter()
+            .filter(|(_, l)| l.client_bottleneck)
+            .map(|(u, _)| *u)
+            .collect();
+        Marks { vlines, flagged }
+    }
+
+    fn apply(&self, c: &mut LineChart, span: f64, y_of: impl Fn(f64) -> Option<f64>) {
+        for (x, label) in &self.vlines {
+            c.vlines.push(VLine {
+                x: *x,
+                label: label.clone(),
+                class: "mark",
+            });
+        }
+        if let (Some(lo), Some(hi)) = (
+            self.flagged.iter().copied().reduce(f64::min),
+            self.flagged.iter().copied().reduce(f64::max),
+        ) {
+            let pad = span * 0.02;
+            c.bands.push(Band {
+                x0: (lo - pad).max(0.0),
+                x1: hi + pad,
+                label: "client bottleneck".into(),
+                class: "band bad",
+            });
+        }
+        for &u in &self.flagged {
+            if let Some(y) = y_of(u) {
+                c.highlights.push(Highlight {
+                    x: u,
+                    y,
+                    label: format!("client bottleneck at {} users", fnum(u, 0)),
+                });
+            }
+        }
+    }
+
+    fn keys(&self) -> Vec<Key<'static>> {
+        let mut k = Vec::new();
+        if !self.vlines.is_empty() {
+            k.push(Key::Mark("N* / saturation"));
+        }
+        if !self.flagged.is_empty() {
+            k.push(Key::Flag("client bottleneck"));
+            k.push(Key::BadBand("client-bottleneck region"));
+        }
+        k
+    }
+}
+
+/// The curves against users.
+pub(super) fn capacity(h: &mut String, record: &RunRecord) {
+    let levels = by_users(&record.levels);
+    let marks = Marks::of(record, &levels);
+    let span = levels.last().map_or(1.0, |l| l.0);
+    let series =
+        |name: &str, colour: usize, dashed: bool, f: &dyn Fn(&LevelRecord) -> f64| Series {
+            name: name.into(),
+            colour,
+            points: levels.iter().map(|(u, l)| (*u, f(l))).collect(),
+            dashed,
+        };
+    let levels = &levels;
+    let at = |f: fn(&LevelRecord) -> f64| {
+        move |u: f64| levels.iter().find(|l| l.0 == u).map(|(_, l)| f(l))
+    };
+    h.push_str("<div class=\"charts\">\n");
+
+    let mut c = LineChart::new("users", "throughput (req/s)");
+    c.series
+        .push(series("throughput", 0, false, &|l| l.throughput_rps));
+    marks.apply(&mut c, span, at(|l| l.throughput_rps));
+    let mut keys = vec![Key::Line("throughput", 0, false)];
+    keys.extend(marks.keys());
+    figure(
+        h,
+        "Throughput vs users",
+        &keys,
+        &c.render("throughput against users"),
+    );
+
+    let mut c = LineChart::new("users", "response time (ms)");
+    c.series
+        .push(series("mean", 0, false, &|l| l.response_time_ms.mean));
+    c.series
+        .push(series("p90", 1, false, &|l| l.response_time_ms.p90));
+    c.series
+        .push(series("p99", 4, false, &|l| l.response_time_ms.p99));
+    marks.apply(&mut c, span, at(|l| l.response_time_ms.p99));
+    let mut keys = vec![
+        Key::Line("mean", 0, false),
+        Key::Line("p90", 1, false),
+        Key::Line("p99", 4, false),
+    ];
+    keys.extend(marks.keys());
+    figure(
+        h,
+        "Response time vs users",
+        &keys,
+        &c.render("response time against users"),
+    );
+
+    cpu_chart(h, record, levels, &marks, span);
+
+    let mut c = LineChart::new("users", "think time (s)");
+    c.series
+        .push(series("achieved", 2, false, &|l| l.think_time_s.achieved));
+    c.series.push(series("configured", 5, true, &|l| {
+        l.think_time_s.configured
+    }));
+    marks.apply(&mut c, span, at(|l| l.think_time_s.achieved));
+    let mut keys = vec![
+        Key::Line("achieved (N/X − R)", 2, false),
+        Key::Line("configured", 5, true),
+    ];
+    keys.extend(marks.keys());
+    figure(
+        h,
+        "Think time: achieved vs configured",
+        &keys,
+        &c.render("think time against users"),
+    );
+    h.push_str("</div>\n");
+}
+
+fn cpu_chart(
+    h: &mut String,
+    record: &RunRecord,
+    levels: &[(f64, &LevelRecord)],
+    marks: &Marks,
+    span: f64,
+) {
+    /// A tier's cores and its (users, busy cores) points.
+    type TierCurve = (u32, Vec<(f64, f64)>);
+    let mut tiers: BTreeMap<&str, TierCurve> = BTreeMap::new();
+    for (u, l) in levels {
+        for (tier, usage) in &l.servers {
+            let e = tiers.entry(tier).or_default();
+            e.0 = e.0.max(usage.cores);
+            e.1.push((*u, usage.cpu_util_cores));
+        }
+    }
+    if tiers.is_empty() {
+        h.push_str("<figure>\n<figcaption>CPU utilisation vs users</figcaption>\n<p class=\"note\">Not measured: the run had no profiler agents.</p>\n</figure>\n");
+        return;
+    }
+    let bottleneck = record
+        .analysis
+        .get("bottleneck")
+        .and_then(|b| b.get("tier"))
+        .and_then(Value::as_str);
+    let mut c = LineChart::new("users", "CPU (busy cores)");
+    let names: Vec<String> = tiers
+        .keys()
+        .map(|t| {
+            if Some(*t) == bottleneck {
+                format!("{t} (bottleneck)")
+            } else {
+                t.to_string()
+            }
+        })
+        .collect();
+    for (i, ((tier, (cores, points)), name)) in tiers.iter().zip(&names).enumerate() {
+        c.series.push(Series {
+            name: name.clone(),
+            colour: i,
+            points: points.clone(),
+            dashed: false,
+        });
+        // Tiers with the same core count share one line and label.
+        match c.hlines.iter_mut().find(|h| h.y == f64::from(*cores)) {
+            Some(h) => h.label = format!("{}, {tier}", h.label),
+            None => c.hlines.push(HLine {
+                y: f64::from(*cores),
+                label: tier.to_string(),
+                colour: i,
+            }),
+        }
+    }
+    for h in &mut c.hlines {
+        h.label = format!(
+            "{}: {} core{}",
+            h.label,
+            h.y,
+            if h.y == 1.0 { "" } else { "s" }
+        );
+    }
+    marks.apply(&mut c, span, |_| None);
+    let mut keys: Vec<Key> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Key::Line(n, i, false))
+        .collect();
+    keys.push(Key::Dashed("cores available"));
+    keys.extend(marks.keys());
+    figure(
+        h,
+        "CPU utilisation per tier vs users",
+        &keys,
+        &c.render("CPU utilisation of each tier against users"),
+    );
+}
+
+/// One level's time series: throughput, and p50/p99, warm-up shaded.
+pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
+    let Some(first) = rows.first() else {
+        h.push_str("<p class=\"note\">No time series for this level.</p>\n");
+        return;
+    };
+    // A row's t_s is the end of its one-second interval; the level's last
+    // row may cover a sliver of a second, whose rate is noise: dropped.
+    let rows: Vec<&SeriesRow> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i == 0 || r.t_s - rows[i - 1].t_s >= 0.5)
+        .map(|(_, r)| *r)
+        .collect();
+    let start = (first.t_s - 1.0).max(0.0);
+    let x = |r: &SeriesRow| r.t_s - start;
+    let warmup = Band {
+        x0: 0.0,
+        x1: level.warmup_s,
+        label: "warm-up".into(),
+        class: "band",
+    };
+    let points = |f: fn(&SeriesRow) -> f64| rows.iter().map(|r| (x(r), f(r))).collect();
+    h.push_str("<div class=\"charts\">\n");
+    let mut c = LineChart::new("seconds into the level", "throughput (req/s)");
+    c.dense = true;
+    c.bands.push(warmup);
+    c.series.push(Series {
+        name: "throughput".into(),
+        colour: 0,
+        points: points(|r| r.throughput_rps),
+        dashed: false,
+    });
+    let keys = [Key::Line("throughput", 0, false), Key::Band("warm-up")];
+    let caption = format!("Level {}: throughput over time", level.level);
+    figure(h, &caption, &keys, &c.render(&caption));
+
+    let mut c = LineChart::new("seconds into the level", "response time (ms)");
+    c.dense = true;
+    c.bands.push(Band {
+        x0: 0.0,
+        x1: level.warmup_s,
+        label: "warm-up".into(),
+        class: "band",
+    });
+    c.series.push(Series {
+        name: "p50".into(),
+        colour: 0,
+        points: points(|r| r.p50_ms),
+        dashed: false,
+    });
+    c.series.push(Series {
+        name: "p99".into(),
+        colour: 4,
+        points: points(|r| r.p99_ms),
+        dashed: false,
+    });
+    let keys = [
+        Key::Line("p50", 0, false),
+        Key::Line("p99", 4, false),
+        Key::Band("warm-up"),
+    ];
+    let caption = format!("Level {}: response time over time", level.level);
+    figure(h, &caption, &keys, &c.render(&caption));
+    h.push_str("</div>\n");
+}

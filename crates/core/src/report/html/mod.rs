@@ -1,0 +1,410 @@
+//! `report.html`: one self-contained page rendered from the run record and
+//! the time series — inline CSS and inline SVG, no scripts, nothing fetched
+//! — so it opens anywhere, offline. The output depends only on its inputs
+//! (no clock, fixed number formats), so it can be compared to a golden file.
+//!
+//! Layout: summary and verdict, warnings, thresholds; for runs over several
+//! loads the curves against users; the profile's demand table; one section
+//! per level (its time series and per-request table); the scenario text.
+
+mod charts;
+mod tables;
+
+use std::fmt::Write;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::record::{LevelRecord, RunRecord};
+
+const STYLE: &str = include_str!("style.css");
+
+/// One row of `timeseries.csv`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SeriesRow {
+    /// Seconds since the run started, at the end of the row's interval.
+    pub t_s: f64,
+    /// The level index (as in `LevelRecord::level`).
+    pub level: u32,
+    pub requests: u64,
+    pub errors: u64,
+    pub throughput_rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub active_users: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A results file could not be read or the report not written.
+    #[error("cannot access {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// `run.json` is not a run record.
+    #[error("{path} is not a run record: {source}")]
+    Record {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `timeseries.csv` has a malformed row.
+    #[error("{path}: {source}")]
+    Series {
+        path: PathBuf,
+        #[source]
+        source: ::csv::Error,
+    },
+}
+
+/// Reads `timeseries.csv`; a missing file is an empty series (a run
+/// stopped before its first second still gets a report).
+pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
+    let file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ReportError::Io {
+                path: path.into(),
+                source,
+            })
+        }
+    };
+    ::csv::Reader::from_reader(file)
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .map_err(|source| ReportError::Series {
+            path: path.into(),
+            source,
+        })
+}
+
+/// Reads `run.json` and `timeseries.csv` from `dir` and writes
+/// `dir/report.html`, returning its path.
+pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
+    let run_path = dir.join("run.json");
+    let text = fs::read_to_string(&run_path).map_err(|source| ReportError::Io {
+        path: run_path.clone(),
+        source,
+    })?;
+    let record: RunRecord = serde_json::from_str(&text).map_err(|source| ReportError::Record {
+        path: run_path,
+        source,
+    })?;
+    let series = read_series(&dir.join("timeseries.csv"))?;
+    let out = dir.join("report.html");
+    fs::write(&out, render(&record, &series)).map_err(|source| ReportError::Io {
+        path: out.clone(),
+        source,
+    })?;
+    Ok(out)
+}
+
+/// The whole page.
+pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
+    let mut h = String::with_capacity(64 * 1024);
+    let title = format!("autoperf {} · {}", record.mode, record.scenario.name);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n<title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n",
+        esc(&title)
+    );
+    let _ = write!(
+        h,
+        "<header>\n<h1>{}</h1>\n<p class=\"sub\">{} of <code>{}</code> against <code>{}</code></p>\n</header>\n",
+        esc(&record.scenario.name),
+        esc(mode_title(&record.mode)),
+        esc(&record.scenario.file),
+        esc(&record.scenario.target)
+    );
+    summary(&mut h, record);
+    warnings(&mut h, record);
+    thresholds(&mut h, &record.analysis);
+    let over_loads = distinct_users(&record.levels) > 1;
+    if over_loads {
+        h.push_str("<h2>Against load</h2>\n");
+        charts::capacity(&mut h, record);
+        tables::levels(&mut h, &record.levels);
+    }
+    if let Some(demands) = record.analysis.get("demands").and_then(Value::as_object) {
+        h.push_str("<h2>Resource demands per request</h2>\n");
+        tables::demands(&mut h, demands);
+    }
+    h.push_str("<h2>Levels</h2>\n");
+    if record.levels.is_empty() {
+        h.push_str("<p class=\"note\">No level finished.</p>\n");
+    }
+    for level in &record.levels {
+        let rows: Vec<&SeriesRow> = series.iter().filter(|r| r.level == level.level).collect();
+        let _ = write!(
+            h,
+            "<section class=\"level\" id=\"level-{}\">\n<h3>{}</h3>\n",
+            level.level,
+            esc(&level_title(level))
+        );
+        charts::level(&mut h, level, &rows);
+        tables::per_request(&mut h, level);
+        tables::servers(&mut h, level);
+        h.push_str("</section>\n");
+    }
+    let _ = write!(
+        h,
+        "<h2>Scenario</h2>\n<pre>{}</pre>\n<footer>Rendered by {} {} from <code>run.json</code> and <code>timeseries.csv</code> (record version {}).</footer>\n</body>\n</html>\n",
+        esc(&record.scenario.text),
+        esc(&record.tool.name),
+        esc(&record.tool.version),
+        record.record_version
+    );
+    h
+}
+
+fn mode_title(mode: &str) -> &str {
+    match mode {
+        "capacity" => "Capacity analysis",
+        "profile" => "Resource profile",
+        "demo" => "Demo capacity analysis",
+        "run" => "Load run",
+        other => other,
+    }
+}
+
+pub(crate) fn level_title(l: &LevelRecord) -> String {
+    let load = match (l.users, l.rate_rps) {
+        (Some(u), _) => users(u),
+        (None, Some(r)) => format!("{} req/s offered", fnum(r, 1)),
+        (None, None) => "no load".into(),
+    };
+    let mut t = format!(
+        "Level {} · {load} · {} req/s · p99 {} ms",
+        l.level,
+        fnum(l.throughput_rps, 1),
+        fnum(l.response_time_ms.p99, 2)
+    );
+    if l.client_bottleneck {
+        t.push_str(" · client bottleneck");
+    }
+    t
+}
+
+fn users(n: u32) -> String {
+    format!("{n} user{}", if n == 1 { "" } else { "s" })
+}
+
+fn distinct_users(levels: &[LevelRecord]) -> usize {
+    let mut u: Vec<u32> = levels.iter().filter_map(|l| l.users).collect();
+    u.sort_unstable();
+    u.dedup();
+    u.len()
+}
+
+fn card(h: &mut String, class: &str, label: &str, value_html: &str) {
+    let _ = writeln!(
+        h,
+        "<div class=\"card {class}\"><dt>{}</dt><dd>{value_html}</dd></div>",
+        esc(label)
+    );
+}
+
+fn summary(h: &mut String, r: &RunRecord) {
+    h.push_str("<dl class=\"cards\">\n");
+    card(h, "", "Mode", &esc(mode_title(&r.mode)));
+    let when = match &r.finished_at {
+        Some(end) => format!(
+            "{}<br><small>to {}{}</small>",
+            esc(&r.started_at),
+            esc(end),
+            elapsed(&r.started_at, end)
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        ),
+        None => format!("{}<br><small>not finished</small>", esc(&r.started_at)),
+    };
+    card(h, "", "When", &when);
+    card(
+        h,
+        "",
+        "Where",
+        &format!(
+            "{}<br><small>{} cores, {}</small>",
+            esc(&r.host.hostname),
+            r.host.cores,
+            esc(&r.host.os)
+        ),
+    );
+    card(
+        h,
+        "",
+        "Tool",
+        &format!("{} {}", esc(&r.tool.name), esc(&r.tool.version)),
+    );
+    let a = &r.analysis;
+    let stop = a.get("stop_reason").and_then(Value::as_str).unwrap_or("—");
+    card(h, "verdict", "Stop reason", &esc(stop));
+    if a.contains_key("n_star") || a.contains_key("saturation_users") {
+        let users = |k: &str| {
+            a.get(k)
+                .and_then(Value::as_f64)
+                .map_or("—".to_string(), |v| format!("{} users", fnum(v, 0)))
+        };
+        card(
+            h,
+            "verdict",
+            "Saturation point",
+            &esc(&users("saturation_users")),
+        );
+        card(h, "verdict", "N* (model estimate)", &esc(&users("n_star")));
+        let bottleneck = a
+            .get("bottleneck")
+            .map(|b| {
+                let s = |k| b.get(k).and_then(Value::as_str).unwrap_or("?");
+                format!("{} <small>({})</small>", esc(s("tier")), esc(s("process")))
+            })
+            .unwrap_or_else(|| "—".into());
+        card(h, "verdict", "Bottleneck", &bottleneck);
+        let max_x = a.get("max_throughput_rps").and_then(Value::as_f64);
+        let max_u = a.get("max_throughput_users").and_then(Value::as_f64);
+        if let Some(x) = max_x {
+            let at = max_u.map_or(String::new(), |u| format!(" at {} users", fnum(u, 0)));
+            card(
+                h,
+                "verdict",
+                "Max throughput",
+                &format!("{} req/s<small>{at}</small>", fnum(x, 1)),
+            );
+        }
+        if let Some(n) = a.get("n_min").and_then(Value::as_f64) {
+            card(h, "", "N_min", &format!("{} users", fnum(n, 0)));
+        }
+    } else {
+        let requests: u64 = r.levels.iter().map(|l| l.requests).sum();
+        let errors: u64 = r.levels.iter().map(|l| l.errors).sum();
+        let rate = if requests > 0 {
+            errors as f64 / requests as f64 * 100.0
+        } else {
+            0.0
+        };
+        card(
+            h,
+            "verdict",
+            "Requests",
+            &format!(
+                "{requests} <small>{errors} errors ({}%)</small>",
+                fnum(rate, 2)
+            ),
+        );
+        if let [l] = r.levels.as_slice() {
+            let rt = &l.response_time_ms;
+            card(
+                h,
+                "verdict",
+                "Throughput",
+                &format!("{} req/s", fnum(l.throughput_rps, 1)),
+            );
+            card(
+                h,
+                "verdict",
+                "Response time",
+                &format!(
+                    "p50 {} · p99 {} ms<br><small>mean {} · p90 {} · max {} ms</small>",
+                    fnum(rt.p50, 2),
+                    fnum(rt.p99, 2),
+                    fnum(rt.mean, 2),
+                    fnum(rt.p90, 2),
+                    fnum(rt.max, 2)
+                ),
+            );
+        }
+    }
+    h.push_str("</dl>\n");
+}
+
+/// "1m 30s" between two RFC 3339 timestamps.
+fn elapsed(start: &str, end: &str) -> Option<String> {
+    let a = humantime::parse_rfc3339(start).ok()?;
+    let b = humantime::parse_rfc3339(end).ok()?;
+    let s = b.duration_since(a).ok()?.as_secs();
+    Some(if s >= 60 {
+        format!("{}m {}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    })
+}
+
+fn warnings(h: &mut String, r: &RunRecord) {
+    let mut items: Vec<String> = r.warnings.iter().map(|w| esc(w)).collect();
+    for l in r.levels.iter().filter(|l| l.client_bottleneck) {
+        items.push(format!(
+            "<strong>Client bottleneck at level {} ({})</strong>: users thought {} s on average against {} s configured — the load generator, not the server, limited this level; its figures understate what the server can do.",
+            l.level,
+            esc(&l.users.map_or("rate".to_string(), users)),
+            fnum(l.think_time_s.achieved, 3),
+            fnum(l.think_time_s.configured, 3)
+        ));
+    }
+    if items.is_empty() {
+        return;
+    }
+    h.push_str("<ul class=\"warnings\">\n");
+    for i in items {
+        let _ = writeln!(h, "<li>{i}</li>");
+    }
+    h.push_str("</ul>\n");
+}
+
+/// Threshold results, when the run stored them in `analysis.thresholds`
+/// (the serialised `thresholds::ThresholdResult`s).
+fn thresholds(h: &mut String, analysis: &serde_json::Map<String, Value>) {
+    let Some(list) = analysis.get("thresholds").and_then(Value::as_array) else {
+        return;
+    };
+    h.push_str("<h2>Thresholds</h2>\n<div class=\"table-wrap\"><table>\n<tr><th>Threshold</th><th>Result</th><th>Measured</th><th>Note</th></tr>\n");
+    for t in list {
+        let passed = t.get("passed").and_then(Value::as_bool).unwrap_or(false);
+        let unit = t.get("unit").and_then(Value::as_str).unwrap_or("");
+        let actual = t
+            .get("actual")
+            .and_then(Value::as_f64)
+            .map_or("—".into(), |v| crate::thresholds::format_value(v, unit));
+        let _ = writeln!(
+            h,
+            "<tr><td><code>{}</code></td><td class=\"l\"><span class=\"badge {}\">{}</span></td><td>{}</td><td class=\"l\">{}</td></tr>",
+            esc(t.get("source").and_then(Value::as_str).unwrap_or("?")),
+            if passed { "ok" } else { "bad" },
+            if passed { "pass" } else { "fail" },
+            esc(&actual),
+            esc(t.get("note").and_then(Value::as_str).unwrap_or(""))
+        );
+    }
+    h.push_str("</table></div>\n");
+}
+
+/// A number with a fixed count of decimals.
+pub(crate) fn fnum(v: f64, decimals: usize) -> String {
+    format!("{v:.decimals$}")
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

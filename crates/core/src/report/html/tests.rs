@@ -1,0 +1,141 @@
+//! The report rendered from real results directories kept under
+//! `testdata/` (a capacity analysis, a profile and a run of the testbed),
+//! with a golden file for the capacity report: set `UPDATE_GOLDEN=1` to
+//! rewrite it after an intended change.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/report/html/testdata")
+        .join(name)
+}
+
+fn rendered(name: &str) -> String {
+    let dir = testdata(name);
+    let record: RunRecord =
+        serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let series = read_series(&dir.join("timeseries.csv")).unwrap();
+    render(&record, &series)
+}
+
+fn count(html: &str, needle: &str) -> usize {
+    html.matches(needle).count()
+}
+
+/// Nothing in the page may make the browser fetch anything.
+fn assert_self_contained(html: &str) {
+    for bad in [
+        "<script", "src=", "href=", "url(", "@import", "<link", "<img", "<iframe",
+    ] {
+        assert!(!html.contains(bad), "the report contains {bad}");
+    }
+}
+
+#[test]
+fn capacity_report_draws_the_curves_and_marks() {
+    let html = rendered("capacity");
+    assert_self_contained(&html);
+    // 6 levels: throughput (6), mean/p90/p99 (18), CPU of 2 tiers (12),
+    // achieved and configured think time (12) = 48 points against users.
+    // Rows covering less than half a second (a level's last sliver) are
+    // left out of the charts.
+    let series = read_series(&testdata("capacity/timeseries.csv")).unwrap();
+    let series_rows = series
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| {
+            *i == 0 || r.level != series[i - 1].level || r.t_s - series[i - 1].t_s >= 0.5
+        })
+        .count();
+    // Per level over time: throughput, p50, p99 for each row.
+    assert_eq!(count(&html, "<circle class=\"pt "), 48 + 3 * series_rows);
+    assert!(html.contains("N* ≈ 122"));
+    assert!(html.contains("saturation 131"));
+    assert!(html.contains("web (bottleneck)"));
+    assert!(html.contains(">db, web: 1 core<"));
+    assert_eq!(count(&html, "<section class=\"level\""), 6);
+    assert_eq!(count(&html, ">warm-up</text>"), 12);
+    assert!(html.contains(
+        "<pre>name: cpu-bottleneck\ntarget: {base_url: &quot;http://127.0.0.1:18081&quot;}"
+    ));
+}
+
+#[test]
+fn capacity_report_matches_golden() {
+    let html = rendered("capacity");
+    assert_eq!(html, rendered("capacity"), "rendering is deterministic");
+    let golden = testdata("capacity.golden.html");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&golden, &html).unwrap();
+    }
+    let want = fs::read_to_string(&golden).expect("golden file (UPDATE_GOLDEN=1 writes it)");
+    assert!(
+        html == want,
+        "report differs from {}; rerun with UPDATE_GOLDEN=1 if intended",
+        golden.display()
+    );
+}
+
+#[test]
+fn profile_report_has_the_demand_table_and_bars() {
+    let html = rendered("profile");
+    assert_self_contained(&html);
+    // 4 requests × 2 tiers.
+    assert_eq!(count(&html, "<rect class=\"bar "), 8);
+    assert!(html.contains("Resource demands per request"));
+    assert!(html.contains("(ignored: tb-db)"));
+    // All levels at the same load: no curves against users.
+    assert!(!html.contains("Throughput vs users"));
+}
+
+#[test]
+fn run_report_summarises_the_totals() {
+    let html = rendered("run");
+    assert_self_contained(&html);
+    assert!(html.contains("Load run"));
+    assert!(html.contains("<dt>Throughput</dt>"));
+    assert_eq!(count(&html, "<circle class=\"pt "), 3 * 8);
+    assert!(!html.contains("Throughput vs users"));
+}
+
+#[test]
+fn client_bottleneck_levels_are_warned_and_highlighted() {
+    let dir = testdata("capacity");
+    let mut record: RunRecord =
+        serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    record.levels[5].client_bottleneck = true;
+    record.analysis.insert(
+        "thresholds".into(),
+        serde_json::json!([{"source": "p99 < 1ms", "passed": false, "actual": 2.5, "bound": 1.0, "unit": "ms"}]),
+    );
+    let html = render(&record, &[]);
+    assert!(html.contains("Client bottleneck at level 6 (143 users)"));
+    // Throughput, response time and think time charts flag the level.
+    assert_eq!(count(&html, "<circle class=\"hl bad\""), 3);
+    assert!(html.contains("<rect class=\"band bad\""));
+    assert!(html.contains("<tr class=\"cb\">"));
+    assert!(html.contains("<code>p99 &lt; 1ms</code>"));
+    assert!(html.contains("2.500 ms"));
+}
+
+#[test]
+fn write_report_reads_a_results_directory() {
+    let dir = std::env::temp_dir().join(format!("autoperf-html-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    for f in ["run.json", "timeseries.csv"] {
+        fs::copy(testdata("run").join(f), dir.join(f)).unwrap();
+    }
+    let out = write_report(&dir).unwrap();
+    assert_eq!(out, dir.join("report.html"));
+    assert!(fs::read_to_string(&out)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+    fs::remove_file(dir.join("timeseries.csv")).unwrap();
+    write_report(&dir).expect("a missing series is an empty one");
+    fs::remove_file(dir.join("run.json")).unwrap();
+    assert!(matches!(write_report(&dir), Err(ReportError::Io { .. })));
+    fs::remove_dir_all(&dir).unwrap();
+}

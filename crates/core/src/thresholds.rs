@@ -1,0 +1,327 @@
+//! Threshold evaluation: the scenario's SLOs (`p99 < 250ms`,
+//! `login.error_rate < 1%`, `throughput > 100/s`) checked against one level
+//! of the run record. Only figures the record holds are compared; a
+//! percentile it does not keep (p75, p99.9) fails as "not measured" rather
+//! than being guessed from a neighbour.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::record::{Latency, LevelRecord};
+use crate::scenario::{Metric, Scenario, Threshold};
+
+/// The outcome of one threshold.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThresholdResult {
+    /// The expression as written in the scenario.
+    pub source: String,
+    pub passed: bool,
+    /// The measured value in `unit`; `None` when the record does not hold it.
+    pub actual: Option<f64>,
+    pub bound: f64,
+    /// "ms", "fraction" (error rate) or "req/s".
+    pub unit: &'static str,
+    /// Why it could not be evaluated, when `actual` is `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl fmt::Display for ThresholdResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.passed { "pass" } else { "FAIL" };
+        match (self.actual, &self.note) {
+            (Some(v), _) => write!(
+                f,
+                "{verdict}  {}  (measured {})",
+                self.source,
+                format_value(v, self.unit)
+            ),
+            (None, Some(note)) => write!(f, "{verdict}  {}  ({note})", self.source),
+            (None, None) => write!(f, "{verdict}  {}", self.source),
+        }
+    }
+}
+
+/// Formats a value in a threshold's unit: `12.345 ms`, `0.50%`, `97.3 req/s`.
+pub fn format_value(v: f64, unit: &str) -> String {
+    match unit {
+        "fraction" => format!("{:.2}%", v * 100.0),
+        "req/s" => format!("{v:.1} req/s"),
+        _ => format!("{v:.3} {unit}"),
+    }
+}
+
+/// Evaluates every threshold of `scenario` against `level`, in the order
+/// they are written.
+pub fn evaluate(scenario: &Scenario, level: &LevelRecord) -> Vec<ThresholdResult> {
+    scenario
+        .thresholds
+        .iter()
+        .map(|t| evaluate_one(scenario, t, level))
+        .collect()
+}
+
+/// True when every result passed (and so the run should exit 0).
+pub fn all_passed(results: &[ThresholdResult]) -> bool {
+    results.iter().all(|r| r.passed)
+}
+
+/// The figures a threshold can be read from: the whole level or one request.
+struct Figures<'a> {
+    requests: u64,
+    errors: u64,
+    throughput_rps: f64,
+    latency: &'a Latency,
+}
+
+fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> ThresholdResult {
+    let unit = match t.metric {
+        Metric::ErrorRate => "fraction",
+        Metric::Throughput => "req/s",
+        _ => "ms",
+    };
+    let not_measured = |note: String| ThresholdResult {
+        source: t.source.clone(),
+        passed: false,
+        actual: None,
+        bound: t.bound,
+        unit,
+        note: Some(note),
+    };
+    let figures = match t.request {
+        None => Figures {
+            requests: level.requests,
+            errors: level.errors,
+            throughput_rps: level.throughput_rps,
+            latency: &level.response_time_ms,
+        },
+        Some(id) => {
+            let name = &scenario.request(id).name;
+            match level.per_request.get(name) {
+                Some(r) => Figures {
+                    requests: r.requests,
+                    errors: r.errors,
+                    throughput_rps: r.throughput_rps,
+                    latency: &r.response_time_ms,
+                },
+                None => return not_measured(format!("request `{name}` was not measured")),
+            }
+        }
+    };
+    let actual = match t.metric {
+        Metric::Mean => figures.latency.mean,
+        Metric::Max => figures.latency.max,
+        Metric::ErrorRate if figures.requests == 0 => {
+            return not_measured("no requests were made".into())
+        }
+        Metric::ErrorRate => figures.errors as f64 / figures.requests as f64,
+        Metric::Throughput => figures.throughput_rps,
+        Metric::Percentile(per_mille) => match percentile(figures.latency, per_mille) {
+            Some(v) => v,
+            None => {
+                return not_measured(format!(
+                    "p{} is not measured: the record keeps p50, p90, p95, p99 and max",
+                    per_mille_label(per_mille)
+                ))
+            }
+        },
+    };
+    ThresholdResult {
+        source: t.source.clone(),
+        passed: t.op.holds(actual, t.bound),
+        actual: Some(actual),
+        bound: t.bound,
+        unit,
+        note: None,
+    }
+}
+
+/// The percentiles the record keeps (p100 is the maximum).
+fn percentile(l: &Latency, per_mille: u16) -> Option<f64> {
+    match per_mille {
+        500 => Some(l.p50),
+        900 => Some(l.p90),
+        950 => Some(l.p95),
+        990 => Some(l.p99),
+        1000 => Some(l.max),
+        _ => None,
+    }
+}
+
+fn per_mille_label(per_mille: u16) -> String {
+    if per_mille.is_multiple_of(10) {
+        format!("{}", per_mille / 10)
+    } else {
+        format!("{}.{}", per_mille / 10, per_mille % 10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::*;
+    use crate::record::{ClientRecord, LittleCheck, PerRequestRecord, ThinkRecord, TimerLateness};
+
+    fn latency(scale: f64) -> Latency {
+        Latency {
+            mean: 10.0 * scale,
+            p50: 8.0 * scale,
+            p90: 20.0 * scale,
+            p95: 30.0 * scale,
+            p99: 100.0 * scale,
+            max: 400.0 * scale,
+        }
+    }
+
+    fn level() -> LevelRecord {
+        let mut per_request = BTreeMap::new();
+        per_request.insert(
+            "login".to_string(),
+            PerRequestRecord {
+                requests: 100,
+                errors: 5,
+                throughput_rps: 10.0,
+                response_time_ms: latency(3.0),
+                errors_by_kind: BTreeMap::new(),
+            },
+        );
+        per_request.insert(
+            "home".to_string(),
+            PerRequestRecord {
+                requests: 900,
+                errors: 0,
+                throughput_rps: 90.0,
+                response_time_ms: latency(1.0),
+                errors_by_kind: BTreeMap::new(),
+            },
+        );
+        LevelRecord {
+            level: 1,
+            users: Some(10),
+            rate_rps: None,
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            requests: 1000,
+            errors: 5,
+            errors_by_kind: BTreeMap::new(),
+            sessions: 100,
+            throughput_rps: 100.0,
+            response_time_ms: latency(1.0),
+            think_time_s: ThinkRecord {
+                configured: 0.1,
+                achieved: 0.1,
+                measured: 0.1,
+            },
+            client_bottleneck: false,
+            steady_state: true,
+            interrupted: false,
+            little: LittleCheck {
+                users: 10.0,
+                x_r_plus_z: 10.0,
+                relative_gap: 0.0,
+            },
+            client: ClientRecord {
+                cpu_util_cores: 0.1,
+                cores: 2,
+                timer_lateness_ms: TimerLateness {
+                    p50: 0.1,
+                    p99: 0.2,
+                    max: 0.3,
+                },
+                connect_ms: 0.1,
+                connects: 10,
+                arrival_lateness_ms: None,
+            },
+            achieved_rate_rps: None,
+            service_time_ms: None,
+            arrivals: None,
+            per_request,
+            servers: BTreeMap::new(),
+            capacity: None,
+        }
+    }
+
+    fn scenario(thresholds: &[&str]) -> Scenario {
+        let mut text = String::from(
+            "target: {base_url: \"http://127.0.0.1:1\"}\nrequests:\n  home: {path: \"/\"}\n  login: {path: \"/login\"}\nsession: {start: home, transitions: {home: {login: 0.5}}}\nthresholds:\n",
+        );
+        for t in thresholds {
+            text.push_str(&format!("  - \"{t}\"\n"));
+        }
+        crate::scenario::parse(&text, Path::new("t.yaml")).expect("valid scenario")
+    }
+
+    fn run(thresholds: &[&str]) -> Vec<ThresholdResult> {
+        evaluate(&scenario(thresholds), &level())
+    }
+
+    #[test]
+    fn global_thresholds_read_the_level() {
+        let r = run(&[
+            "p99 < 250ms",
+            "p95 < 20ms",
+            "mean <= 10ms",
+            "max < 1s",
+            "p50 > 1ms",
+            "p90 < 2s",
+        ]);
+        let passed: Vec<bool> = r.iter().map(|r| r.passed).collect();
+        assert_eq!(passed, [true, false, true, true, true, true]);
+        assert_eq!(r[0].actual, Some(100.0));
+        assert_eq!(r[0].bound, 250.0);
+        assert_eq!(r[0].unit, "ms");
+        assert_eq!(r[1].actual, Some(30.0));
+    }
+
+    #[test]
+    fn error_rate_and_throughput() {
+        let r = run(&["error_rate < 1%", "error_rate < 0.1%", "throughput > 50/s"]);
+        assert!(r[0].passed);
+        assert_eq!(r[0].actual, Some(0.005));
+        assert_eq!(r[0].unit, "fraction");
+        assert!(!r[1].passed);
+        assert!(r[2].passed);
+        assert_eq!(r[2].unit, "req/s");
+    }
+
+    #[test]
+    fn per_request_thresholds_read_that_request() {
+        let r = run(&[
+            "login.p99 < 250ms",
+            "home.p99 < 250ms",
+            "login.error_rate < 1%",
+        ]);
+        assert!(!r[0].passed, "login p99 is 300 ms");
+        assert_eq!(r[0].actual, Some(300.0));
+        assert!(r[1].passed);
+        assert!(!r[2].passed, "login error rate is 5%");
+        assert_eq!(r[2].actual, Some(0.05));
+    }
+
+    #[test]
+    fn unkept_percentiles_fail_as_not_measured() {
+        let r = run(&["p99.9 < 10s", "p75 < 10s"]);
+        for r in &r {
+            assert!(!r.passed);
+            assert_eq!(r.actual, None);
+            assert!(r.note.as_deref().unwrap().contains("not measured"));
+        }
+        assert!(
+            r[0].to_string().contains("p99.9 is not measured"),
+            "{}",
+            r[0]
+        );
+        assert!(!all_passed(&r));
+    }
+
+    #[test]
+    fn display_shows_verdict_and_value() {
+        let r = run(&["p99 < 250ms", "error_rate < 1%"]);
+        assert_eq!(r[0].to_string(), "pass  p99 < 250ms  (measured 100.000 ms)");
+        assert_eq!(r[1].to_string(), "pass  error_rate < 1%  (measured 0.50%)");
+    }
+}

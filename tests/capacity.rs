@@ -1,0 +1,191 @@
+//! `autoperf capacity` against the testbed, with costs known by
+//! construction: it must find the saturation throughput and `N*` of a CPU
+//! bottleneck by itself, confirm overload on a non-CPU bottleneck, refuse to
+//! take a starved generator for the server's limit, and resume.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn finds_the_cpu_bottleneck_by_itself() {
+    let _serial = support::serial();
+    // One web worker, 4 ms of web CPU per request, 1 ms on db, Z = 0.5 s:
+    // X_max = 1/4 ms = 250/s and N* = (0.5 + 0.005)/0.004 ≈ 126.
+    let tb = support::testbed(1);
+    let agent = support::agent();
+    let dir = support::scratch_dir("cap-cpu");
+    let s = write(
+        &dir,
+        "cpu.yaml",
+        &format!(
+            r#"
+name: cpu-bottleneck
+target: {{base_url: "{}"}}
+think_time: 500ms
+requests:
+  db: {{path: "/db?web_ms=4&db_ms=1"}}
+servers:
+  - {{tier: web, agent: "{a}", processes: [tb-web], cores: 1}}
+  - {{tier: db, agent: "{a}", processes: [tb-db], cores: 1}}
+capacity: {{min_duration: 6s, window: 3s, p_max: 10}}
+"#,
+            tb.web_url,
+            a = agent.url()
+        ),
+    );
+    let out = dir.join("out");
+    let begin = Instant::now();
+    let (code, stdout, stderr) =
+        support::autoperf(&["capacity", &s, "--out", out.to_str().unwrap()]);
+    let took = begin.elapsed();
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    eprintln!("{stdout}\ntook {took:?}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    assert_eq!(a["stop_reason"], "completed", "{a}");
+    let x = a["max_throughput_rps"].as_f64().unwrap();
+    assert!((x - 250.0).abs() <= 25.0, "max throughput {x}, true 250/s");
+    let n_star = a["n_star"].as_f64().unwrap();
+    assert!(
+        (n_star - 126.0).abs() <= 0.2 * 126.0,
+        "N* {n_star}, true ≈ 126"
+    );
+    assert_eq!(a["bottleneck"]["tier"], "web", "{a}");
+    assert_eq!(a["bottleneck"]["process"], "tb-web", "{a}");
+    let levels = run["levels"].as_array().unwrap();
+    // A sweep in steps of 10 up to 1.5 N* is 19 levels; use at most half.
+    assert!(levels.len() <= 9, "{} levels", levels.len());
+    assert!(levels.iter().all(|l| l["steady_state"] == true));
+    assert!(stdout.contains("saturation point") && stdout.contains("bottleneck: tier web"));
+    // levels.jsonl holds the same levels, one per line.
+    let lines = std::fs::read_to_string(out.join("levels.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), levels.len());
+}
+
+#[test]
+fn a_non_cpu_bottleneck_ends_in_overload() {
+    let _serial = support::serial();
+    // A global lock held 5 ms per request: X_max = 200/s whatever the CPU.
+    let tb = support::testbed(2);
+    let agent = support::agent();
+    let dir = support::scratch_dir("cap-lock");
+    let s = write(
+        &dir,
+        "lock.yaml",
+        &format!(
+            r#"
+name: lock-bottleneck
+target: {{base_url: "{}", timeout: 30s}}
+think_time: 200ms
+requests:
+  lock: {{method: POST, path: "/lock?ms=5"}}
+servers:
+  - {{tier: web, agent: "{a}", processes: [tb-web]}}
+capacity: {{min_duration: 5s, window: 2s, p_max: 10}}
+"#,
+            tb.web_url,
+            a = agent.url()
+        ),
+    );
+    let out = dir.join("out");
+    let (code, stdout, stderr) =
+        support::autoperf(&["capacity", &s, "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    eprintln!("{stdout}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    assert_eq!(a["stop_reason"], "overload", "{a}");
+    let x = a["max_throughput_rps"].as_f64().unwrap();
+    assert!((x - 200.0).abs() <= 20.0, "max throughput {x}, true 200/s");
+}
+
+#[test]
+fn manual_levels_resume_after_an_interruption_without_repeating_levels() {
+    let _serial = support::serial();
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cap-resume");
+    let s = write(
+        &dir,
+        "r.yaml",
+        &format!(
+            "target: {{base_url: \"{}\"}}\nthink_time: 20ms\nrequests:\n  a: {{path: \"/cpu?ms=0.2\"}}\n",
+            tb.web_url
+        ),
+    );
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap().to_string();
+    // Start 4 levels of 2 s and interrupt (SIGINT, as Ctrl-C) once two are on disk.
+    let mut child = std::process::Command::new(support::autoperf_exe())
+        .args([
+            "capacity",
+            &s,
+            "--levels",
+            "2,4,6,8",
+            "--duration",
+            "2s",
+            "--no-agents",
+            "--out",
+            &out_s,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = std::fs::read_to_string(out.join("levels.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if n >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "levels never appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "Ctrl-C is a clean stop: {status:?}");
+    let run = support::run_json(&out);
+    assert_eq!(run["analysis"]["stop_reason"], "interrupted");
+    let done: Vec<u64> = run["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["interrupted"] == false)
+        .map(|l| l["users"].as_u64().unwrap())
+        .collect();
+    assert!(done.len() >= 2 && done.len() < 4, "{done:?}");
+
+    let (code, _, stderr) = support::autoperf(&[
+        "capacity",
+        &s,
+        "--levels",
+        "2,4,6,8",
+        "--duration",
+        "2s",
+        "--no-agents",
+        "--resume",
+        &out_s,
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = support::run_json(&out);
+    assert_eq!(run["analysis"]["stop_reason"], "completed");
+    let mut users: Vec<u64> = run["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["users"].as_u64().unwrap())
+        .collect();
+    users.sort();
+    assert_eq!(users, [2, 4, 6, 8], "each level once");
+}

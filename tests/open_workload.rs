@@ -1,0 +1,151 @@
+//! The open workload against raw servers on loopback: arrivals keep their
+//! schedule whatever the server does, latency counts from the intended
+//! start (a stall shows in p99) while the uncorrected service time is kept
+//! beside it, and the achieved rate matches the target.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use autoperf_core::engine::{run_open_level, LevelRun, OpenPlan, StopSignal};
+use autoperf_core::measure::TickSink;
+use autoperf_core::scenario::{self, Scenario};
+
+/// A keep-alive HTTP server on 127.0.0.1:0 with a single thread. When
+/// `stall_at` requests have arrived it stops the whole thread for `stall`,
+/// once — every connection waits, as in a garbage-collection pause.
+fn server(stall_at: u64, stall: Duration) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(AtomicU64::new(0));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let mut buf = Vec::with_capacity(4096);
+                    loop {
+                        let end = loop {
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                            match sock.read_buf(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(_) => {}
+                            }
+                        };
+                        buf.drain(..end);
+                        if seen.fetch_add(1, Ordering::Relaxed) + 1 == stall_at {
+                            // Blocks the server's only thread on purpose.
+                            std::thread::sleep(stall);
+                        }
+                        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if sock.write_all(reply).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
+fn scenario(name: &str, addr: SocketAddr) -> Arc<Scenario> {
+    let dir = std::env::temp_dir().join(format!("autoperf-open-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.yaml");
+    let yaml = format!(
+        "name: {name}\ntarget: {{base_url: \"http://{addr}\", timeout: 10s}}\nthink_time: 0s\n\
+         requests:\n  get: {{path: /}}\nsession:\n  start: get\n"
+    );
+    std::fs::write(&path, yaml).unwrap();
+    match scenario::load(&path) {
+        Ok(s) => Arc::new(s),
+        Err(d) => panic!("test scenario does not validate:\n{d}"),
+    }
+}
+
+fn run(s: &Arc<Scenario>, plan: &OpenPlan) -> LevelRun {
+    let mut sinks: [&mut dyn TickSink; 0] = [];
+    run_open_level(s, plan, &mut sinks, &StopSignal::default()).unwrap()
+}
+
+#[test]
+fn a_server_stall_shows_in_p99_from_the_intended_start() {
+    // 200 arrivals/s for 5 s; the server stops for 2 s after about 1 s.
+    let addr = server(200, Duration::from_secs(2));
+    let s = scenario("stall", addr);
+    let mut plan = OpenPlan::constant(1, 200.0, Duration::ZERO, Duration::from_secs(5));
+    // Few slots, as a closed-loop tool with a few connections would have.
+    plan.max_in_flight = 4;
+    let level = run(&s, &plan);
+    let stats = &level.totals.stats;
+    let total = stats.total();
+    let corrected_p99 = total.quantile_ms(0.99);
+    let service_p99 = stats.service_time.value_at_quantile(0.99) as f64 / 1e6;
+    eprintln!(
+        "requests {} arrivals {} queued {} unstarted {} p99 from intended {corrected_p99:.1} ms, \
+         service-time p99 {service_p99:.1} ms, max {:.1} ms",
+        total.requests,
+        stats.arrivals,
+        stats.arrivals_queued,
+        stats.arrivals_unstarted,
+        total.max_ms()
+    );
+    assert_eq!(total.errors.total(), 0);
+    assert!(total.requests > 900, "{} requests", total.requests);
+    // The ~400 arrivals due during the stall waited up to 2 s each.
+    assert!(
+        corrected_p99 > 1500.0,
+        "p99 from intended start {corrected_p99} ms"
+    );
+    // Only the 4 requests in flight saw the stall in their service time.
+    assert!(service_p99 < 500.0, "service-time p99 {service_p99} ms");
+    assert!(
+        stats.arrivals_queued > 100,
+        "queued {}",
+        stats.arrivals_queued
+    );
+}
+
+#[test]
+fn achieved_rate_is_within_one_percent_of_1000_per_second() {
+    let addr = server(u64::MAX, Duration::ZERO);
+    let s = scenario("rate", addr);
+    let plan = OpenPlan::constant(1, 1000.0, Duration::from_secs(1), Duration::from_secs(5));
+    let level = run(&s, &plan);
+    let t = &level.totals;
+    let secs = t.measured.as_secs_f64();
+    let achieved = t.stats.arrivals as f64 / secs;
+    let completed = t.stats.total().requests as f64 / secs;
+    eprintln!(
+        "target {} achieved {achieved:.1}/s completed {completed:.1}/s over {secs:.3} s, \
+         queued {} unstarted {} arrival lateness p99 {:.3} ms",
+        plan.target_rate(),
+        t.stats.arrivals_queued,
+        t.stats.arrivals_unstarted,
+        t.stats.arrival_lateness.value_at_quantile(0.99) as f64 / 1e6
+    );
+    assert_eq!(t.stats.total().errors.total(), 0);
+    assert!(
+        (achieved / 1000.0 - 1.0).abs() < 0.01,
+        "achieved {achieved}/s"
+    );
+    assert!(
+        (completed / 1000.0 - 1.0).abs() < 0.01,
+        "completed {completed}/s"
+    );
+    assert_eq!(t.stats.arrivals_unstarted, 0);
+}
