@@ -66,26 +66,24 @@ pub enum Command {
 pub struct RunArgs {
     /// The scenario file (YAML).
     pub scenario: PathBuf,
-    /// Number of concurrent virtual users (closed workload).
-    #[arg(
-        long,
-        short = 'u',
-        required_unless_present = "rate",
-        conflicts_with = "rate"
-    )]
+    /// Number of concurrent virtual users (closed workload). Without it and
+    /// without --rate, the scenario's `arrivals:` run.
+    #[arg(long, short = 'u', conflicts_with = "rate")]
     pub users: Option<u32>,
     /// Arrival rate of an open workload, e.g. 500/s: each arrival starts a session.
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
-    /// How open-workload arrivals are spaced.
-    #[arg(long, value_enum, default_value = "poisson", requires = "rate")]
-    pub arrivals: ArrivalSpacing,
-    /// Open workload: sessions in flight at most; later arrivals wait, and are counted.
-    #[arg(long, default_value_t = autoperf_core::engine::DEFAULT_MAX_IN_FLIGHT, requires = "rate")]
-    pub max_in_flight: u32,
-    /// Measured duration after the warm-up, e.g. 30s, 2m.
-    #[arg(long, short = 'd', default_value = "30s", value_parser = parse_duration)]
-    pub duration: Duration,
+    /// How open-workload arrivals are spaced (default: poisson, or the scenario's).
+    #[arg(long, value_enum)]
+    pub arrivals: Option<ArrivalSpacing>,
+    /// Open workload: sessions in flight at most; later arrivals wait, and are
+    /// counted (default 10000, or the scenario's).
+    #[arg(long)]
+    pub max_in_flight: Option<u32>,
+    /// Measured duration after the warm-up, e.g. 30s, 2m (default 30s, or
+    /// what the scenario's arrival stages last).
+    #[arg(long, short = 'd', value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// Warm-up excluded from every figure (default: twice the think time, 3–30 s).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
@@ -199,28 +197,8 @@ pub enum ArrivalSpacing {
     Even,
 }
 
-/// `500/s`, `500` (per second) or `30000/min`.
 fn parse_rate(text: &str) -> Result<f64, String> {
-    let (number, per) = match text.split_once('/') {
-        Some((n, unit)) => (n, unit.trim()),
-        None => (text, "s"),
-    };
-    let seconds = match per {
-        "s" | "sec" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => {
-            return Err(format!(
-                "unknown rate unit `/{other}`: write e.g. 500/s or 30000/min"
-            ))
-        }
-    };
-    match number.trim().parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(n / seconds),
-        _ => Err(format!(
-            "expected a positive rate like 500/s, found `{text}`"
-        )),
-    }
+    autoperf_core::scenario::parse_per_second(text)
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use autoperf_core::capacity::CapacityController;
 use autoperf_core::engine::{
-    default_warmup, EngineError, LevelPlan, OpenPlan, StopSignal, Workload,
+    default_warmup, EngineError, LevelPlan, OpenPlan, StopSignal, Workload, DEFAULT_MAX_IN_FLIGHT,
 };
-use autoperf_core::load::Spacing;
+use autoperf_core::load::{RateShape, Spacing, Stage};
 use autoperf_core::profile::{watched_processes, AgentSet, ProfileController};
 use autoperf_core::record::{LevelRecord, RunRecord};
 use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMetrics};
@@ -42,25 +43,58 @@ pub fn check(path: &Path) -> Outcome {
 pub fn run(args: RunArgs) -> Outcome {
     let scenario = Arc::new(load(&args.scenario)?);
     let warmup = args.warmup.unwrap_or_else(|| default_warmup(&scenario));
-    let mut controller = match (args.users, args.rate) {
-        (Some(0), _) => return Err(Failure::bad_input("--users must be at least 1")),
-        (Some(users), _) => FixedLevels::new(vec![LevelPlan {
+    let mut controller = match (args.users, args.rate, &scenario.arrivals) {
+        (Some(0), _, _) => return Err(Failure::bad_input("--users must be at least 1")),
+        (Some(users), _, _) => FixedLevels::new(vec![LevelPlan {
             index: 1,
             users,
             warmup,
-            duration: args.duration,
+            duration: args.duration.unwrap_or(DEFAULT_DURATION),
             workload: Workload::Session,
         }]),
-        (None, Some(rate)) => {
-            let mut plan = OpenPlan::constant(1, rate, warmup, args.duration);
-            plan.max_in_flight = args.max_in_flight.max(1);
-            plan.spacing = match args.arrivals {
-                ArrivalSpacing::Even => Spacing::Even,
-                ArrivalSpacing::Poisson => Spacing::Poisson { seed: 0 },
-            };
+        (None, Some(rate), _) => {
+            let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+            let mut plan = OpenPlan::constant(1, rate, warmup, duration);
+            plan.spacing = spacing(args.arrivals.unwrap_or(ArrivalSpacing::Poisson));
+            plan.max_in_flight = args.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT).max(1);
             FixedLevels::open(vec![plan])
         }
-        (None, None) => return Err(Failure::bad_input("give --users N or --rate R/s")),
+        (None, None, Some(arrivals)) => {
+            // Stages run from the level's start, warm-up included: by
+            // default the level lasts exactly as long as they do.
+            let duration = args.duration.unwrap_or_else(|| {
+                arrivals
+                    .total()
+                    .map_or(DEFAULT_DURATION, |t| t.saturating_sub(warmup).max(Duration::from_secs(1)))
+            });
+            let stages = arrivals
+                .stages
+                .iter()
+                .map(|s| Stage {
+                    rate: s.rate_per_s,
+                    length: s.length.unwrap_or(Duration::ZERO),
+                })
+                .collect();
+            let scenario_spacing = match arrivals.spacing {
+                autoperf_core::scenario::ArrivalSpacing::Poisson => ArrivalSpacing::Poisson,
+                autoperf_core::scenario::ArrivalSpacing::Even => ArrivalSpacing::Even,
+            };
+            let mut plan = OpenPlan::constant(1, 1.0, warmup, duration);
+            plan.shape = RateShape::stages(stages);
+            plan.spacing = spacing(args.arrivals.unwrap_or(scenario_spacing));
+            plan.max_in_flight = args
+                .max_in_flight
+                .or(arrivals.max_in_flight)
+                .unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+                .max(1);
+            FixedLevels::open(vec![plan])
+        }
+        (None, None, None) => {
+            return Err(Failure::bad_input(format!(
+                "{}: give --users N (closed workload), --rate R/s (open workload), or `arrivals:` in the scenario",
+                args.scenario.display()
+            )))
+        }
     };
     let out = out_dir(&args.output.out, &scenario);
     let plan = RunPlan {
@@ -95,6 +129,16 @@ pub fn run(args: RunArgs) -> Outcome {
         Ok(exit::OK)
     } else {
         Ok(exit::THRESHOLD_FAILED)
+    }
+}
+
+/// A level's measured time when none is given.
+const DEFAULT_DURATION: Duration = Duration::from_secs(30);
+
+fn spacing(a: ArrivalSpacing) -> Spacing {
+    match a {
+        ArrivalSpacing::Even => Spacing::Even,
+        ArrivalSpacing::Poisson => Spacing::Poisson { seed: 0 },
     }
 }
 

@@ -189,3 +189,59 @@ fn manual_levels_resume_after_an_interruption_without_repeating_levels() {
     users.sort();
     assert_eq!(users, [2, 4, 6, 8], "each level once");
 }
+
+#[test]
+fn a_starved_generator_is_a_client_bottleneck_not_the_servers_capacity() {
+    // autoperf pinned to one core that a busy loop also wants; the testbed's
+    // /health costs microseconds, so the server has far more capacity than
+    // a starved generator can use.
+    let _serial = support::serial();
+    let tb = support::testbed(2);
+    let agent = support::agent();
+    let dir = support::scratch_dir("cap-starved");
+    let s = write(
+        &dir,
+        "starved.yaml",
+        &format!(
+            r#"
+name: starved
+target: {{base_url: "{}"}}
+think_time: 5ms
+requests:
+  health: {{path: /health}}
+servers:
+  - {{tier: web, agent: "{a}", processes: [tb-web]}}
+capacity: {{min_duration: 4s, window: 2s, p_max: 6}}
+"#,
+            tb.web_url,
+            a = agent.url()
+        ),
+    );
+    let mut hog = std::process::Command::new("taskset")
+        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset runs");
+    let out = dir.join("out");
+    let output = std::process::Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(support::autoperf_exe())
+        .args(["capacity", &s, "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    eprintln!("{stdout}");
+    let a = &support::run_json(&out)["analysis"];
+    assert_eq!(a["stop_reason"], "client_bottleneck", "{a}");
+    assert!(a["first_client_bottleneck_users"].is_u64(), "{a}");
+    // No saturation point is claimed for the server.
+    assert!(a["saturation_users"].is_null(), "{a}");
+    assert!(stderr.contains("client bottleneck"), "{stderr}");
+    assert!(
+        stdout.contains("load generator became the bottleneck"),
+        "{stdout}"
+    );
+}

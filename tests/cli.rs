@@ -417,3 +417,40 @@ fn a_starved_generator_is_reported_as_a_client_bottleneck() {
     // The screen says so.
     assert!(stderr.contains("client bottleneck"), "{stderr}");
 }
+
+#[test]
+fn the_scenarios_arrival_stages_run_as_an_open_workload() {
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cli-arrivals");
+    let s = dir.join("stages.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "target: {{base_url: \"{}\"}}\nrequests:\n  a: {{path: /health}}\narrivals:\n  stages: [{{rate: 100/s, for: 2s}}, {{rate: 300/s, for: 2s}}]\n  spacing: even\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        s.to_str().unwrap(),
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let level = &support::run_json(&out)["levels"][0];
+    // Measured window: 1 s at 100/s then 2 s at 300/s.
+    let target = level["rate_rps"].as_f64().unwrap();
+    assert!((target - 233.3).abs() < 5.0, "target {target}");
+    let achieved = level["achieved_rate_rps"].as_f64().unwrap();
+    assert!(
+        (achieved - target).abs() / target < 0.05,
+        "achieved {achieved} vs {target}"
+    );
+    assert!(level["users"].is_null());
+    assert_eq!(level["arrivals"]["unstarted"], 0);
+    assert!(stdout.contains("open workload: target"), "{stdout}");
+}

@@ -56,6 +56,40 @@ pub struct Scenario {
     pub prerequisites: Vec<RequestId>,
     pub thresholds: Vec<Threshold>,
     pub capacity: CapacitySettings,
+    /// An open workload to run when `run` is given neither users nor a rate.
+    pub arrivals: Option<Arrivals>,
+}
+
+/// `arrivals:`: rates over time, how arrivals are spaced, and the cap on
+/// sessions in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arrivals {
+    /// One after the other; the last rate holds after its stage.
+    pub stages: Vec<ArrivalStage>,
+    pub spacing: ArrivalSpacing,
+    pub max_in_flight: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrivalStage {
+    pub rate_per_s: f64,
+    /// `None` for a constant rate (no end).
+    pub length: Option<Duration>,
+}
+
+impl Arrivals {
+    /// The length of all stages together (`None` for a constant rate).
+    pub fn total(&self) -> Option<Duration> {
+        self.stages.iter().map(|s| s.length).sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrivalSpacing {
+    /// A Poisson process: exponential gaps.
+    Poisson,
+    /// Exactly 1/rate apart.
+    Even,
 }
 
 impl Scenario {

@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+mod arrivals;
 mod ctx;
 mod data;
 pub mod requests;
@@ -36,6 +37,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "prerequisites",
     "thresholds",
     "capacity",
+    "arrivals",
 ];
 pub const TARGET_KEYS: &[&str] = &["base_url", "timeout"];
 pub const DATA_KEYS: &[&str] = &["csv"];
@@ -183,27 +185,35 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
         Some(node) => decode_capacity(&mut ctx, node),
         None => Some(CapacitySettings::default()),
     };
+    let arrivals = match top.get("arrivals") {
+        Some(node) => arrivals::decode_arrivals(&mut ctx, node).map(Some),
+        None => Some(None),
+    };
 
-    match (name, target, think_time, session, capacity) {
-        (Some(name), Some(target), Some(think_time), Some(session), Some(capacity))
-            if ctx.errors.is_empty() =>
-        {
-            Ok(Scenario {
-                name,
-                source: file.to_path_buf(),
-                text: text.to_string(),
-                target,
-                think_time,
-                feeders: feeders.into_iter().map(|f| f.feeder).collect(),
-                requests,
-                variables,
-                session,
-                servers,
-                prerequisites,
-                thresholds,
-                capacity,
-            })
-        }
+    match (name, target, think_time, session, capacity, arrivals) {
+        (
+            Some(name),
+            Some(target),
+            Some(think_time),
+            Some(session),
+            Some(capacity),
+            Some(arrivals),
+        ) if ctx.errors.is_empty() => Ok(Scenario {
+            name,
+            source: file.to_path_buf(),
+            text: text.to_string(),
+            target,
+            think_time,
+            feeders: feeders.into_iter().map(|f| f.feeder).collect(),
+            requests,
+            variables,
+            session,
+            servers,
+            prerequisites,
+            thresholds,
+            capacity,
+            arrivals,
+        }),
         _ => Err(ctx.errors),
     }
 }
