@@ -537,12 +537,16 @@ impl LevelSearch {
                 None => {
                     self.phase = Phase::Beyond;
                     let top = self.top();
-                    let levels = beyond_levels(
-                        top,
-                        self.config.levels_beyond,
-                        self.config.beyond_step,
-                        self.config.max_users,
-                    );
+                    // A curve flat below the top is past saturation already
+                    // (a non-CPU bottleneck): run enough levels past it for
+                    // the overload state machine to confirm or clear it.
+                    let count = if self.flat_below(top) {
+                        self.config.levels_beyond.max(self.config.k_ovld)
+                    } else {
+                        self.config.levels_beyond
+                    };
+                    let levels =
+                        beyond_levels(top, count, self.config.beyond_step, self.config.max_users);
                     for (k, users) in levels.into_iter().enumerate().rev() {
                         self.work.push(Work::Probe {
                             users,
@@ -574,6 +578,13 @@ impl LevelSearch {
             return None;
         }
         match self.n_star_estimate() {
+            // N* from CPU demands overestimates when the bottleneck is not a
+            // CPU (2.1.2): if the curve is already flat — a level at most
+            // 3/4 of the top reached the top's throughput — the system has
+            // saturated, and extending the range would run levels far into
+            // overload. The levels past the top, watched by the overload
+            // state machine, finish the analysis instead.
+            Some(_) if self.flat_below(top) => None,
             Some(n) => {
                 let new_top = ceil_users(n).min(self.config.max_users);
                 (new_top as f64 > top as f64 * (1.0 + self.config.tolerance)).then(|| {
@@ -595,6 +606,15 @@ impl LevelSearch {
                 })
             }
         }
+    }
+
+    /// Some level at most 3/4 of `top` already reached, within the
+    /// tolerance, the throughput measured at `top`.
+    fn flat_below(&self, top: u32) -> bool {
+        let x_top = self.throughput(top);
+        self.by_users
+            .range(..=top * 3 / 4)
+            .any(|(_, &i)| self.runs[i].0.throughput_rps >= (1.0 - self.config.tolerance) * x_top)
     }
 
     pub fn summary(&self) -> SearchSummary {
@@ -784,8 +804,9 @@ mod tests {
         let levels = run_to_end(&mut s, knee);
         // 35 is off the line from 7 to 64: [7, 35] first (21 is on its
         // line), then [35, 64] narrows the knee down, left halves first;
-        // then 10% and 20% past the top.
-        assert_eq!(levels, [1, 7, 64, 35, 21, 49, 42, 38, 45, 56, 70, 77]);
+        // then, the curve being flat below the top, K_ovld levels past it
+        // (10%, 20%, 30%) for the overload check — which a flat curve clears.
+        assert_eq!(levels, [1, 7, 64, 35, 21, 49, 42, 38, 45, 56, 70, 77, 83]);
         assert_eq!(s.summary().stop_reason, Some(StopReason::Completed));
         assert_eq!(s.summary().saturation_users, Some(38));
         assert_eq!(s.summary().n_min, Some(7));
