@@ -124,10 +124,17 @@ impl RunObserver for LiveView {
                 level.response_time_ms.p99,
                 level.errors,
                 match &level.capacity {
-                    Some(c) => match c.n_star {
-                        Some(n) => format!(", N* ≈ {n:.0}"),
-                        None => String::new(),
-                    },
+                    Some(c) => {
+                        let u = c.bottleneck_utilisation.map_or(String::new(), |u| {
+                            format!(", bottleneck busy {:.0}%", u * 100.0)
+                        });
+                        let n = c.n_star.map_or(String::new(), |n| format!(", N* ≈ {n:.0}"));
+                        let steady = match c.steady_after_s {
+                            Some(s) => format!(", steady after {s:.0}s"),
+                            None => ", never steady".to_string(),
+                        };
+                        format!("{u}{n}{steady}")
+                    }
                     None => String::new(),
                 }
             );
