@@ -225,6 +225,13 @@ async fn live_cpu_grows_and_survives_the_process_exiting() {
     let mut child = ChildGuard(child);
     let pid = child.0.id();
     let query = format!("process={marker}&match=cmdline");
+    // The child may not show its new command line in /proc at the very
+    // first scan after spawn: wait (bounded) until the agent sees it.
+    let seen_by = Instant::now() + Duration::from_secs(3);
+    while agent.counters(&query).await.processes[&marker].processes == 0 {
+        assert!(Instant::now() < seen_by, "the agent never saw the child");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let mut last = 0.0f64;
     let deadline = Instant::now() + Duration::from_secs(10);
