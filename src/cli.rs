@@ -60,6 +60,11 @@ pub enum Command {
     /// One tier of the testbed (started by `autoperf testbed`).
     #[command(hide = true)]
     Tier(TierArgs),
+    /// A generator process (started by `run` and `capacity` when a level
+    /// needs more connections than one process may hold): reads its job on
+    /// stdin, writes snapshots on stdout.
+    #[command(hide = true)]
+    Generator,
 }
 
 #[derive(Debug, Args)]
@@ -91,7 +96,25 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_agents: bool,
     #[command(flatten)]
+    pub generators: GeneratorArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// Where the load comes from: how many generator processes, which source
+/// addresses.
+#[derive(Debug, Args)]
+pub struct GeneratorArgs {
+    /// Generator processes to spread each level over, at least (more start
+    /// by themselves when a level needs more connections than one process
+    /// may hold under its open-file limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub generators: Option<u32>,
+    /// Local addresses to connect from, comma-separated, dealt round-robin
+    /// (default: any; 127.0.0.1, .2, … by themselves when a loopback
+    /// target needs more ephemeral ports than one address has).
+    #[arg(long, value_delimiter = ',', value_name = "ADDRS")]
+    pub local_addresses: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -110,6 +133,8 @@ pub struct CapacityArgs {
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,
+    #[command(flatten)]
+    pub generators: GeneratorArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

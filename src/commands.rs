@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use autoperf_core::capacity::CapacityController;
 use autoperf_core::engine::{
-    default_warmup, EngineError, LevelPlan, OpenPlan, StopSignal, Workload, DEFAULT_MAX_IN_FLIGHT,
+    default_warmup, fleet, EngineError, Generators, LevelPlan, OpenPlan, StopSignal, Workload,
+    DEFAULT_MAX_IN_FLIGHT,
 };
 use autoperf_core::load::{RateShape, Spacing, Stage};
 use autoperf_core::profile::{watched_processes, AgentSet, ProfileController};
@@ -20,8 +21,8 @@ use autoperf_core::scenario::{self, BaseUrl, RequestId, Scenario};
 use autoperf_core::thresholds;
 
 use crate::cli::{
-    AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, OutputArgs, ProfileArgs, RunArgs,
-    TestbedArgs, TierArgs,
+    AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, GeneratorArgs, OutputArgs, ProfileArgs,
+    RunArgs, TestbedArgs, TierArgs,
 };
 use crate::progress::LiveView;
 use crate::{exit, print_out, Failure};
@@ -102,6 +103,7 @@ pub fn run(args: RunArgs) -> Outcome {
         out: out.clone(),
         use_agents: !args.no_agents,
         resumed: Vec::new(),
+        generators: generators(Some(&args.generators)),
     };
     let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
     let checks = match record.levels.first() {
@@ -243,6 +245,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
+        generators: generators(None),
     };
     let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
     testbed.shutdown();
@@ -254,6 +257,24 @@ pub fn demo(args: DemoArgs) -> Outcome {
         text::capacity_summary(&record),
     );
     finish(&out, &record, &args.output, &summary)?;
+    Ok(exit::OK)
+}
+
+/// Generator processes run this binary; flags may ask for more of them or
+/// for source addresses.
+fn generators(args: Option<&GeneratorArgs>) -> Generators {
+    Generators {
+        processes: args.and_then(|a| a.generators),
+        local_addresses: args.map(|a| a.local_addresses.clone()).unwrap_or_default(),
+        program: std::env::current_exe().ok(),
+    }
+}
+
+/// `autoperf generator`: one generator process of a spread level.
+pub fn generator() -> Outcome {
+    let input = std::io::BufReader::new(std::io::stdin());
+    let output = std::io::BufWriter::new(std::io::stdout().lock());
+    fleet::serve(input, output).map_err(Failure::cannot_proceed)?;
     Ok(exit::OK)
 }
 
@@ -425,6 +446,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
+        generators: generators(None),
     };
     let record = execute_plan(
         &scenario,
@@ -494,6 +516,7 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
             out: out.clone(),
             use_agents: !args.no_agents,
             resumed,
+            generators: generators(Some(&args.generators)),
         },
         &mut controller,
         args.levels.len(),

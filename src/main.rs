@@ -46,6 +46,8 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Every connection is a file descriptor: use all the process may have.
+    autoperf_core::engine::fleet::raise_open_file_limit();
     let result = match cli.command {
         Command::Run(args) => commands::run(args),
         Command::Check { scenario } => commands::check(&scenario),
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Testbed(args) => commands::testbed(args),
         Command::Agent(args) => commands::agent(args),
         Command::Tier(args) => commands::tier(args),
+        Command::Generator => commands::generator(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

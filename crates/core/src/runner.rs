@@ -118,6 +118,8 @@ pub struct RunPlan {
     pub use_agents: bool,
     /// Levels already measured (resuming): they are not run again.
     pub resumed: Vec<LevelRecord>,
+    /// Where each level's load comes from (processes, source addresses).
+    pub generators: engine::Generators,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -193,6 +195,10 @@ pub fn run_levels(
         if let Some(why) = controller.reason() {
             observer.note(&why);
         }
+        let connections = open.as_ref().map_or(level.users, |o| o.max_in_flight);
+        if let Some(note) = engine::fleet::place(scenario, connections, &plan.generators)?.note() {
+            observer.note(&format!("level {}: {note}", level.index));
+        }
         observer.level_started(&level);
         let level_stop = stop.child();
         let run = {
@@ -203,11 +209,28 @@ pub fn run_levels(
             };
             let mut sinks: [&mut dyn TickSink; 3] = [&mut dir, &mut *observer, &mut watcher];
             match &open {
-                Some(open) => engine::run_open_level(scenario, open, &mut sinks, &level_stop)?,
-                None => engine::run_level(scenario, &level, &mut sinks, &level_stop)?,
+                Some(open) => engine::run_open_level_with(
+                    scenario,
+                    open,
+                    &plan.generators,
+                    &mut sinks,
+                    &level_stop,
+                )?,
+                None => engine::run_level_with(
+                    scenario,
+                    &level,
+                    &plan.generators,
+                    &mut sinks,
+                    &level_stop,
+                )?,
             }
         };
         let mut level_record = LevelRecord::from_run(&run, scenario);
+        for w in &run.warnings {
+            let w = format!("level {}: {w}", level_record.level);
+            observer.warning(&w);
+            record.warnings.push(w);
+        }
         // A level the controller ended is complete; one Ctrl-C ended is
         // kept, marked, and never taken as a finished level when resuming.
         level_record.interrupted = stop.is_stopped() && run.totals.interrupted;

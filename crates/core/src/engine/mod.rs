@@ -2,10 +2,12 @@
 //! workload) — spread over one shard per core, with a warm-up, the measured
 //! window, and a stop that ends the level on time however the server behaves.
 
+pub mod fleet;
 mod open;
 mod shard;
 mod user;
 
+pub use fleet::Generators;
 pub use open::{OpenPlan, DEFAULT_MAX_IN_FLIGHT};
 
 use std::sync::atomic::AtomicUsize;
@@ -13,6 +15,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
@@ -23,7 +26,7 @@ use shard::{run_shard, ShardPlan};
 use user::Shared;
 
 /// One closed-workload load level.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelPlan {
     /// 1-based index of the level in its run.
     pub index: u32,
@@ -35,7 +38,7 @@ pub struct LevelPlan {
 }
 
 /// What each user does.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Workload {
     /// Walk the scenario's session graph, session after session.
     Session,
@@ -121,6 +124,8 @@ pub struct LevelRun {
     pub open: Option<OpenPlan>,
     pub started_at: SystemTime,
     pub totals: LevelTotals,
+    /// Trouble with generator processes (one that died mid-level).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +135,10 @@ pub enum EngineError {
     /// The OS would not give us threads or a runtime.
     #[error("cannot start the load generator: {0}")]
     Start(String),
+    /// The level needs more connections than the generators allowed can
+    /// hold; the message says which limit and the fix.
+    #[error("{0}")]
+    Placement(String),
 }
 
 /// Checks that the target accepts connections, before any level runs.
@@ -143,23 +152,34 @@ pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Runs `plan` to its end (or until `stop`), feeding every tick to `sinks`.
+/// Runs `plan` to its end (or until `stop`), feeding every tick to `sinks`,
+/// in this process alone.
 pub fn run_level(
     scenario: &Arc<Scenario>,
     plan: &LevelPlan,
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<LevelRun, EngineError> {
-    let shards = cores().clamp(1, plan.users.max(1) as usize);
-    let totals = drive(scenario, plan, shards, sinks, stop, |index| {
-        // Users are dealt round-robin, so shard sizes differ by one at most.
-        (share(plan.users, shards, index), None)
-    })?;
+    run_level_with(scenario, plan, &Generators::default(), sinks, stop)
+}
+
+/// Runs `plan` with its users spread over the generator processes
+/// `generators` allows and the level needs.
+pub fn run_level_with(
+    scenario: &Arc<Scenario>,
+    plan: &LevelPlan,
+    generators: &Generators,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<LevelRun, EngineError> {
+    let load = Load::Closed { users: plan.users };
+    let (totals, started_at, warnings) = drive(scenario, plan, &load, generators, sinks, stop)?;
     Ok(LevelRun {
         plan: plan.clone(),
         open: None,
-        started_at: totals.1,
-        totals: totals.0,
+        started_at,
+        totals,
+        warnings,
     })
 }
 
@@ -171,32 +191,109 @@ pub fn run_open_level(
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<LevelRun, EngineError> {
-    let closed = LevelPlan {
-        index: plan.index,
-        users: 0,
-        warmup: plan.warmup,
-        duration: plan.duration,
-        workload: plan.workload.clone(),
+    run_open_level_with(scenario, plan, &Generators::default(), sinks, stop)
+}
+
+pub fn run_open_level_with(
+    scenario: &Arc<Scenario>,
+    plan: &OpenPlan,
+    generators: &Generators,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<LevelRun, EngineError> {
+    let closed = plan.as_level();
+    let load = Load::Open {
+        plan: plan.clone(),
+        seed: fastrand::u64(..),
     };
-    let shards = cores().clamp(1, plan.max_in_flight.max(1) as usize);
-    let seed = fastrand::u64(..);
-    let totals = drive(scenario, &closed, shards, sinks, stop, |index| {
-        // Every shard walks the same schedule and takes every shards-th
-        // arrival, so together they follow it exactly.
-        let arrivals = open::OpenShard {
-            pacer: crate::load::Pacer::new(plan.shape.clone(), reseed(plan.spacing, seed)),
-            first: index as u64,
-            stride: shards as u64,
-            max_in_flight: share(plan.max_in_flight, shards, index).max(1),
-        };
-        (0, Some(arrivals))
-    })?;
+    let (totals, started_at, warnings) = drive(scenario, &closed, &load, generators, sinks, stop)?;
     Ok(LevelRun {
         plan: closed,
         open: Some(plan.clone()),
-        started_at: totals.1,
-        totals: totals.0,
+        started_at,
+        totals,
+        warnings,
     })
+}
+
+/// What a level's load is, split over shards (and processes) by `shard`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Load {
+    Closed {
+        users: u32,
+    },
+    /// `seed` is shared by every shard, so all walk the same schedule.
+    Open {
+        plan: OpenPlan,
+        seed: u64,
+    },
+}
+
+impl Load {
+    /// Connections the level may hold at once (one per user or slot).
+    fn connections(&self) -> u32 {
+        match self {
+            Load::Closed { users } => *users,
+            Load::Open { plan, .. } => plan.max_in_flight,
+        }
+    }
+
+    /// The part of this load one process of a fleet of `processes` runs.
+    fn part(&self, process: u32, processes: u32) -> Load {
+        match self {
+            Load::Closed { users } => Load::Closed {
+                users: share(*users, processes as usize, process as usize),
+            },
+            Load::Open { .. } => self.clone(),
+        }
+    }
+
+    /// Shards for this (part of the) load in one process.
+    fn local_shards(&self) -> usize {
+        match self {
+            Load::Closed { users } => cores().clamp(1, (*users).max(1) as usize),
+            Load::Open { plan, .. } => cores().clamp(1, plan.max_in_flight.max(1) as usize),
+        }
+    }
+
+    /// Shard `local` of `locals` in this process, which is shard `global` of
+    /// `total` in the whole fleet: its users, or its share of the arrivals.
+    fn shard(
+        &self,
+        local: usize,
+        locals: usize,
+        global: usize,
+        total: usize,
+    ) -> (u32, Option<open::OpenShard>) {
+        match self {
+            // Users are dealt round-robin, so shard sizes differ by one at most.
+            Load::Closed { users } => (share(*users, locals, local), None),
+            // Every shard walks the same schedule and takes every total-th
+            // arrival, so together they follow it exactly.
+            Load::Open { plan, seed } => (
+                0,
+                Some(open::OpenShard {
+                    pacer: crate::load::Pacer::new(plan.shape.clone(), reseed(plan.spacing, *seed)),
+                    first: global as u64,
+                    stride: total as u64,
+                    max_in_flight: share(plan.max_in_flight, total, global).max(1),
+                }),
+            ),
+        }
+    }
+}
+
+impl OpenPlan {
+    /// The level's index, warm-up, duration and workload, with no users.
+    pub fn as_level(&self) -> LevelPlan {
+        LevelPlan {
+            index: self.index,
+            users: 0,
+            warmup: self.warmup,
+            duration: self.duration,
+            workload: self.workload.clone(),
+        }
+    }
 }
 
 fn reseed(spacing: crate::load::Spacing, seed: u64) -> crate::load::Spacing {
@@ -210,35 +307,50 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Shard `index`'s part of `total` dealt round-robin over `shards`.
-fn share(total: u32, shards: usize, index: usize) -> u32 {
-    total / shards as u32 + u32::from((index as u32) < total % shards as u32)
+/// Part `index` of `total` dealt round-robin over `parts`.
+fn share(total: u32, parts: usize, index: usize) -> u32 {
+    total / parts as u32 + u32::from((index as u32) < total % parts as u32)
+}
+
+/// Where one process's shards sit in the whole fleet.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct ShardRange {
+    /// Global index of this process's first shard.
+    pub first: usize,
+    pub count: usize,
+    /// Shards in the whole fleet.
+    pub total: usize,
+}
+
+/// Timing every shard of a level shares, whichever process it runs in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub start: Instant,
+    pub deadline: Instant,
+    /// Per-shard random streams derive from it.
+    pub seed: u64,
 }
 
 /// Starts the shards, collects their ticks until the level ends.
 fn drive(
     scenario: &Arc<Scenario>,
     plan: &LevelPlan,
-    shards: usize,
+    load: &Load,
+    generators: &Generators,
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
-    load: impl Fn(usize) -> (u32, Option<open::OpenShard>),
-) -> Result<(LevelTotals, SystemTime), EngineError> {
-    let transports = (0..shards)
-        .map(|_| HttpTransport::new(scenario))
-        .collect::<Result<Vec<_>, _>>()?;
-    let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
-        scenario
-            .feeders
-            .iter()
-            .map(|_| AtomicUsize::new(0))
-            .collect(),
-    );
-
+) -> Result<(LevelTotals, SystemTime, Vec<String>), EngineError> {
+    let placement = fleet::place(scenario, load.connections(), generators)?;
     let started_at = SystemTime::now();
-    // Shards start a moment from now, all on the same clock.
-    let start = Instant::now() + Duration::from_millis(20);
-    let deadline = start + plan.warmup + plan.duration;
+    // Shards start a moment from now, all on the same clock; generator
+    // processes get longer, to start and read the scenario.
+    let lead = if placement.is_local() { 20 } else { 500 };
+    let start = Instant::now() + Duration::from_millis(lead);
+    let clock = Clock {
+        start,
+        deadline: start + plan.warmup + plan.duration,
+        seed: fastrand::u64(..),
+    };
     let (tx, rx) = mpsc::channel();
     let info = LevelInfo {
         index: plan.index,
@@ -246,40 +358,104 @@ fn drive(
         warmup: plan.warmup,
         duration: plan.duration,
     };
+    if placement.is_local() {
+        let shards = load.local_shards();
+        let range = ShardRange {
+            first: 0,
+            count: shards,
+            total: shards,
+        };
+        let collector = Collector::new(
+            shards,
+            scenario.requests.len(),
+            start,
+            plan.warmup,
+            clock.deadline,
+        );
+        let totals = std::thread::scope(|scope| -> Result<LevelTotals, EngineError> {
+            let addresses = &placement.addresses;
+            start_shards(
+                scope,
+                scenario,
+                &plan.workload,
+                load,
+                range,
+                clock,
+                addresses,
+                tx,
+                stop,
+            )?;
+            Ok(collector.run(&info, rx, sinks))
+        })?;
+        return Ok((totals, started_at, Vec::new()));
+    }
+    let fleet = fleet::Fleet::start(scenario, plan, load, &placement, clock, tx, stop)?;
     let collector = Collector::new(
-        shards,
+        fleet.shards(),
         scenario.requests.len(),
         start,
         plan.warmup,
-        deadline,
+        clock.deadline,
     );
-    let seed = fastrand::u64(..);
-    let totals = std::thread::scope(|scope| -> Result<LevelTotals, EngineError> {
-        for (index, transport) in transports.into_iter().enumerate() {
-            let (users, open) = load(index);
-            let shard_plan = ShardPlan {
-                index,
-                users,
-                open,
-                start,
-                deadline,
-                seed: seed.wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
-            };
-            let shared = Shared {
-                scenario: scenario.clone(),
-                workload: plan.workload.clone(),
-                transport,
-                feeder_cursors: cursors.clone(),
-            };
-            let tx = tx.clone();
-            let stop = stop.subscribe();
-            std::thread::Builder::new()
-                .name(format!("autoperf-shard-{index}"))
-                .spawn_scoped(scope, move || run_shard(shard_plan, shared, tx, stop))
-                .map_err(|e| EngineError::Start(e.to_string()))?;
-        }
-        drop(tx);
-        Ok(collector.run(&info, rx, sinks))
-    })?;
-    Ok((totals, started_at))
+    let totals = collector.run(&info, rx, sinks);
+    let warnings = fleet.finish();
+    Ok((totals, started_at, warnings))
+}
+
+/// Starts the shards of `range` in this process on threads of `scope`,
+/// each sending its snapshots to `tx`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_shards<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    scenario: &Arc<Scenario>,
+    workload: &Workload,
+    load: &Load,
+    range: ShardRange,
+    clock: Clock,
+    addresses: &[std::net::IpAddr],
+    tx: mpsc::Sender<crate::measure::Snapshot>,
+    stop: &StopSignal,
+) -> Result<(), EngineError> {
+    // Shard i connects from address i mod A, so the addresses share the
+    // connections (and their ephemeral ports) evenly.
+    let transports = (range.first..range.first + range.count)
+        .map(|i| {
+            let local = (!addresses.is_empty()).then(|| addresses[i % addresses.len()]);
+            HttpTransport::new(scenario).map(|t| t.with_local_address(local))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
+        scenario
+            .feeders
+            .iter()
+            .map(|f| AtomicUsize::new(range.first * f.rows.len() / range.total.max(1)))
+            .collect(),
+    );
+    for (local, transport) in transports.into_iter().enumerate() {
+        let index = range.first + local;
+        let (users, open) = load.shard(local, range.count, index, range.total);
+        let shard_plan = ShardPlan {
+            index,
+            users,
+            open,
+            start: clock.start,
+            deadline: clock.deadline,
+            seed: clock
+                .seed
+                .wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
+        };
+        let shared = Shared {
+            scenario: scenario.clone(),
+            workload: workload.clone(),
+            transport,
+            feeder_cursors: cursors.clone(),
+        };
+        let tx = tx.clone();
+        let stop = stop.subscribe();
+        std::thread::Builder::new()
+            .name(format!("autoperf-shard-{index}"))
+            .spawn_scoped(scope, move || run_shard(shard_plan, shared, tx, stop))
+            .map_err(|e| EngineError::Start(e.to_string()))?;
+    }
+    Ok(())
 }

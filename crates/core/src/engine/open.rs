@@ -27,7 +27,7 @@ use crate::measure::IntervalStats;
 use crate::protocol::Transport;
 
 /// One open-workload load level.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OpenPlan {
     /// 1-based index of the level in its run.
     pub index: u32,

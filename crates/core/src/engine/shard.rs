@@ -91,6 +91,7 @@ pub fn run_shard<T: Transport>(
                 at: Instant::now(),
                 stats,
                 active_users: plan.users + open.in_flight,
+                remote_cpu: Duration::ZERO,
             });
         };
         loop {
@@ -135,6 +136,7 @@ impl Snapshot {
             at: Instant::now(),
             stats: IntervalStats::new(shared.scenario.requests.len()),
             active_users: 0,
+            remote_cpu: Duration::ZERO,
         }
     }
 }

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 /// A constant rate held for a while.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stage {
     /// Arrivals per second (may be 0 for a pause).
     pub rate: f64,
@@ -24,7 +24,7 @@ pub struct Stage {
 }
 
 /// How arrivals are spaced within a rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Spacing {
     /// Exactly 1/rate apart.
     Even,
@@ -35,7 +35,7 @@ pub enum Spacing {
 
 /// A rate over time: stages one after the other; the last one's rate
 /// holds after its end, so a level may run longer than its stages.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RateShape {
     stages: Vec<Stage>,
 }

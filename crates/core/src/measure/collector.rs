@@ -108,6 +108,7 @@ impl Collector {
         let mut totals = IntervalStats::new(self.requests);
         let mut series = Vec::new();
         let mut cpu_at_start: Option<Duration> = None;
+        let mut remote_cpu = Duration::ZERO;
         let mut end = self.start;
         let mut emit = |seq: u64, p: Pending, sinks: &mut [&mut dyn TickSink]| {
             let begin = self.start + Duration::from_secs(seq);
@@ -149,6 +150,9 @@ impl Collector {
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
+            if snap.seq >= self.warmup_ticks {
+                remote_cpu += snap.remote_cpu;
+            }
             if snap.last {
                 finished += 1;
                 end = end.max(snap.at.min(self.deadline));
@@ -188,7 +192,7 @@ impl Collector {
             stats: totals,
             measured,
             throughput_series: series,
-            client_cpu: cpu_end.saturating_sub(cpu_at_start.unwrap_or(cpu_end)),
+            client_cpu: cpu_end.saturating_sub(cpu_at_start.unwrap_or(cpu_end)) + remote_cpu,
             interrupted: end + Duration::from_millis(50) < self.deadline,
             measure_start,
             measure_end: end,

@@ -5,6 +5,7 @@
 pub mod collector;
 pub mod outcome;
 pub mod stats;
+pub mod wire;
 
 use std::time::Instant;
 
@@ -25,4 +26,8 @@ pub struct Snapshot {
     pub at: Instant,
     pub stats: IntervalStats,
     pub active_users: u32,
+    /// CPU a generator process other than this one spent since its
+    /// previous snapshot (zero for this process's own shards, which
+    /// `getrusage` already covers).
+    pub remote_cpu: std::time::Duration,
 }

@@ -77,6 +77,10 @@ impl ErrorCounts {
         self.0[kind.index()] += 1;
     }
 
+    pub fn add_many(&mut self, kind: ErrorKind, n: u64) {
+        self.0[kind.index()] += n;
+    }
+
     pub fn merge(&mut self, other: &ErrorCounts) {
         for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
             *a += b;

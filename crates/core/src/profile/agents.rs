@@ -135,7 +135,7 @@ impl AgentEndpoint {
         let attempt = async {
             if conn.is_none() {
                 *conn = Some(
-                    http1::connect(self.addr)
+                    http1::connect(self.addr, None)
                         .await
                         .map_err(|k| k.name().replace('_', " "))?,
                 );

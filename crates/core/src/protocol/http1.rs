@@ -5,10 +5,11 @@
 //! when the caller asks for it (to extract values from it).
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 use crate::measure::ErrorKind;
 
@@ -49,8 +50,14 @@ pub struct Connection {
     served: u64,
 }
 
-pub async fn connect(addr: SocketAddr) -> Result<Connection, ErrorKind> {
-    match TcpStream::connect(addr).await {
+/// Connects to `addr`, from `local` when given (a source address of its own
+/// gives another ~28,000 ephemeral ports toward the same server port).
+pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<Connection, ErrorKind> {
+    let connected = match local {
+        None => TcpStream::connect(addr).await,
+        Some(ip) => connect_from(addr, ip).await,
+    };
+    match connected {
         Ok(stream) => {
             // Requests are written whole; Nagle would only add delay.
             let _ = stream.set_nodelay(true);
@@ -63,6 +70,28 @@ pub async fn connect(addr: SocketAddr) -> Result<Connection, ErrorKind> {
         Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Err(ErrorKind::ConnectRefused),
         Err(_) => Err(ErrorKind::Connect),
     }
+}
+
+async fn connect_from(addr: SocketAddr, ip: IpAddr) -> io::Result<TcpStream> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    // Let connect() choose the port for the whole 4-tuple; a bind() to port
+    // 0 alone would reserve a port for every destination, halving the range.
+    let one: libc::c_int = 1;
+    // SAFETY: a valid socket and a pointer to an int of the stated size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(addr).await
 }
 
 /// How the body of a response is delimited.

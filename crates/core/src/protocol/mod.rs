@@ -6,7 +6,7 @@ pub mod http1;
 pub mod request;
 
 use std::future::Future;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -53,6 +53,8 @@ pub struct HttpTransport {
     addr: SocketAddr,
     plans: Vec<RequestPlan>,
     timeout: Duration,
+    /// Source address of every connection (`None`: the OS chooses).
+    local: Option<IpAddr>,
 }
 
 pub struct HttpSession {
@@ -97,7 +99,14 @@ impl HttpTransport {
                 .map(|r| RequestPlan::new(r, base))
                 .collect(),
             timeout: scenario.target.timeout,
+            local: None,
         })
+    }
+
+    /// Connections come from `local` (an address of this host).
+    pub fn with_local_address(mut self, local: Option<IpAddr>) -> HttpTransport {
+        self.local = local;
+        self
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -111,7 +120,7 @@ impl HttpTransport {
             authority: self.addr.to_string(),
             reason,
         };
-        match tokio::time::timeout(self.timeout, http1::connect(self.addr)).await {
+        match tokio::time::timeout(self.timeout, http1::connect(self.addr, self.local)).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(ErrorKind::ConnectRefused)) => Err(unreachable("connection refused".into())),
             Ok(Err(kind)) => Err(unreachable(kind.name().into())),
@@ -153,7 +162,8 @@ impl Transport for HttpTransport {
                 None => {
                     let begin = Instant::now();
                     let connected =
-                        tokio::time::timeout(self.timeout, http1::connect(self.addr)).await;
+                        tokio::time::timeout(self.timeout, http1::connect(self.addr, self.local))
+                            .await;
                     let elapsed = begin.elapsed();
                     connect_time = Some(elapsed);
                     match connected {

@@ -10,7 +10,9 @@ use super::session::Cbmg;
 use super::template::Template;
 
 /// Index of a request in `Scenario::requests`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct RequestId(pub u32);
 
 /// Index of a feeder (a `data:` entry) in `Scenario::feeders`.

@@ -1,0 +1,267 @@
+//! Snapshots across a process boundary. A generator process (see
+//! `engine::fleet`) sends each of its shards' snapshots to the parent as one
+//! JSON line; histograms travel in HdrHistogram's V2 encoding, so the parent
+//! merges them exactly, as it merges its own shards' (never averaged).
+//!
+//! Instants travel as CLOCK_MONOTONIC nanoseconds: every process on the host
+//! reads the same clock, so a parent and its generators agree on when a
+//! level starts and when each interval ended.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::outcome::ErrorKind;
+use super::stats::{new_histogram, DurationSum, IntervalStats, RequestStats};
+use super::Snapshot;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WireSnapshot {
+    pub shard: usize,
+    pub seq: u64,
+    pub last: bool,
+    pub at_ns: u64,
+    pub active_users: u32,
+    /// CPU the sending process used since its previous snapshot.
+    pub cpu_ns: u64,
+    pub stats: WireStats,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WireStats {
+    per_request: Vec<WireRequest>,
+    think: (u64, u64),
+    timer_lateness: Vec<u8>,
+    connect: (u64, u64),
+    sessions: u64,
+    service_time: Vec<u8>,
+    arrivals: u64,
+    arrivals_queued: u64,
+    arrivals_unstarted: u64,
+    arrival_lateness: Vec<u8>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct WireRequest {
+    requests: u64,
+    /// By `ErrorKind::name`, so both sides need not agree on the order.
+    errors: BTreeMap<String, u64>,
+    response_time: Vec<u8>,
+}
+
+/// A snapshot the parent could not read back.
+#[derive(Debug, thiserror::Error)]
+#[error("bad snapshot from a generator process: {0}")]
+pub struct WireError(String);
+
+impl WireSnapshot {
+    pub fn new(snapshot: &Snapshot, cpu: Duration) -> WireSnapshot {
+        let s = &snapshot.stats;
+        WireSnapshot {
+            shard: snapshot.shard,
+            seq: snapshot.seq,
+            last: snapshot.last,
+            at_ns: to_monotonic_ns(snapshot.at),
+            active_users: snapshot.active_users,
+            cpu_ns: cpu.as_nanos() as u64,
+            stats: WireStats {
+                per_request: s
+                    .per_request
+                    .iter()
+                    .map(|r| WireRequest {
+                        requests: r.requests,
+                        errors: r
+                            .errors
+                            .by_name()
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect(),
+                        response_time: encode(&r.response_time),
+                    })
+                    .collect(),
+                think: sum_to_wire(&s.think),
+                timer_lateness: encode(&s.timer_lateness),
+                connect: sum_to_wire(&s.connect),
+                sessions: s.sessions,
+                service_time: encode(&s.service_time),
+                arrivals: s.arrivals,
+                arrivals_queued: s.arrivals_queued,
+                arrivals_unstarted: s.arrivals_unstarted,
+                arrival_lateness: encode(&s.arrival_lateness),
+            },
+        }
+    }
+
+    /// The snapshot as the collector takes it; its shard index is kept (the
+    /// sender numbers its shards in the whole fleet's numbering).
+    pub fn into_snapshot(self) -> Result<Snapshot, WireError> {
+        let w = self.stats;
+        let mut per_request = Vec::with_capacity(w.per_request.len());
+        for r in w.per_request {
+            let mut stats = RequestStats {
+                requests: r.requests,
+                response_time: decode(&r.response_time)?,
+                ..RequestStats::default()
+            };
+            for (name, n) in r.errors {
+                let kind = ErrorKind::ALL
+                    .iter()
+                    .find(|k| k.name() == name)
+                    .ok_or_else(|| WireError(format!("unknown error kind {name:?}")))?;
+                stats.errors.add_many(*kind, n);
+            }
+            per_request.push(stats);
+        }
+        Ok(Snapshot {
+            shard: self.shard,
+            seq: self.seq,
+            last: self.last,
+            at: from_monotonic_ns(self.at_ns),
+            active_users: self.active_users,
+            remote_cpu: Duration::from_nanos(self.cpu_ns),
+            stats: IntervalStats {
+                per_request,
+                think: sum_from_wire(w.think),
+                timer_lateness: decode(&w.timer_lateness)?,
+                connect: sum_from_wire(w.connect),
+                sessions: w.sessions,
+                service_time: decode(&w.service_time)?,
+                arrivals: w.arrivals,
+                arrivals_queued: w.arrivals_queued,
+                arrivals_unstarted: w.arrivals_unstarted,
+                arrival_lateness: decode(&w.arrival_lateness)?,
+            },
+        })
+    }
+}
+
+fn encode(h: &Histogram<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut out)
+        .expect("writing to a Vec cannot fail");
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<Histogram<u64>, WireError> {
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| WireError(format!("histogram: {e:?}")))?;
+    // Back to an auto-resizing histogram of our precision, so merges work.
+    let mut out = new_histogram();
+    out.add(&h)
+        .map_err(|e| WireError(format!("histogram: {e:?}")))?;
+    Ok(out)
+}
+
+fn sum_to_wire(s: &DurationSum) -> (u64, u64) {
+    (s.count, s.total.as_nanos() as u64)
+}
+
+fn sum_from_wire((count, nanos): (u64, u64)) -> DurationSum {
+    DurationSum {
+        count,
+        total: Duration::from_nanos(nanos),
+    }
+}
+
+/// `Instant` and CLOCK_MONOTONIC read at (nearly) the same moment.
+fn anchor() -> &'static (Instant, u64) {
+    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+    ANCHOR.get_or_init(|| (Instant::now(), monotonic_ns()))
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes into the struct we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `at` on the host's monotonic clock, in nanoseconds.
+pub fn to_monotonic_ns(at: Instant) -> u64 {
+    let (base, base_ns) = *anchor();
+    if at >= base {
+        base_ns + (at - base).as_nanos() as u64
+    } else {
+        base_ns.saturating_sub((base - at).as_nanos() as u64)
+    }
+}
+
+/// The `Instant` of a monotonic-clock reading taken in another process.
+pub fn from_monotonic_ns(ns: u64) -> Instant {
+    let (base, base_ns) = *anchor();
+    if ns >= base_ns {
+        base + Duration::from_nanos(ns - base_ns)
+    } else {
+        base.checked_sub(Duration::from_nanos(base_ns - ns))
+            .unwrap_or(base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::ErrorKind;
+
+    #[test]
+    fn a_snapshot_survives_the_trip_exactly() {
+        let mut stats = IntervalStats::new(2);
+        for ms in 1..=100 {
+            stats.per_request[1].record_response(Duration::from_millis(ms));
+        }
+        stats.per_request[0].record_error(ErrorKind::Timeout, Duration::from_secs(5));
+        stats.per_request[0].record_error(ErrorKind::Http5xx, Duration::from_millis(3));
+        stats.think.add(Duration::from_millis(1500));
+        stats.sessions = 7;
+        stats.arrivals_unstarted = 3;
+        let _ = stats.arrival_lateness.record(42_000);
+        let at = Instant::now();
+        let snapshot = Snapshot {
+            shard: 3,
+            seq: 9,
+            last: true,
+            at,
+            stats,
+            active_users: 12,
+            remote_cpu: Duration::ZERO,
+        };
+        let line = serde_json::to_string(&WireSnapshot::new(&snapshot, Duration::from_millis(250)))
+            .unwrap();
+        let back: WireSnapshot = serde_json::from_str(&line).unwrap();
+        let back = back.into_snapshot().unwrap();
+        assert_eq!(
+            (back.shard, back.seq, back.last, back.active_users),
+            (3, 9, true, 12)
+        );
+        assert_eq!(back.remote_cpu, Duration::from_millis(250));
+        let gap = if back.at > at {
+            back.at - at
+        } else {
+            at - back.at
+        };
+        assert!(gap < Duration::from_micros(1), "{gap:?}");
+        let (a, b) = (&snapshot.stats, &back.stats);
+        assert_eq!(
+            a.per_request[1].response_time,
+            b.per_request[1].response_time
+        );
+        assert_eq!(
+            b.per_request[1].quantile_ms(0.99),
+            a.per_request[1].quantile_ms(0.99)
+        );
+        assert_eq!(b.per_request[0].errors.get(ErrorKind::Timeout), 1);
+        assert_eq!(b.per_request[0].errors.get(ErrorKind::Http5xx), 1);
+        assert_eq!(b.per_request[0].requests, 2);
+        assert_eq!(b.think, a.think);
+        assert_eq!((b.sessions, b.arrivals_unstarted), (7, 3));
+        assert_eq!(b.arrival_lateness.max(), a.arrival_lateness.max());
+    }
+}

@@ -1,0 +1,204 @@
+//! A level spread over several generator processes (`--generators`) and
+//! source addresses (`--local-addresses`): the processes' snapshots merge
+//! into one level as exactly as one process's shards do, each address
+//! carries connections, and a generator that dies costs a warning, not the
+//! run.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the test server saw: requests answered, and from which addresses.
+#[derive(Default)]
+struct Seen {
+    requests: AtomicU64,
+    peers: Mutex<BTreeSet<IpAddr>>,
+}
+
+/// A keep-alive HTTP/1.1 server answering "ok" to every request, one thread
+/// per connection, until the test process exits.
+fn counting_server() -> (SocketAddr, Arc<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Seen::default());
+    let shared = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let seen = shared.clone();
+            if let Ok(peer) = stream.peer_addr() {
+                seen.peers.lock().unwrap().insert(peer.ip());
+            }
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let n = match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        seen.requests.fetch_add(1, Ordering::Relaxed);
+                        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if stream.write_all(reply).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn scenario(dir: &Path, addr: SocketAddr) -> String {
+    let path = dir.join("spread.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: spread\ntarget: {{base_url: \"http://{addr}\", timeout: 5s}}\nthink_time: 50ms\n\
+             requests:\n  hello: {{path: /hello}}\n\
+             session: {{start: hello, transitions: {{hello: {{hello: 0.9}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_level_spread_over_two_processes_and_two_addresses_is_one_exact_level() {
+    let (addr, seen) = counting_server();
+    let dir = support::scratch_dir("generators-spread");
+    let scenario = scenario(&dir, addr);
+    let out = dir.join("results");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        &scenario,
+        "--users",
+        "40",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--generators",
+        "2",
+        "--local-addresses",
+        "127.0.0.1,127.0.0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("2 generator processes") && stderr.contains("127.0.0.2"),
+        "the spread is announced: {stderr}"
+    );
+    let run = support::run_json(&out);
+    let level = &run["levels"][0];
+    let requests = level["requests"].as_u64().unwrap();
+    assert_eq!(level["errors"].as_u64(), Some(0), "{level:#}");
+    assert_eq!(level["users"].as_u64(), Some(40));
+    // The server answered at least what the level counts (the warm-up and
+    // the requests in flight at the end come on top) and not wildly more.
+    let served = seen.requests.load(Ordering::Relaxed);
+    assert!(
+        requests > 0 && served >= requests,
+        "served {served}, counted {requests}"
+    );
+    assert!(served < requests * 2, "served {served}, counted {requests}");
+    // Little's law over both processes: N = X (R + Z).
+    let x = level["throughput_rps"].as_f64().unwrap();
+    let r = level["response_time_ms"]["mean"].as_f64().unwrap() / 1000.0;
+    let z = level["think_time_s"]["measured"]
+        .as_f64()
+        .or_else(|| level["think_time_s"]["achieved"].as_f64())
+        .unwrap();
+    let n = x * (r + z);
+    assert!(
+        (n - 40.0).abs() / 40.0 < 0.05,
+        "X(R+Z) = {n:.2} for 40 users: {level:#}"
+    );
+    // Each process's CPU is counted.
+    assert!(
+        level["client"]["cpu_util_cores"].as_f64().unwrap() > 0.0,
+        "{level:#}"
+    );
+    let peers = seen.peers.lock().unwrap().clone();
+    let want: BTreeSet<IpAddr> = ["127.0.0.1", "127.0.0.2"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    assert_eq!(peers, want, "connections came from both addresses");
+}
+
+#[test]
+fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
+    let (addr, _seen) = counting_server();
+    let dir = support::scratch_dir("generators-die");
+    let scenario = scenario(&dir, addr);
+    let out = dir.join("results");
+    let began = Instant::now();
+    let mut run = Command::new(support::autoperf_exe())
+        .args([
+            "run",
+            &scenario,
+            "--users",
+            "20",
+            "--duration",
+            "6s",
+            "--warmup",
+            "1s",
+            "--generators",
+            "2",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill one generator process once the level is under way.
+    let children = format!("/proc/{0}/task/{0}/children", run.id());
+    let mut victim = None;
+    let looking = Instant::now();
+    while victim.is_none() && looking.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+        let kids = std::fs::read_to_string(&children).unwrap_or_default();
+        let pids: Vec<i32> = kids
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.len() == 2 && began.elapsed() > Duration::from_secs(3) {
+            victim = Some(pids[0]);
+        }
+    }
+    let victim = victim.expect("two generator processes ran");
+    // SAFETY: kill(2) on a child of the process we started.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let status = run.wait().unwrap();
+    let mut stderr = String::new();
+    run.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let elapsed = began.elapsed();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    let run = support::run_json(&out);
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains("generator process"),
+        "{warnings}\n{stderr}"
+    );
+    assert!(run["levels"][0]["requests"].as_u64().unwrap() > 0);
+}
