@@ -287,12 +287,16 @@ impl LevelRecord {
         };
         self.users = None;
         self.rate_rps = Some(round3(open.target_rate()));
-        self.achieved_rate_rps = Some(round3(t.stats.arrivals as f64 / secs));
+        // `arrivals` counts every arrival that fell due, including those
+        // still waiting for a slot when the level ended (`unstarted`): the
+        // achieved rate is of arrivals that actually started.
+        let started = t.stats.arrivals.saturating_sub(t.stats.arrivals_unstarted);
+        self.achieved_rate_rps = Some(round3(started as f64 / secs));
         let mut service = RequestStats::default();
         service.response_time = t.stats.service_time.clone();
         self.service_time_ms = Some(Latency::of(&service));
         self.arrivals = Some(ArrivalsRecord {
-            due: t.stats.arrivals + t.stats.arrivals_unstarted,
+            due: t.stats.arrivals,
             queued: t.stats.arrivals_queued,
             unstarted: t.stats.arrivals_unstarted,
             max_in_flight: open.max_in_flight,
