@@ -5,6 +5,7 @@
 #
 #   bash bench/scale.sh                      # 50,000 users, 30 s measured
 #   USERS=20000 DURATION=20 bash bench/scale.sh
+#   KEEP=1 bash bench/scale.sh              # keep the results directory
 #
 # One process may hold only as many sockets as its open-file limit allows
 # (20,000 here), and one source address has ~28,000 ephemeral ports toward
@@ -60,7 +61,7 @@ NGINX_PID=$!
 cleanup() {
     kill "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true
-    rm -rf "$WORK"
+    if [[ -n "${KEEP:-}" ]]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 for _ in $(seq 50); do
@@ -81,7 +82,7 @@ YAML
 
 echo "$USERS users, think time $THINK, ${DURATION}s measured, nginx with 4 workers on 127.0.0.1:$PORT"
 "$AUTOPERF" run "$WORK/scale.yaml" --users "$USERS" --duration "${DURATION}s" \
-    --quiet --out "$WORK/out" >"$WORK/run.out" 2>&1 &
+    --quiet --out "$WORK/out" ${AUTOPERF_ARGS:-} >"$WORK/run.out" 2>&1 &
 RUN_PID=$!
 # Peak of the sum of RSS over autoperf and its generator processes, and how
 # many generator processes there were.
