@@ -11,13 +11,16 @@
 //! ```
 //!
 //! The intended start travels with the arrival: a queued arrival's latency
-//! still counts from when it was due. Connections are pooled per shard, so
-//! an arrival reuses an idle keep-alive connection when one exists.
+//! still counts from when it was due. Each in-flight slot is a worker that
+//! keeps its keep-alive connection, so an arrival reuses one when a worker
+//! is idle.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use super::user::{run_arrival, Shared, User};
 use super::Workload;
@@ -85,21 +88,44 @@ pub struct OpenShard {
     pub max_in_flight: u32,
 }
 
+/// New connections a shard opens at once. Arrivals that find no idle slot
+/// start new ones, and when connects slow down (the server's accept queue
+/// full, SYNs dropped and retried a second later) every late arrival would
+/// open yet another: a storm of thousands of connects that only deepens the
+/// stall. Past this many, an arrival waits for the first slot free instead.
+/// On a healthy loopback a connect takes well under a millisecond, so this
+/// still opens tens of thousands of connections a second.
+const MAX_CONNECTING: u32 = 32;
+
 /// A shard's open-workload bookkeeping.
-pub struct OpenState<T: Transport> {
-    /// Intended starts of the arrivals waiting for a slot, oldest first.
+///
+/// In-flight slots are long-lived worker tasks, each with its own user (so
+/// its connection and buffers): an arrival goes to an idle worker, and a new
+/// worker is spawned only when none is idle and the cap allows. Spawning a
+/// task and a user per arrival cost more than the request itself.
+pub struct OpenState {
+    /// Intended starts of the arrivals no worker has taken yet, oldest first.
     pub waiting: VecDeque<Instant>,
+    /// Workers running an arrival.
     pub in_flight: u32,
-    /// Idle sessions (keep-alive connections) for the next arrivals.
-    idle: Vec<T::Session>,
+    /// Workers alive (busy or idle).
+    workers: u32,
+    /// Idle workers not yet handed an arrival.
+    idle: u32,
+    /// New workers still opening their connection.
+    connecting: u32,
+    wake: Rc<Notify>,
 }
 
-impl<T: Transport> Default for OpenState<T> {
+impl Default for OpenState {
     fn default() -> Self {
         OpenState {
             waiting: VecDeque::new(),
             in_flight: 0,
-            idle: Vec::new(),
+            workers: 0,
+            idle: 0,
+            connecting: 0,
+            wake: Rc::new(Notify::new()),
         }
     }
 }
@@ -109,7 +135,7 @@ pub async fn schedule<T: Transport>(
     mut arrivals: OpenShard,
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,
-    state: Rc<RefCell<OpenState<T>>>,
+    state: Rc<RefCell<OpenState>>,
     (start, deadline): (Instant, Instant),
     seed: u64,
 ) {
@@ -132,46 +158,60 @@ pub async fn schedule<T: Transport>(
             now = Instant::now();
         }
         let mut st = state.borrow_mut();
-        {
-            let mut rec = recorder.borrow_mut();
-            rec.arrivals += 1;
-            let _ = rec
-                .arrival_lateness
-                .record(nanos(now.saturating_duration_since(intended)));
-            if st.in_flight >= arrivals.max_in_flight {
-                rec.arrivals_queued += 1;
-                st.waiting.push_back(intended);
-                continue;
-            }
+        let mut rec = recorder.borrow_mut();
+        rec.arrivals += 1;
+        let _ = rec
+            .arrival_lateness
+            .record(nanos(now.saturating_duration_since(intended)));
+        st.waiting.push_back(intended);
+        if st.idle > 0 {
+            // Hand it to an idle worker.
+            st.idle -= 1;
+            st.wake.notify_one();
+        } else if st.workers < arrivals.max_in_flight && st.connecting < MAX_CONNECTING {
+            st.workers += 1;
+            st.connecting += 1;
+            let user = User::new(
+                shared.clone(),
+                recorder.clone(),
+                fastrand::Rng::with_seed(seeds.u64(..)),
+                shared.transport.new_session(),
+            );
+            tokio::task::spawn_local(worker(user, state.clone()));
+        } else {
+            // Every slot is busy (or enough are still connecting): it waits
+            // for the first one free, counted.
+            rec.arrivals_queued += 1;
         }
-        st.in_flight += 1;
-        let session = st
-            .idle
-            .pop()
-            .unwrap_or_else(|| shared.transport.new_session());
-        drop(st);
-        let user = User::new(
-            shared.clone(),
-            recorder.clone(),
-            fastrand::Rng::with_seed(seeds.u64(..)),
-            session,
-        );
-        tokio::task::spawn_local(slot(user, state.clone(), intended));
     }
 }
 
-/// One in-flight slot: runs its arrival, then any that queued meanwhile.
-async fn slot<T: Transport>(mut user: User<T>, state: Rc<RefCell<OpenState<T>>>, first: Instant) {
-    let mut intended = first;
+/// One in-flight slot: runs arrivals as long as there are any, then waits
+/// for the scheduler to hand it the next.
+async fn worker<T: Transport>(mut user: User<T>, state: Rc<RefCell<OpenState>>) {
+    user.prepare().await;
+    state.borrow_mut().connecting -= 1;
     loop {
-        run_arrival(&mut user, intended).await;
-        let mut st = state.borrow_mut();
-        match st.waiting.pop_front() {
-            Some(next) => intended = next,
+        let next = {
+            let mut st = state.borrow_mut();
+            let next = st.waiting.pop_front();
+            if next.is_some() {
+                st.in_flight += 1;
+            }
+            next
+        };
+        match next {
+            Some(intended) => {
+                run_arrival(&mut user, intended).await;
+                state.borrow_mut().in_flight -= 1;
+            }
             None => {
-                st.in_flight -= 1;
-                st.idle.push(user.into_session());
-                return;
+                let wake = {
+                    let mut st = state.borrow_mut();
+                    st.idle += 1;
+                    st.wake.clone()
+                };
+                wake.notified().await;
             }
         }
     }

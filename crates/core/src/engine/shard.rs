@@ -55,7 +55,7 @@ pub fn run_shard<T: Transport>(
     let shared = Rc::new(shared);
     let recorder = Rc::new(RefCell::new(IntervalStats::new(requests)));
     let local = LocalSet::new();
-    let open_state = Rc::new(RefCell::new(OpenState::<T>::default()));
+    let open_state = Rc::new(RefCell::new(OpenState::default()));
     local.block_on(&runtime, async {
         let mut seeds = fastrand::Rng::with_seed(plan.seed);
         for _ in 0..plan.users {

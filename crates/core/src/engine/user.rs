@@ -129,9 +129,11 @@ impl<T: Transport> User<T> {
         }
     }
 
-    /// Gives the connection back (to an open workload's pool).
-    pub fn into_session(self) -> T::Session {
-        self.session
+    /// Opens the user's connection ahead of its first request.
+    pub async fn prepare(&mut self) {
+        if let Some(took) = self.shared.transport.prepare(&mut self.session).await {
+            self.recorder.borrow_mut().connect.add(took);
+        }
     }
 
     /// Send one request, wait for the whole response, record it, extract

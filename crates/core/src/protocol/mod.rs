@@ -37,6 +37,13 @@ pub trait Transport: 'static {
 
     fn new_session(&self) -> Self::Session;
 
+    /// Opens the session's connection ahead of its first request, when the
+    /// transport has one; returns how long connecting took (`None` when
+    /// there was nothing to do or it failed: the next call will say why).
+    fn prepare(&self, _session: &mut Self::Session) -> impl Future<Output = Option<Duration>> {
+        std::future::ready(None)
+    }
+
     /// Sends request `id`, rendered with `bindings`; appends the response
     /// body to `body` when given.
     fn call(
@@ -141,6 +148,20 @@ impl Transport for HttpTransport {
             out: Vec::new(),
             scratch: Vec::new(),
             watchdog: None,
+        }
+    }
+
+    async fn prepare(&self, session: &mut HttpSession) -> Option<Duration> {
+        if session.conn.is_some() {
+            return None;
+        }
+        let begin = Instant::now();
+        match tokio::time::timeout(self.timeout, http1::connect(self.addr, self.local)).await {
+            Ok(Ok(conn)) => {
+                session.conn = Some(conn);
+                Some(begin.elapsed())
+            }
+            _ => None,
         }
     }
 
