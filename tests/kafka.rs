@@ -24,23 +24,34 @@ fn root() -> PathBuf {
 
 /// Starts the broker (idempotent) and returns its bootstrap address.
 fn broker() -> String {
-    let out = Command::new("bash")
-        .arg(root().join("scripts/kafka.sh"))
-        .arg("start")
-        .output()
-        .expect("bash runs scripts/kafka.sh");
+    kafka_sh("start", None)
+}
+
+/// `scripts/kafka.sh COMMAND`, on `port` instead of the shared broker's.
+fn kafka_sh(command: &str, port: Option<u16>) -> String {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/kafka.sh")).arg(command);
+    if let Some(port) = port {
+        cmd.env("KAFKA_PORT", port.to_string());
+    }
+    let out = cmd.output().expect("bash runs scripts/kafka.sh");
     assert!(
         out.status.success(),
-        "scripts/kafka.sh start failed:\n{}",
+        "scripts/kafka.sh {command} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .lines()
-        .last()
-        .expect("a bootstrap address")
-        .trim()
-        .to_string()
+    stdout.lines().last().unwrap_or_default().trim().to_string()
+}
+
+/// A broker of the test's own (so stopping it disturbs no other test),
+/// stopped when dropped.
+struct OwnBroker(u16);
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        kafka_sh("stop", Some(self.0));
+    }
 }
 
 /// The bundled example, pointed at `bootstrap`, writing to `topic`, with a
@@ -128,7 +139,10 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
         total += (high - low) as u64;
     }
     // Warm-up records are in the topic too.
-    assert!(total >= requests, "{total} records in the topic, {requests} measured");
+    assert!(
+        total >= requests,
+        "{total} records in the topic, {requests} measured"
+    );
     consumer.assign(&assignment).unwrap();
 
     let schema = apache_avro::Schema::parse_str(SCHEMA).unwrap();
@@ -200,6 +214,52 @@ fn bad_bootstrap_address_fails_fast_with_exit_3() {
     assert_eq!(code, Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn broker_going_away_mid_run_counts_errors_and_ends_on_time() {
+    // Beside the shared broker's port (19092 unless KAFKA_PORT says), so
+    // two checkouts' suites can run at once.
+    let shared: u16 = std::env::var("KAFKA_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(19092);
+    let port = shared + 300;
+    let broker = OwnBroker(port);
+    let bootstrap = kafka_sh("start", Some(port));
+    let dir = support::scratch_dir("kafka-broker-gone");
+    let scenario = theodolite(&dir, &bootstrap, "gone", 1);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(&scenario, text.replace("timeout: 10s", "timeout: 2s")).unwrap();
+    let out = dir.join("results");
+    let began = Instant::now();
+    let mut run = Command::new(support::autoperf_exe())
+        .args(["run", scenario.to_str().unwrap(), "--rate", "1000/s"])
+        .args(["--duration", "10s", "--warmup", "1s", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    drop(broker); // a controlled shutdown, a few seconds
+    let status = run.wait().unwrap();
+    let took = began.elapsed();
+    assert_eq!(status.code(), Some(0));
+    // 11 s of load, a moment to start and to write the results.
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let level = &support::run_json(&out)["levels"][0];
+    let errors = level["errors"].as_u64().unwrap();
+    assert!(errors > 1000, "{level}");
+    // While no broker is up, unacknowledged records count as `connect`.
+    assert!(
+        level["errors_by_kind"]["connect"].as_u64().unwrap() > 0,
+        "{level}"
+    );
+    assert!(
+        level["requests"].as_u64().unwrap() > errors,
+        "some records went through first"
+    );
 }
 
 /// Kafka's `Utils.murmur2` (the Java client's key hash).

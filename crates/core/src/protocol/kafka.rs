@@ -15,9 +15,11 @@
 //! purges what is still queued and waits at most half a second, so a dead
 //! broker cannot hold the level past its end.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, FutureProducer, FutureRecord, Producer};
@@ -138,9 +140,32 @@ fn config(kafka: &KafkaTarget, timeout: Duration) -> ClientConfig {
 
 /// One shard's producer.
 pub struct KafkaTransport {
-    producer: FutureProducer,
+    producer: FutureProducer<BrokerWatch>,
     plans: Arc<ProducePlans>,
     timeout: Duration,
+    /// Shared with the producer's `BrokerWatch`.
+    all_down: Arc<AtomicBool>,
+}
+
+/// Hears librdkafka's client-wide errors. While every broker is down, a
+/// record that times out is counted as `connect` (the cluster could not be
+/// reached), not as a slow acknowledgement; the first record acknowledged
+/// again ends that state.
+#[derive(Clone, Default)]
+struct BrokerWatch {
+    all_down: Arc<AtomicBool>,
+}
+
+impl ClientContext for BrokerWatch {
+    fn error(&self, error: KafkaError, _reason: &str) {
+        // librdkafka keeps retrying by itself; its messages are not printed
+        // (they would interleave with the live view), only classified.
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
+            self.all_down.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn log(&self, _level: rdkafka::config::RDKafkaLogLevel, _fac: &str, _message: &str) {}
 }
 
 pub struct KafkaSession {
@@ -156,8 +181,10 @@ impl KafkaTransport {
         timeout: Duration,
         plans: Arc<ProducePlans>,
     ) -> Result<KafkaTransport, TargetError> {
+        let watch = BrokerWatch::default();
+        let all_down = watch.all_down.clone();
         let producer = config(kafka, timeout)
-            .create()
+            .create_with_context(watch)
             .map_err(|e| TargetError::Kafka {
                 bootstrap: kafka.bootstrap.clone(),
                 reason: e.to_string(),
@@ -166,6 +193,7 @@ impl KafkaTransport {
             producer,
             plans,
             timeout,
+            all_down,
         })
     }
 }
@@ -250,13 +278,22 @@ impl Transport for KafkaTransport {
         let deadline = begin + self.timeout + REPORT_GRACE;
         let reported = within(&mut session.watchdog, deadline, delivery).await;
         let elapsed = begin.elapsed();
+        let all_down = &self.all_down;
         match reported {
-            Ok(Ok(Ok(delivery))) => CallOutcome {
-                result: Ok(delivery.partition.clamp(0, u16::MAX as i32) as u16),
-                response_time: elapsed,
-                connect_time: None,
+            Ok(Ok(Ok(delivery))) => {
+                all_down.store(false, Ordering::Relaxed);
+                CallOutcome {
+                    result: Ok(delivery.partition.clamp(0, u16::MAX as i32) as u16),
+                    response_time: elapsed,
+                    connect_time: None,
+                }
+            }
+            Ok(Ok(Err((e, _)))) => match error_kind(&e) {
+                ErrorKind::Timeout if all_down.load(Ordering::Relaxed) => {
+                    failed(ErrorKind::Connect, elapsed, None)
+                }
+                kind => failed(kind, elapsed, None),
             },
-            Ok(Ok(Err((e, _)))) => failed(error_kind(&e), elapsed, None),
             // The producer went away with the record (the level ended).
             Ok(Err(_canceled)) => failed(ErrorKind::Closed, elapsed, None),
             Err(()) => failed(ErrorKind::Timeout, elapsed, None),
