@@ -341,8 +341,12 @@ fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<Stri
             Some(format!("write `${{{expr}.COLUMN}}`")),
         ));
     }
-    let hint = did_you_mean(expr, names.variables.iter().map(String::as_str))
-        .or_else(|| Some("variables are bound by a request's `extract`".into()));
+    let hint = match expr {
+        "now_ms" => Some("write `${now_ms()}` for the time".into()),
+        "random" => Some("write `${random(lo, hi)}` for a random number".into()),
+        _ => did_you_mean(expr, names.variables.iter().map(String::as_str))
+            .or_else(|| Some("variables are bound by a request's `extract`".into())),
+    };
     Err((format!("unknown variable `{expr}`"), hint))
 }
 
@@ -604,6 +608,10 @@ mod tests {
         assert_eq!(out, b"1700000000123 1700000000123 50 -1.5");
         let err = |src: &str| Template::compile(src, Escape::None, &n).unwrap_err();
         assert!(err("${now_ms(1)}")[0].message.contains("without arguments"));
+        assert_eq!(
+            err("${now_ms}")[0].hint.as_deref(),
+            Some("write `${now_ms()}` for the time")
+        );
         assert!(err("${random(2.0, 1.0)}")[0].message.contains("lo <= hi"));
         assert!(err("${random(x.0, 1.0)}")[0]
             .message
