@@ -88,14 +88,15 @@ impl ProducePlans {
         Ok(Arc::new(ProducePlans(plans)))
     }
 
-    fn topics(&self) -> impl Iterator<Item = &str> {
-        let mut seen: Vec<&str> = Vec::new();
-        self.0.iter().filter_map(move |p| {
-            (!seen.contains(&p.topic.as_str())).then(|| {
-                seen.push(&p.topic);
-                p.topic.as_str()
-            })
-        })
+    /// Every topic produced to, once each.
+    fn topics(&self) -> Vec<&str> {
+        let mut topics: Vec<&str> = Vec::new();
+        for plan in &self.0 {
+            if !topics.contains(&plan.topic.as_str()) {
+                topics.push(&plan.topic);
+            }
+        }
+        topics
     }
 }
 

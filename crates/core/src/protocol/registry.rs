@@ -107,6 +107,62 @@ fn parse_response(bytes: &[u8]) -> Option<(u16, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
+
+    /// Answers one request with `reply`, handing back what it received.
+    fn one_shot(reply: &'static str) -> (BaseUrl, std::thread::JoinHandle<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Until the end of the JSON body (`{"schema":"…}"}`).
+            while !String::from_utf8_lossy(&got).contains("}\"}") {
+                let n = conn.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            conn.write_all(reply.as_bytes()).unwrap();
+            String::from_utf8(got).unwrap()
+        });
+        let url = crate::scenario::decode::parse_base_url(&format!("http://127.0.0.1:{port}/reg"))
+            .unwrap();
+        (url, server)
+    }
+
+    #[test]
+    fn registers_and_reads_the_id() {
+        let (url, server) = one_shot("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"id\":42}");
+        let schema = r#"{"type":"string"}"#;
+        let id = register(&url, "in put-value", schema, Duration::from_secs(5)).unwrap();
+        assert_eq!(id, 42);
+        let request = server.join().unwrap();
+        assert!(
+            request.starts_with("POST /reg/subjects/in%20put-value/versions HTTP/1.1\r\n"),
+            "{request}"
+        );
+        let body = request.split("\r\n\r\n").nth(1).unwrap();
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["schema"], schema);
+    }
+
+    #[test]
+    fn a_refusal_carries_the_registrys_message() {
+        let (url, server) = one_shot(
+            "HTTP/1.1 422 Unprocessable\r\nContent-Length: 47\r\n\r\n{\"error_code\":42201,\"message\":\"Invalid schema\"}",
+        );
+        let e = register(&url, "s", "{}", Duration::from_secs(5)).unwrap_err();
+        server.join().unwrap();
+        let shown = e.to_string();
+        assert!(
+            shown.contains("subject `s`") && shown.contains("HTTP 422: Invalid schema"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn plain_and_chunked_bodies() {
