@@ -195,6 +195,107 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
     assert_eq!(sensors.len(), 10_000);
 }
 
+/// The stub registry of `autoperf testbed --schema-registry`, stopped
+/// (with the testbed it comes with) when dropped.
+struct Registry {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Registry {
+    fn start() -> Registry {
+        use std::io::BufRead;
+        let mut child = Command::new(support::autoperf_exe())
+            .args(["testbed", "--listen", "127.0.0.1:0"])
+            .args(["--schema-registry", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split("schema registry ")
+            .nth(1)
+            .and_then(|rest| rest.split(';').next())
+            .unwrap_or_else(|| panic!("testbed printed {line:?}"))
+            .to_string();
+        Registry { child, url }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // SIGTERM: the launcher stops its tiers and the registry with it.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn registry_wire_format_decodes_with_confluents_deserializer() {
+    let bootstrap = broker();
+    let pyenv = Command::new("bash")
+        .arg(root().join("scripts/pyenv.sh"))
+        .status()
+        .unwrap();
+    assert!(pyenv.success(), "scripts/pyenv.sh failed");
+    let registry = Registry::start();
+    let dir = support::scratch_dir("kafka-registry");
+    let topic = format!("autoperf-registry-{}", std::process::id());
+    // The example as shipped, but for where the broker, registry and topic are.
+    let text = std::fs::read_to_string(root().join("examples/theodolite-kafka.yaml"))
+        .unwrap()
+        .replace("127.0.0.1:19092", &bootstrap)
+        .replace("http://127.0.0.1:18081", &registry.url)
+        .replace("topic: input\n", &format!("topic: {topic}\n"))
+        .replace("subject: input-value", &format!("subject: {topic}-value"));
+    let scenario = dir.join("theodolite-kafka.yaml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.join("results");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--rate",
+        "2000/s",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["errors"], 0, "{level}");
+    let requests = level["requests"].as_u64().unwrap();
+
+    let verify = Command::new(root().join("target/pyenv/bin/python"))
+        .arg(root().join("scripts/kafka-verify.py"))
+        .args(["--bootstrap", &bootstrap, "--registry", &registry.url])
+        .args(["--topic", &topic, "--min-count", &requests.to_string()])
+        .args(["--fields", "identifier,timestamp,valueInW"])
+        .args(["--key-field", "identifier", "--murmur2", "--timeout", "60"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap_or_else(|e| {
+        panic!(
+            "kafka-verify.py printed no JSON ({e}):\n{}",
+            String::from_utf8_lossy(&verify.stderr)
+        )
+    });
+    assert!(verify.status.success(), "{report}");
+    assert_eq!(report["failures"], 0, "{report}");
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert!(report["count"].as_u64().unwrap() >= requests, "{report}");
+    // 8,000 records over 10,000 sensors taken in order: all distinct.
+    assert!(
+        report["distinct_keys"].as_u64().unwrap() >= requests.min(10_000),
+        "{report}"
+    );
+}
+
 #[test]
 fn bad_bootstrap_address_fails_fast_with_exit_3() {
     let dir = support::scratch_dir("kafka-bad-bootstrap");
