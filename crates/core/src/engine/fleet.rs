@@ -34,7 +34,7 @@ use crate::measure::collector::process_cpu_time;
 use crate::measure::wire::{from_monotonic_ns, to_monotonic_ns, WireSnapshot};
 use crate::measure::{IntervalStats, Snapshot};
 use crate::protocol::HttpTransport;
-use crate::scenario::Scenario;
+use crate::scenario::{Endpoint, Scenario};
 
 /// File descriptors a generator keeps for itself (runtime, pipes, results
 /// files, agent connections), beyond one per connection.
@@ -103,7 +103,15 @@ pub fn place(
     connections: u32,
     generators: &Generators,
 ) -> Result<Placement, EngineError> {
-    let target = HttpTransport::new(scenario).map(|t| t.addr()).ok();
+    let (target, connections) = match &scenario.target.endpoint {
+        Endpoint::Http(base) => (
+            HttpTransport::new(scenario, base).map(|t| t.addr()).ok(),
+            connections,
+        ),
+        // One producer per shard, whatever the users: nothing to spread.
+        #[allow(unreachable_patterns)]
+        _ => (None, 0),
+    };
     let limits = Limits {
         open_files: open_file_limit(),
         ports: ephemeral_ports(),

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
-use crate::protocol::{HttpTransport, TargetError};
-use crate::scenario::{RequestId, Scenario};
+use crate::protocol::{HttpTransport, TargetError, Transport};
+use crate::scenario::{Endpoint, RequestId, Scenario};
 
 use shard::{run_shard, ShardPlan};
 use user::Shared;
@@ -143,7 +143,14 @@ pub enum EngineError {
 
 /// Checks that the target accepts connections, before any level runs.
 pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
-    let transport = HttpTransport::new(scenario)?;
+    let base = match &scenario.target.endpoint {
+        Endpoint::Http(base) => base,
+        #[cfg(feature = "kafka")]
+        Endpoint::Kafka(kafka) => return Ok(crate::protocol::kafka::probe(scenario, kafka)?),
+        #[cfg(not(feature = "kafka"))]
+        Endpoint::Kafka(_) => unreachable!("decoding rejects Kafka targets without the feature"),
+    };
+    let transport = HttpTransport::new(scenario, base)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -331,7 +338,8 @@ pub(crate) struct Clock {
     pub seed: u64,
 }
 
-/// Starts the shards, collects their ticks until the level ends.
+/// Starts the shards (here or in generator processes), collects their
+/// ticks until the level ends.
 fn drive(
     scenario: &Arc<Scenario>,
     plan: &LevelPlan,
@@ -403,7 +411,8 @@ fn drive(
 }
 
 /// Starts the shards of `range` in this process on threads of `scope`,
-/// each sending its snapshots to `tx`.
+/// each with a transport for the scenario's kind of target and sending its
+/// snapshots to `tx`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_shards<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
@@ -416,14 +425,49 @@ pub(crate) fn start_shards<'scope>(
     tx: mpsc::Sender<crate::measure::Snapshot>,
     stop: &StopSignal,
 ) -> Result<(), EngineError> {
-    // Shard i connects from address i mod A, so the addresses share the
-    // connections (and their ephemeral ports) evenly.
-    let transports = (range.first..range.first + range.count)
-        .map(|i| {
-            let local = (!addresses.is_empty()).then(|| addresses[i % addresses.len()]);
-            HttpTransport::new(scenario).map(|t| t.with_local_address(local))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let shards = range.first..range.first + range.count;
+    match &scenario.target.endpoint {
+        Endpoint::Http(base) => {
+            // Shard i connects from address i mod A, so the addresses share
+            // the connections (and their ephemeral ports) evenly.
+            let transports = shards
+                .map(|i| {
+                    let local = (!addresses.is_empty()).then(|| addresses[i % addresses.len()]);
+                    HttpTransport::new(scenario, base).map(|t| t.with_local_address(local))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            spawn_shards(
+                scope, transports, scenario, workload, load, range, clock, tx, stop,
+            )
+        }
+        #[cfg(feature = "kafka")]
+        Endpoint::Kafka(kafka) => {
+            use crate::protocol::kafka::{KafkaTransport, ProducePlans};
+            let plans = ProducePlans::new(scenario)?;
+            let transports = shards
+                .map(|_| KafkaTransport::new(kafka, scenario.target.timeout, plans.clone()))
+                .collect::<Result<Vec<_>, _>>()?;
+            spawn_shards(
+                scope, transports, scenario, workload, load, range, clock, tx, stop,
+            )
+        }
+        #[cfg(not(feature = "kafka"))]
+        Endpoint::Kafka(_) => unreachable!("decoding rejects Kafka targets without the feature"),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_shards<'scope, T: Transport + Send>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    transports: Vec<T>,
+    scenario: &Arc<Scenario>,
+    workload: &Workload,
+    load: &Load,
+    range: ShardRange,
+    clock: Clock,
+    tx: mpsc::Sender<crate::measure::Snapshot>,
+    stop: &StopSignal,
+) -> Result<(), EngineError> {
     let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
         scenario
             .feeders
