@@ -252,6 +252,10 @@ pub fn run_levels(
                 record.warnings.push(w);
             }
         }
+        if let Some(w) = unanswered(&level_record, scenario) {
+            observer.warning(&w);
+            record.warnings.push(w);
+        }
         controller.finish_level(&mut level_record, sampler.as_ref());
         if let Some(sampler) = &sampler {
             sampler.prune_before(run.totals.measure_end);
@@ -294,4 +298,32 @@ pub fn run_levels(
     record.finished_at = Some(now_rfc3339());
     dir.write_run(&record)?;
     Ok(record)
+}
+
+/// Says so when requests got no answer at all (refused, reset, timed out,
+/// no broker): unlike error statuses, those mean the target itself is down,
+/// gone mid-run or overwhelmed.
+fn unanswered(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
+    let failed: Vec<String> = level
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| !kind.starts_with("http_"))
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let count: u64 = level
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| !kind.starts_with("http_"))
+        .map(|(_, n)| n)
+        .sum();
+    Some(format!(
+        "level {}: {count} of {} requests got no answer from {} ({}): is it still up, and not overloaded?",
+        level.level,
+        level.requests,
+        scenario.target.endpoint,
+        failed.join(", ")
+    ))
 }
