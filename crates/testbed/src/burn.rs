@@ -1,23 +1,48 @@
-//! CPU burns measured in thread CPU time, and the fixed pool of worker threads
-//! that runs them.
+//! CPU burns measured in thread CPU time, and the fixed pool of threads
+//! that serves a tier's connections and runs their burns.
 //!
 //! A tier's CPU demand is known by construction because a burn of `d` spins
 //! until *its own thread* has consumed `d` of CPU (`CLOCK_THREAD_CPUTIME_ID`),
-//! however long that takes in wall time on a busy machine. At most `workers`
-//! burns run at once, like the request threads of a thread-pool server: the
-//! I/O runtime hands a burn to the pool and awaits the answer, so a request
-//! that sleeps or waits for another tier holds no worker.
+//! however long that takes in wall time on a busy machine.
+//!
+//! A tier serves its connections on `workers + 1` threads (a multi-threaded
+//! tokio runtime), and a request burns on the thread that read it, like a
+//! thread-pool server whose threads do their own I/O. A semaphore lets at
+//! most `workers` burns run at once, so one thread is always left to read
+//! requests and answer the ones that do not burn; a request that sleeps or
+//! waits for another tier, or for a permit, is a parked task that holds no
+//! thread.
 //!
 //! ```text
-//!   I/O tasks ──Burn{d, done}──▶ queue ──▶ worker 0..N (spin d of thread CPU) ──done──▶ I/O task
+//!   accept (caller's runtime) ──connection──▶ threads 0..=N: read ─permit─▶ burn d here ─▶ call db / respond
+//!                                                            (at most N burn; the others poll I/O)
 //! ```
+//!
+//! Burning in place keeps a tier's own CPU per request small next to the
+//! burns it is asked for. Handing each burn to a separate pool of burn
+//! threads, as this module did before, took two more thread wake-ups per
+//! burn (one to start it, one to resume the request), and on a small VM,
+//! where a wake-up and its system calls cost tens of microseconds of CPU,
+//! that was 0.04 ms more of tb-web's own CPU per `/db?web_ms=1`.
+//!
+//! Before burning, the task yields once. A thread about to block in a burn
+//! must not be the one left holding tokio's I/O driver: the runtime's other
+//! threads sleep on a condition variable while one thread waits in the
+//! driver, and a burning thread does not poll it, so requests that arrive
+//! meanwhile would wait for the burn to end. The yield sends the thread
+//! searching for other work; finding only its own task again, it wakes a
+//! sleeping sibling (tokio's rule for the last searcher), which finds
+//! nothing and goes to wait in the driver. `requests_are_read_while_a_burn_runs`
+//! in tests/concurrency.rs holds this in place.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 /// CPU time consumed so far by the calling thread.
 pub fn thread_cpu_time() -> Duration {
@@ -44,110 +69,92 @@ pub fn burn(cpu: Duration) {
     }
 }
 
-/// One burn waiting for a worker.
-struct Job {
-    cpu: Duration,
-    done: oneshot::Sender<()>,
+/// The threads of a tier, named `{name}-{i}`: `workers + 1` that serve
+/// connections, and the blocking threads `/lock` sleeps on. Dropping it
+/// stops them without waiting for a burn in progress.
+pub struct Workers {
+    // Always `Some` until dropped.
+    runtime: Option<Runtime>,
+    burns: Arc<Burns>,
 }
 
-/// The jobs waiting for a worker. A condition variable wakes exactly one idle
-/// worker per job, where a channel receiver shared behind a mutex would wake
-/// two threads (the receiver and the next one in line for the mutex).
-struct Queue {
-    state: Mutex<QueueState>,
-    ready: Condvar,
-}
-
-struct QueueState {
-    jobs: VecDeque<Job>,
-    closed: bool,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, QueueState> {
-        // A worker never panics while holding the lock; if one did, the
-        // queue itself is still consistent.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+impl Workers {
+    /// Starts the threads for at most `workers` burns at once (at least one).
+    pub fn new(name: &str, workers: usize) -> std::io::Result<Workers> {
+        let workers = workers.max(1);
+        let name = name.to_owned();
+        let next = AtomicUsize::new(0);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            // One more than may burn: the thread that reads requests while
+            // every permit is taken.
+            .worker_threads(workers + 1)
+            .thread_name_fn(move || format!("{name}-{}", next.fetch_add(1, Ordering::Relaxed)))
+            .enable_all()
+            .build()?;
+        Ok(Workers {
+            runtime: Some(runtime),
+            burns: Arc::new(Burns {
+                permits: Semaphore::new(workers),
+                workers,
+            }),
+        })
     }
 
-    /// The next job, or `None` once the pool is dropped.
-    fn next(&self) -> Option<Job> {
-        let mut state = self.lock();
-        loop {
-            if let Some(job) = state.jobs.pop_front() {
-                return Some(job);
-            }
-            if state.closed {
-                return None;
-            }
-            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+    /// The gate that the burns of tasks spawned here go through.
+    pub fn burns(&self) -> Arc<Burns> {
+        Arc::clone(&self.burns)
+    }
+
+    /// Runs `task` on these threads.
+    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives until drop")
+            .spawn(task)
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        // Unlike dropping the runtime, this is allowed inside another
+        // runtime (the tier's accept loop), and does not wait for a thread
+        // that is still burning: the tier is going away.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }
 
-/// A fixed pool of worker threads that execute burns one at a time each.
-/// Dropping the pool lets the workers finish their current burn and exit.
-pub struct BurnPool {
-    queue: Arc<Queue>,
+/// Lets at most `workers` burns run at once.
+pub struct Burns {
+    permits: Semaphore,
     workers: usize,
 }
 
-impl BurnPool {
-    /// Starts `workers` threads named `{name}-{i}` (at least one).
-    pub fn new(name: &str, workers: usize) -> std::io::Result<BurnPool> {
-        let workers = workers.max(1);
-        let queue = Arc::new(Queue {
-            state: Mutex::new(QueueState {
-                jobs: VecDeque::new(),
-                closed: false,
-            }),
-            ready: Condvar::new(),
-        });
-        let pool = BurnPool {
-            queue: Arc::clone(&queue),
-            workers,
-        };
-        for i in 0..workers {
-            let queue = Arc::clone(&queue);
-            // On failure `pool` is dropped, which stops the threads started so far.
-            thread::Builder::new()
-                .name(format!("{name}-{i}"))
-                .spawn(move || worker(&queue))?;
-        }
-        Ok(pool)
-    }
-
-    /// Number of worker threads.
+impl Burns {
+    /// Number of burns that may run at once.
     pub fn workers(&self) -> usize {
         self.workers
     }
 
-    /// Burns `cpu` on a worker thread, waiting in the queue while all are busy.
+    /// Burns `cpu` on the calling thread once fewer than `workers` burns
+    /// run. Only for tasks spawned on [`Workers`]: on any other runtime the
+    /// burn would stall that runtime's I/O.
     pub async fn burn(&self, cpu: Duration) {
         if cpu.is_zero() {
             return;
         }
-        let (done, finished) = oneshot::channel();
-        self.queue.lock().jobs.push_back(Job { cpu, done });
-        self.queue.ready.notify_one();
-        // The workers outlive `self`, so the job is answered.
-        let _ = finished.await;
-    }
-}
-
-impl Drop for BurnPool {
-    fn drop(&mut self) {
-        self.queue.lock().closed = true;
-        self.queue.ready.notify_all();
-    }
-}
-
-fn worker(queue: &Queue) {
-    while let Some(job) = queue.next() {
-        // A client that went away still costs its burn: the server already
-        // committed the work, as a real thread-pool server would.
-        burn(job.cpu);
-        let _ = job.done.send(());
+        // The semaphore is never closed.
+        let Ok(_permit) = self.permits.acquire().await else {
+            return;
+        };
+        // Hands the I/O driver to a sibling thread (see the module docs).
+        tokio::task::yield_now().await;
+        burn(cpu);
     }
 }
 
@@ -155,12 +162,26 @@ fn worker(queue: &Queue) {
 mod tests {
     use super::*;
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn the_pool_burns_on_its_workers() {
-        let pool = BurnPool::new("test-burn", 2).unwrap();
+    #[test]
+    fn burns_run_on_the_workers() {
+        let workers = Workers::new("test-worker", 2).unwrap();
+        let burns = workers.burns();
+        assert_eq!(burns.workers(), 2);
         let before = thread_cpu_time();
-        pool.burn(Duration::from_millis(5)).await;
-        pool.burn(Duration::ZERO).await;
+        let on_worker = workers.spawn(async move {
+            burns.burn(Duration::from_millis(5)).await;
+            std::thread::current().name().map(str::to_owned)
+        });
+        let name = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(on_worker)
+            .unwrap();
+        assert!(
+            name.as_deref()
+                .is_some_and(|n| n.starts_with("test-worker-")),
+            "{name:?}"
+        );
         assert!(
             thread_cpu_time() - before < Duration::from_millis(2),
             "the caller did not burn"

@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::burn::BurnPool;
+use crate::burn::{Burns, Workers};
 use crate::http::{
     self, method_not_allowed, not_found, ok, BadRequest, Body, Handler, Query, Stop,
 };
@@ -22,7 +22,8 @@ use crate::http::{
 /// Configuration of the db tier.
 #[derive(Debug, Clone)]
 pub struct DbConfig {
-    /// Worker threads that run CPU burns: at most this many burn at once.
+    /// CPU burns that may run at once, each on a thread of its own; the
+    /// tier serves its connections on one thread more than this.
     pub workers: usize,
 }
 
@@ -88,14 +89,17 @@ pub async fn serve_db(
     config: DbConfig,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let workers = Workers::new("db-worker", config.workers)?;
     let db = Arc::new(Db {
-        pool: BurnPool::new("db-burn", config.workers)?,
+        burns: workers.burns(),
     });
-    http::serve(listener, db, shutdown).await
+    http::serve(listener, db, &workers, shutdown).await
 }
 
+/// Handlers run on the tier's workers, and burn on the worker that runs
+/// them (see [`crate::burn`]).
 struct Db {
-    pool: BurnPool,
+    burns: Arc<Burns>,
 }
 
 impl Handler for Db {
@@ -120,7 +124,7 @@ impl Handler for Db {
             }
             let written = match wire::parse(request) {
                 Ok(cpu) => {
-                    self.pool.burn(cpu).await;
+                    self.burns.burn(cpu).await;
                     stream.write_all(&[wire::DONE]).await
                 }
                 Err(reason) => stream.write_all(&wire::refusal(&reason)).await,
@@ -139,7 +143,7 @@ impl Db {
             "/burn" if req.method() != Method::GET => Ok(method_not_allowed("GET")),
             "/burn" => {
                 let cpu = Query::parse(req.uri().query()).required_millis("ms")?;
-                self.pool.burn(cpu).await;
+                self.burns.burn(cpu).await;
                 Ok(ok())
             }
             path => Ok(not_found(path)),

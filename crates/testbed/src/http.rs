@@ -15,6 +15,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::burn::Workers;
+
 /// The body of every testbed response.
 pub type Body = Full<Bytes>;
 
@@ -60,9 +62,13 @@ impl Stop {
 /// Serves HTTP/1.1 (keep-alive unless the client says close) on `listener`
 /// until `shutdown` completes, then stops accepting and lets open connections
 /// finish their in-flight request for at most [`DRAIN_TIMEOUT`].
+///
+/// Connections are accepted here, on the caller's runtime, so that a new
+/// one is taken while every worker burns, and then served on `workers`.
 pub async fn serve<H: Handler>(
     listener: TcpListener,
     handler: Arc<H>,
+    workers: &Workers,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let mut builder = http1::Builder::new();
@@ -86,13 +92,18 @@ pub async fn serve<H: Handler>(
             },
         };
         let _ = stream.set_nodelay(true);
+        // A socket belongs to the reactor of the runtime that registered
+        // it: move it over to the workers' (into_std leaves it non-blocking).
+        let Ok(stream) = stream.into_std() else {
+            continue;
+        };
         let stop = Stop(drain.subscribe());
-        tokio::spawn(connection(
-            stream,
-            Arc::clone(&handler),
-            Arc::clone(&builder),
-            stop,
-        ));
+        let (handler, builder) = (Arc::clone(&handler), Arc::clone(&builder));
+        workers.spawn(async move {
+            if let Ok(stream) = TcpStream::from_std(stream) {
+                connection(stream, handler, builder, stop).await;
+            }
+        });
     }
     drop(listener);
     let _ = drain.send(());

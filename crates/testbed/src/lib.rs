@@ -5,13 +5,14 @@
 //!
 //! ```text
 //!   client ──HTTP/1.1──▶ tb-web ──db wire protocol──▶ tb-db (also HTTP, same port)
-//!                        │ I/O: one tokio thread      │ I/O: one tokio thread
-//!                        │ N web burn workers         │ N db burn workers
+//!                        │ accept: the main thread    │ accept: the main thread
+//!                        │ N+1 workers: I/O and burns │ N+1 workers: I/O and burns
+//!                        │ (at most N burn at once)   │ (at most N burn at once)
 //!                        │ one lock + data file       │
 //! ```
 //!
 //! Layout:
-//! - [`burn`]: CPU burns in thread CPU time, and the fixed worker pool;
+//! - [`burn`]: CPU burns in thread CPU time, and the threads that serve and burn;
 //! - `http`: the shared accept loop with graceful shutdown, responses, query parameters;
 //! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
 //! - `db_client`: the web tier's keep-alive pool to the db tier, on its wire protocol;

@@ -94,8 +94,8 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
     // starts them, so every thread of the process reads tb-web/tb-db too.
     set_process_name(args.tier.process_name())?;
     die_with_parent();
-    // One I/O thread is plenty for a testbed and keeps its own CPU cost small
-    // and easy to account for; the CPU burns run on the tier's worker pool.
+    // The main thread only accepts connections and waits for a signal; the
+    // tier serves them on its own workers (see burn.rs).
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -21,7 +21,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
-use crate::burn::BurnPool;
+use crate::burn::{Burns, Workers};
 use crate::db_client::DbClient;
 use crate::http::{
     self, json, method_not_allowed, not_found, ok, text, BadRequest, Body, Handler, Query,
@@ -38,7 +38,8 @@ const MAX_RECORD_BYTES: usize = 1 << 20;
 /// Configuration of the web tier.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
-    /// Worker threads that run CPU burns: at most this many burn at once.
+    /// CPU burns that may run at once, each on a thread of its own; the
+    /// tier serves its connections on one thread more than this.
     pub workers: usize,
     /// The db tier; `/db` answers 503 without one.
     pub db: Option<SocketAddr>,
@@ -61,18 +62,21 @@ pub async fn serve_web(
     config: WebConfig,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let workers = Workers::new("web-worker", config.workers)?;
     let web = Arc::new(Web {
-        pool: BurnPool::new("web-burn", config.workers)?,
+        burns: workers.burns(),
         db: config.db.map(DbClient::new),
         lock: CriticalSection::create()?,
         ingested: AtomicU64::new(0),
         filler: Mutex::new(Bytes::new()),
     });
-    http::serve(listener, web, shutdown).await
+    http::serve(listener, web, &workers, shutdown).await
 }
 
+/// The state requests share. Handlers run on the tier's workers, and burn
+/// on the worker that runs them (see [`crate::burn`]).
 struct Web {
-    pool: BurnPool,
+    burns: Arc<Burns>,
     db: Option<DbClient>,
     lock: CriticalSection,
     ingested: AtomicU64,
@@ -122,7 +126,7 @@ impl Web {
         match path {
             "/health" => Ok(ok()),
             "/cpu" => {
-                self.pool.burn(query.required_millis("ms")?).await;
+                self.burns.burn(query.required_millis("ms")?).await;
                 Ok(ok())
             }
             "/db" => {
@@ -134,7 +138,7 @@ impl Web {
                         "no db tier configured\n",
                     ));
                 };
-                self.pool.burn(web_cpu).await;
+                self.burns.burn(web_cpu).await;
                 // The web worker is free again while the db tier works.
                 Ok(match db.burn(db_cpu).await {
                     Ok(()) => ok(),
