@@ -10,55 +10,10 @@ set -euo pipefail
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
 
-command -v nginx >/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
-}
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-if [[ -z "${AUTOPERF:-}" ]]; then
-    (cd "$ROOT" && cargo build --release --quiet --bin autoperf)
-    AUTOPERF="${CARGO_TARGET_DIR:-$ROOT/target}/release/autoperf"
-fi
-
-WORK=$(mktemp -d /tmp/autoperf-rate.XXXXXX)
-chmod 755 "$WORK"
-mkdir -p "$WORK/www" "$WORK/logs" "$WORK/temp"
-head -c 100 /dev/zero | tr '\0' a >"$WORK/www/100b.txt"
-chmod 644 "$WORK/www/"*
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 16000; }
-http {
-    access_log off;
-    keepalive_requests 1000000000;
-    keepalive_timeout 600s;
-    client_body_temp_path $WORK/temp/body;
-    proxy_temp_path $WORK/temp/proxy;
-    fastcgi_temp_path $WORK/temp/fastcgi;
-    uwsgi_temp_path $WORK/temp/uwsgi;
-    scgi_temp_path $WORK/temp/scgi;
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        root $WORK/www;
-    }
-}
-CONF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon off;' &
-NGINX_PID=$!
-cleanup() {
-    kill "$NGINX_PID" 2>/dev/null || true
-    wait "$NGINX_PID" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-for _ in $(seq 50); do
-    curl -sf "http://127.0.0.1:$PORT/100b.txt" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+NGINX_CONNECTIONS=16000 NGINX_LISTEN="backlog=4096"
+# shellcheck source=bench/nginx.sh
+source "$HERE/nginx.sh"
 
 cat >"$WORK/rate.yaml" <<YAML
 name: rate

@@ -17,59 +17,10 @@ CONNS=${CONNS:-64}
 NGINX_CPU=${NGINX_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
 
-need=()
-command -v nginx >/dev/null || need+=(nginx)
-command -v wrk >/dev/null || need+=(wrk)
-if ((${#need[@]})); then
-    echo "installing ${need[*]}" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-
-if [[ -z "${AUTOPERF:-}" ]]; then
-    (cd "$ROOT" && cargo build --release --quiet --bin autoperf)
-    AUTOPERF="${CARGO_TARGET_DIR:-$ROOT/target}/release/autoperf"
-fi
-
-WORK=$(mktemp -d /tmp/autoperf-bench.XXXXXX)
-chmod 755 "$WORK" # nginx workers run as nobody and must read the files
-mkdir -p "$WORK/www" "$WORK/logs" "$WORK/temp"
-head -c 100 /dev/zero | tr '\0' a >"$WORK/www/100b.txt"
-head -c 4096 /dev/zero | tr '\0' b >"$WORK/www/4k.txt"
-chmod 644 "$WORK/www/"*
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 1000000000;
-    keepalive_timeout 600s;
-    client_body_temp_path $WORK/temp/body;
-    proxy_temp_path $WORK/temp/proxy;
-    fastcgi_temp_path $WORK/temp/fastcgi;
-    uwsgi_temp_path $WORK/temp/uwsgi;
-    scgi_temp_path $WORK/temp/scgi;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $WORK/www;
-    }
-}
-CONF
-taskset -c "$NGINX_CPU" "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon off;' &
-NGINX_PID=$!
-cleanup() { kill "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-for _ in $(seq 50); do
-    curl -sf "http://127.0.0.1:$PORT/100b.txt" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+NEED_WRK=1 NGINX_PIN=$NGINX_CPU
+# shellcheck source=bench/nginx.sh
+source "$HERE/nginx.sh"
 
 # Runs "$@" pinned to the generator core; prints the CPU seconds
 # (utime + stime) the child used, as the kernel accounted it when it was
