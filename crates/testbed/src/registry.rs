@@ -13,6 +13,7 @@
 //! | `GET /subjects` | the subjects' names |
 //! | `GET /subjects/{subject}/versions` | the subject's version numbers |
 //! | `GET /subjects/{subject}/versions/{n}` and `/latest` | `{"subject", "version", "id", "schema", "schemaType"?}` |
+//! | `GET /associations/resources/{namespace}/{topic}` | `[]`: no topic is bound to a subject, so clients name subjects by their fallback strategy (`TOPIC-value`) |
 //!
 //! As in the real registry, ids are global (the same schema under two
 //! subjects has one id) and versions count per subject from 1; query
@@ -271,6 +272,11 @@ impl SchemaRegistry {
             (&Method::GET, ["subjects", subject, "versions", version]) => {
                 let found = self.state().version(subject, version)?;
                 Ok(reply(StatusCode::OK, &found))
+            }
+            // confluent-kafka 2.16's (de)serializers ask which subject a topic is
+            // bound to before they fall back to TOPIC-value.
+            (&Method::GET, ["associations", "resources", _, _]) => {
+                Ok(reply(StatusCode::OK, &json!([])))
             }
             // What the real registry answers at its root.
             (&Method::GET, [""]) => Ok(reply(StatusCode::OK, &json!({}))),

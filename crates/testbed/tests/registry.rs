@@ -42,7 +42,14 @@ async fn serves_what_serializers_and_deserializers_call() {
         let _ = stopped.await;
     }));
 
-    // A producer registers its value schema under TOPIC-value…
+    // A producer asks which subject the topic is bound to (none)…
+    let resp = get(
+        addr,
+        "/associations/resources/-/sensors?resourceType=topic&associationType=value",
+    )
+    .await;
+    assert_eq!(body(&resp), json!([]));
+    // …registers its value schema under TOPIC-value…
     let resp = post(
         addr,
         "/subjects/sensors-value/versions?normalize=false",
@@ -141,7 +148,7 @@ async fn serves_what_serializers_and_deserializers_call() {
             register: 3,
             lookup: 2,
             by_id: 3,
-            other: 6,
+            other: 7,
         }
     );
     assert_eq!(registry.schema(id as u32).as_deref(), Some(SENSOR));
