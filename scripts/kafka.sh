@@ -97,7 +97,7 @@ classpath() {
 </project>
 EOF
     echo "kafka.sh: resolving Kafka $KAFKA_VERSION from Maven Central (first use only)" >&2
-    mvn -q -B -f "$DEPS/pom.xml" dependency:build-classpath \
+    mvn -q -B -Dstyle.color=never -f "$DEPS/pom.xml" dependency:build-classpath \
         -Dmdep.outputFile="$cp.tmp" -Dmdep.includeScope=runtime >&2 ||
         die "Maven could not resolve Kafka $KAFKA_VERSION (see above)"
     mv "$cp.tmp" "$cp"
