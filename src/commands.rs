@@ -16,7 +16,7 @@ use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMe
 use autoperf_core::report::{self, text};
 use autoperf_core::results::{read_levels, read_run, write_run_file, ResultsDir};
 use autoperf_core::runner::{run_levels, FixedLevels, LevelController, RunError, RunPlan};
-use autoperf_core::scenario::{self, BaseUrl, RequestId, Scenario};
+use autoperf_core::scenario::{self, BaseUrl, Endpoint, RequestId, Scenario};
 use autoperf_core::thresholds;
 
 use crate::cli::{
@@ -35,7 +35,7 @@ pub fn check(path: &Path) -> Outcome {
         path.display(),
         scenario.name,
         scenario.requests.len(),
-        scenario.target.base_url
+        scenario.target.endpoint
     ));
     Ok(exit::OK)
 }
@@ -213,11 +213,11 @@ pub fn demo(args: DemoArgs) -> Outcome {
     for server in &mut scenario.servers {
         server.agent = agent.url();
     }
-    scenario.target.base_url = BaseUrl {
+    scenario.target.endpoint = Endpoint::Http(BaseUrl {
         host: testbed.web_addr.ip().to_string(),
         port: testbed.web_addr.port(),
         path_prefix: String::new(),
-    };
+    });
     let scenario = Arc::new(scenario);
     if !args.output.quiet {
         eprintln!(

@@ -431,7 +431,7 @@ impl ScenarioInfo {
             name: scenario.name.clone(),
             file: scenario.source.display().to_string(),
             text: scenario.text.clone(),
-            target: scenario.target.base_url.to_string(),
+            target: scenario.target.endpoint.to_string(),
         }
     }
 }

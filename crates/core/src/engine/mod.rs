@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
-use crate::protocol::{HttpTransport, TargetError};
-use crate::scenario::{RequestId, Scenario};
+use crate::protocol::{HttpTransport, TargetError, Transport};
+use crate::scenario::{Endpoint, RequestId, Scenario};
 
 use shard::{run_shard, ShardPlan};
 use user::Shared;
@@ -134,7 +134,14 @@ pub enum EngineError {
 
 /// Checks that the target accepts connections, before any level runs.
 pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
-    let transport = HttpTransport::new(scenario)?;
+    let base = match &scenario.target.endpoint {
+        Endpoint::Http(base) => base,
+        #[cfg(feature = "kafka")]
+        Endpoint::Kafka(kafka) => return Ok(crate::protocol::kafka::probe(scenario, kafka)?),
+        #[cfg(not(feature = "kafka"))]
+        Endpoint::Kafka(_) => unreachable!("decoding rejects Kafka targets without the feature"),
+    };
+    let transport = HttpTransport::new(scenario, base)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -215,7 +222,8 @@ fn share(total: u32, shards: usize, index: usize) -> u32 {
     total / shards as u32 + u32::from((index as u32) < total % shards as u32)
 }
 
-/// Starts the shards, collects their ticks until the level ends.
+/// Makes one transport per shard for the scenario's kind of target, then
+/// drives the level with them.
 fn drive(
     scenario: &Arc<Scenario>,
     plan: &LevelPlan,
@@ -224,9 +232,37 @@ fn drive(
     stop: &StopSignal,
     load: impl Fn(usize) -> (u32, Option<open::OpenShard>),
 ) -> Result<(LevelTotals, SystemTime), EngineError> {
-    let transports = (0..shards)
-        .map(|_| HttpTransport::new(scenario))
-        .collect::<Result<Vec<_>, _>>()?;
+    match &scenario.target.endpoint {
+        Endpoint::Http(base) => {
+            let transports = (0..shards)
+                .map(|_| HttpTransport::new(scenario, base))
+                .collect::<Result<Vec<_>, _>>()?;
+            drive_with(transports, scenario, plan, sinks, stop, load)
+        }
+        #[cfg(feature = "kafka")]
+        Endpoint::Kafka(kafka) => {
+            use crate::protocol::kafka::{KafkaTransport, ProducePlans};
+            let plans = ProducePlans::new(scenario)?;
+            let transports = (0..shards)
+                .map(|_| KafkaTransport::new(kafka, scenario.target.timeout, plans.clone()))
+                .collect::<Result<Vec<_>, _>>()?;
+            drive_with(transports, scenario, plan, sinks, stop, load)
+        }
+        #[cfg(not(feature = "kafka"))]
+        Endpoint::Kafka(_) => unreachable!("decoding rejects Kafka targets without the feature"),
+    }
+}
+
+/// Starts the shards, collects their ticks until the level ends.
+fn drive_with<T: Transport + Send>(
+    transports: Vec<T>,
+    scenario: &Arc<Scenario>,
+    plan: &LevelPlan,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+    load: impl Fn(usize) -> (u32, Option<open::OpenShard>),
+) -> Result<(LevelTotals, SystemTime), EngineError> {
+    let shards = transports.len();
     let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
         scenario
             .feeders

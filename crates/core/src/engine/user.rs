@@ -279,6 +279,10 @@ impl Bindings for UserBindings<'_> {
         self.rng.i64(lo..=hi)
     }
 
+    fn unit(&mut self) -> f64 {
+        self.rng.f64()
+    }
+
     fn column(&mut self, feeder: FeederId, column: usize) -> &[u8] {
         let f = &self.feeders[feeder.index()];
         let cursor = &self.cursors[feeder.index()];

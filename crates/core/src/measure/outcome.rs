@@ -23,10 +23,19 @@ pub enum ErrorKind {
     Http4xx,
     /// A complete response with a 5xx status.
     Http5xx,
+    /// The rendered request did not fit its encoding (a text that is not a
+    /// number where an Avro schema wants a `long`, say); nothing was sent.
+    Encode,
+    /// The Kafka broker answered with an error (not leader, record too
+    /// large, not authorised…), or the client failed otherwise.
+    KafkaBroker,
+    /// The Kafka producer's local queue was full: the generator produces
+    /// faster than the cluster acknowledges.
+    KafkaQueueFull,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -35,6 +44,9 @@ impl ErrorKind {
         ErrorKind::Malformed,
         ErrorKind::Http4xx,
         ErrorKind::Http5xx,
+        ErrorKind::Encode,
+        ErrorKind::KafkaBroker,
+        ErrorKind::KafkaQueueFull,
     ];
 
     pub fn index(self) -> usize {
@@ -51,6 +63,9 @@ impl ErrorKind {
             ErrorKind::Malformed => "malformed",
             ErrorKind::Http4xx => "http_4xx",
             ErrorKind::Http5xx => "http_5xx",
+            ErrorKind::Encode => "encode",
+            ErrorKind::KafkaBroker => "kafka_broker",
+            ErrorKind::KafkaQueueFull => "kafka_queue_full",
         }
     }
 

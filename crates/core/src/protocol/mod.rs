@@ -1,8 +1,11 @@
 //! Transports: how one rendered request reaches the target and what came
-//! back. The engine is written once against `Transport`; HTTP/1.1 is the
-//! first implementation (Kafka and HTTP/2 plug in beside it).
+//! back. The engine is written once against `Transport`; HTTP/1.1 and Kafka
+//! (`kafka.rs`, cargo feature `kafka`) implement it.
 
 pub mod http1;
+#[cfg(feature = "kafka")]
+pub mod kafka;
+pub mod registry;
 pub mod request;
 
 use std::future::Future;
@@ -15,14 +18,15 @@ use tokio::time::Sleep;
 
 use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
-use crate::scenario::{RequestId, Scenario};
+use crate::scenario::{Action, BaseUrl, RequestId, Scenario};
 
 use self::request::RequestPlan;
 
 /// What one call came to, with its timings.
 #[derive(Debug, Clone, Copy)]
 pub struct CallOutcome {
-    /// `Ok(status)` for a complete response with a non-error status.
+    /// `Ok(status)` for a complete response with a non-error status (for
+    /// Kafka, the partition the record was written to).
     pub result: Result<u16, ErrorKind>,
     /// First byte written to last byte read (zero when nothing was sent).
     pub response_time: Duration,
@@ -72,11 +76,20 @@ pub enum TargetError {
     /// Nothing accepted a connection at the start of the run.
     #[error("target {authority} is unreachable: {reason} (is the server running? check target.base_url)")]
     Unreachable { authority: String, reason: String },
+    /// No Kafka broker answered at the bootstrap addresses.
+    #[error("Kafka at {bootstrap} is unreachable: {reason} (is the broker running? check target.kafka.bootstrap)")]
+    Kafka { bootstrap: String, reason: String },
+    /// The schema registry did not take the schema.
+    #[error("cannot register the Avro schema of subject `{subject}` at {url}: {reason}")]
+    Registry {
+        url: String,
+        subject: String,
+        reason: String,
+    },
 }
 
 impl HttpTransport {
-    pub fn new(scenario: &Scenario) -> Result<HttpTransport, TargetError> {
-        let base = &scenario.target.base_url;
+    pub fn new(scenario: &Scenario, base: &BaseUrl) -> Result<HttpTransport, TargetError> {
         let authority = base.authority();
         let addr = (base.host.as_str(), base.port)
             .to_socket_addrs()
@@ -94,7 +107,12 @@ impl HttpTransport {
             plans: scenario
                 .requests
                 .iter()
-                .map(|r| RequestPlan::new(r, base))
+                .map(|r| match &r.action {
+                    Action::Http(http) => RequestPlan::new(http, base),
+                    Action::Produce(_) => {
+                        unreachable!("validation keeps `produce` requests to Kafka targets")
+                    }
+                })
                 .collect(),
             timeout: scenario.target.timeout,
         })

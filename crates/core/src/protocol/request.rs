@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::scenario::template::Bindings;
-use crate::scenario::{BaseUrl, Body, Request, Template};
+use crate::scenario::{BaseUrl, Body, HttpRequest, Template};
 
 /// A request with its static parts pre-rendered.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ enum BodyPlan {
 }
 
 impl RequestPlan {
-    pub fn new(request: &Request, base: &BaseUrl) -> RequestPlan {
+    pub fn new(request: &HttpRequest, base: &BaseUrl) -> RequestPlan {
         let mut start = Vec::new();
         write!(start, "{} {}", request.method, base.path_prefix).unwrap();
         let mut fixed_headers = Vec::new();

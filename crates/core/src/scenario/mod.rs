@@ -12,6 +12,7 @@
 //! every problem found in the file (`autoperf check` prints them all). The
 //! format is described for editors by `schema/scenario.schema.json`.
 
+pub mod avro;
 pub mod decode;
 pub mod diagnostic;
 pub mod duration;
@@ -22,6 +23,8 @@ pub mod template;
 pub mod threshold;
 pub mod yaml;
 
+#[cfg(test)]
+mod kafka_tests;
 #[cfg(test)]
 mod tests;
 

@@ -107,9 +107,59 @@ impl Scenario {
 
 #[derive(Debug, Clone)]
 pub struct Target {
-    pub base_url: BaseUrl,
-    /// Per-request timeout: from the first byte written to the last byte read.
+    pub endpoint: Endpoint,
+    /// Per-request timeout: from the first byte written to the last byte
+    /// read (HTTP), or from the send to the broker's acknowledgement (Kafka).
     pub timeout: Duration,
+}
+
+/// Where requests go: one HTTP server, or one Kafka cluster.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    Http(BaseUrl),
+    Kafka(KafkaTarget),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Http(base) => base.fmt(f),
+            Endpoint::Kafka(kafka) => write!(f, "kafka://{}", kafka.bootstrap),
+        }
+    }
+}
+
+/// `target: {kafka: …}`: the cluster and the producer's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KafkaTarget {
+    /// `host:port[,host:port…]`, as librdkafka's `bootstrap.servers`.
+    pub bootstrap: String,
+    pub acks: Acks,
+    /// Further producer settings passed to librdkafka as written; they
+    /// override autoperf's defaults.
+    pub settings: Vec<(String, String)>,
+}
+
+/// How many replicas must have a record before the broker acknowledges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// Fire and forget: the "acknowledgement" is the send itself.
+    None,
+    /// The partition leader has it.
+    Leader,
+    /// Every in-sync replica has it.
+    All,
+}
+
+impl Acks {
+    /// The value of librdkafka's `acks` setting.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
+        }
+    }
 }
 
 /// `http://host:port/prefix`: only plain HTTP/1.1 for now.
@@ -183,27 +233,93 @@ impl ThinkTime {
     }
 }
 
-/// A `data:` entry: rows of name-value pairs from a CSV file with a header.
-/// Each use takes the next row, wrapping around.
+/// A `data:` entry: rows of name-value pairs from a CSV file with a header,
+/// or a generated range of integers. Each use takes the next row, wrapping
+/// around.
 #[derive(Debug, Clone)]
 pub struct Feeder {
     pub name: String,
-    pub path: PathBuf,
+    pub source: FeederSource,
     pub columns: Vec<String>,
     /// Never empty: validation rejects a file without data rows.
     pub rows: Vec<Vec<String>>,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeederSource {
+    /// `{csv: file}`: the file, resolved against the scenario's directory.
+    Csv(PathBuf),
+    /// `{range: [from, to]}`: one column `n`, the integers from..=to.
+    Range { from: i64, to: i64 },
+}
+
 #[derive(Debug, Clone)]
 pub struct Request {
     pub name: String,
+    pub action: Action,
+    /// Empty for `produce` requests (a broker's acknowledgement has no body).
+    pub extracts: Vec<Extract>,
+}
+
+/// What a request does: an HTTP exchange, or a record sent to Kafka.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Http(HttpRequest),
+    Produce(Produce),
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
     /// Upper-case HTTP method token, e.g. "GET".
     pub method: String,
     /// Path and query, appended to the base URL's prefix; starts with '/'.
     pub path: Template,
     pub headers: Vec<(String, Template)>,
     pub body: Option<Body>,
-    pub extracts: Vec<Extract>,
+}
+
+/// `produce:`: one record to a topic.
+#[derive(Debug, Clone)]
+pub struct Produce {
+    pub topic: String,
+    /// `None`: no key (the partitioner then spreads records at random).
+    pub key: Option<Template>,
+    pub value: RecordValue,
+}
+
+/// How a record's value is written.
+#[derive(Debug, Clone)]
+pub enum RecordValue {
+    /// JSON text (the template's expansions JSON-escaped).
+    Json(Template),
+    /// Bytes as written.
+    Raw(Template),
+    Avro(AvroValue),
+}
+
+/// `value: {avro: …}`: a record template encoded per a schema.
+#[derive(Debug, Clone)]
+pub struct AvroValue {
+    /// The schema as JSON text (what a registry is given).
+    pub schema_json: String,
+    /// Compiled against the schema: renders Avro binary directly.
+    pub record: super::avro::AvroTemplate,
+    pub framing: AvroFraming,
+}
+
+/// Whether the Avro datum goes bare or in Confluent's schema-registry wire
+/// format: magic byte 0, the schema id as 4 bytes big-endian, the datum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AvroFraming {
+    Bare,
+    /// `schema_id: N`: a known id, no registry asked.
+    SchemaId(u32),
+    /// `registry: {url, subject}`: the schema is registered under the
+    /// subject when the run starts, and the id the registry returns is used.
+    Registry {
+        url: BaseUrl,
+        subject: String,
+    },
 }
 
 #[derive(Debug, Clone)]

@@ -3,6 +3,9 @@
 //!
 //! Syntax inside a string:
 //! - `${random(1,5000)}`: a uniform integer, both bounds inclusive;
+//!   `${random(0.0, 100.0)}` (a bound with a `.`): a uniform double in
+//!   [lo, hi), written in the shortest form that reads back exactly;
+//! - `${now_ms()}`: the wall clock as milliseconds since the Unix epoch;
 //! - `${actors.name}`: column `name` of the current row of feeder `actors`;
 //! - `${token}`: a per-user variable bound by some request's `extract`;
 //! - `$$` writes one literal `$` (so `$${x}` is the text `${x}`); a `$` not
@@ -35,21 +38,23 @@ pub enum Escape {
 }
 
 /// A dynamic part of a template.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Dynamic {
     Random { lo: i64, hi: i64 },
+    RandomFloat { lo: f64, hi: f64 },
+    NowMs,
     Column { feeder: FeederId, column: usize },
     Var(VarId),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Part {
     /// Offset in `Template::text` where the expansion goes.
     at: usize,
     value: Dynamic,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     text: Vec<u8>,
     parts: Vec<Part>,
@@ -61,6 +66,14 @@ pub struct Template {
 pub trait Bindings {
     /// A uniform integer in `lo..=hi`.
     fn random(&mut self, lo: i64, hi: i64) -> i64;
+    /// A uniform draw from [0, 1).
+    fn unit(&mut self) -> f64;
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&mut self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
     /// The value of `column` in the row chosen for `feeder` for this
     /// rendering (the engine picks one row per feeder per request).
     fn column(&mut self, feeder: FeederId, column: usize) -> &[u8];
@@ -107,6 +120,15 @@ impl Template {
                     // Digits and '-' need no escaping in any context.
                     let n = bindings.random(lo, hi);
                     let _ = write!(out, "{n}");
+                }
+                Dynamic::RandomFloat { lo, hi } => {
+                    // `{}` on f64 is the shortest text that parses back to
+                    // the same double: no `e`, digits, `.` and `-` only.
+                    let x = lo + (hi - lo) * bindings.unit();
+                    let _ = write!(out, "{x}");
+                }
+                Dynamic::NowMs => {
+                    let _ = write!(out, "{}", bindings.now_ms());
                 }
                 Dynamic::Column { feeder, column } => {
                     escape(self.escape, bindings.column(feeder, column), out)
@@ -255,6 +277,17 @@ fn is_identifier(s: &str) -> bool {
 /// Resolves the inside of `${…}`.
 fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<String>)> {
     let expr = inner.trim();
+    if let Some(args) = expr.strip_prefix("now_ms").map(str::trim_start) {
+        if let Some(args) = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')) {
+            if !args.trim().is_empty() {
+                return Err((
+                    format!("expected `now_ms()` without arguments, found `{expr}`"),
+                    None,
+                ));
+            }
+            return Ok(Dynamic::NowMs);
+        }
+    }
     if let Some(args) = expr.strip_prefix("random").map(str::trim_start) {
         if let Some(args) = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')) {
             return random(args, inner);
@@ -308,14 +341,18 @@ fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<Stri
             Some(format!("write `${{{expr}.COLUMN}}`")),
         ));
     }
-    let hint = did_you_mean(expr, names.variables.iter().map(String::as_str))
-        .or_else(|| Some("variables are bound by a request's `extract`".into()));
+    let hint = match expr {
+        "now_ms" => Some("write `${now_ms()}` for the time".into()),
+        "random" => Some("write `${random(lo, hi)}` for a random number".into()),
+        _ => did_you_mean(expr, names.variables.iter().map(String::as_str))
+            .or_else(|| Some("variables are bound by a request's `extract`".into())),
+    };
     Err((format!("unknown variable `{expr}`"), hint))
 }
 
 fn bad_expansion(inner: &str) -> (String, Option<String>) {
     (
-        format!("expected `${{random(lo, hi)}}`, `${{feeder.column}}` or `${{variable}}`, found `${{{inner}}}`"),
+        format!("expected `${{random(lo, hi)}}`, `${{now_ms()}}`, `${{feeder.column}}` or `${{variable}}`, found `${{{inner}}}`"),
         Some("write `$${` for a literal `${`".into()),
     )
 }
@@ -324,13 +361,27 @@ fn random(args: &str, inner: &str) -> Result<Dynamic, (String, Option<String>)> 
     let bad = || {
         (
             format!(
-                "expected `random(lo, hi)` with two integers, found `{}`",
+                "expected `random(lo, hi)` with two integers (or two decimals like `0.0`), found `{}`",
                 inner.trim()
             ),
             None,
         )
     };
     let (lo, hi) = args.split_once(',').ok_or_else(bad)?;
+    if lo.contains('.') || hi.contains('.') {
+        let lo: f64 = lo.trim().parse().map_err(|_| bad())?;
+        let hi: f64 = hi.trim().parse().map_err(|_| bad())?;
+        if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+            return Err((
+                format!(
+                    "expected `random(lo, hi)` with finite lo <= hi, found `{}`",
+                    inner.trim()
+                ),
+                None,
+            ));
+        }
+        return Ok(Dynamic::RandomFloat { lo, hi });
+    }
     let lo: i64 = lo.trim().parse().map_err(|_| bad())?;
     let hi: i64 = hi.trim().parse().map_err(|_| bad())?;
     if lo > hi {
@@ -406,6 +457,12 @@ mod tests {
         fn random(&mut self, lo: i64, hi: i64) -> i64 {
             assert!(lo <= hi);
             hi
+        }
+        fn unit(&mut self) -> f64 {
+            0.5
+        }
+        fn now_ms(&mut self) -> i64 {
+            1_700_000_000_123
         }
         fn column(&mut self, _feeder: FeederId, column: usize) -> &[u8] {
             &self.row[column]
@@ -528,6 +585,37 @@ mod tests {
         );
         assert!(err("${}")[0].message.starts_with("expected `${random"));
         assert!(err("${actors}")[0].message.contains("is a data feeder"));
+    }
+
+    #[test]
+    fn clock_and_decimals() {
+        let vars: Vec<String> = vec![];
+        let n = names(&[], &vars);
+        let t = Template::compile(
+            "${now_ms()} ${ now_ms( ) } ${random(0.0, 100.0)} ${random(-1.5,-1.5)}",
+            Escape::None,
+            &n,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        t.render(
+            &mut Fixed {
+                row: vec![],
+                vars: vec![],
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"1700000000123 1700000000123 50 -1.5");
+        let err = |src: &str| Template::compile(src, Escape::None, &n).unwrap_err();
+        assert!(err("${now_ms(1)}")[0].message.contains("without arguments"));
+        assert_eq!(
+            err("${now_ms}")[0].hint.as_deref(),
+            Some("write `${now_ms()}` for the time")
+        );
+        assert!(err("${random(2.0, 1.0)}")[0].message.contains("lo <= hi"));
+        assert!(err("${random(x.0, 1.0)}")[0]
+            .message
+            .contains("two decimals"));
     }
 
     #[test]

@@ -68,14 +68,14 @@ fn parse_in_dir(text: &str) -> (PathBuf, Result<Scenario, Diagnostics>) {
     (dir, result)
 }
 
-fn ok(text: &str) -> Scenario {
+pub(super) fn ok(text: &str) -> Scenario {
     match parse_in_dir(text).1 {
         Ok(s) => s,
         Err(e) => panic!("{e}"),
     }
 }
 
-fn errors(text: &str) -> Vec<Diagnostic> {
+pub(super) fn errors(text: &str) -> Vec<Diagnostic> {
     match parse_in_dir(text).1 {
         Ok(_) => panic!("expected errors"),
         Err(Diagnostics(d)) => d,
@@ -84,7 +84,7 @@ fn errors(text: &str) -> Vec<Diagnostic> {
 
 /// The one error whose message contains `needle`, at `line`:`column`.
 #[track_caller]
-fn expect(text: &str, needle: &str, line: usize, column: usize) -> Diagnostic {
+pub(super) fn expect(text: &str, needle: &str, line: usize, column: usize) -> Diagnostic {
     let all = errors(text);
     let found: Vec<&Diagnostic> = all.iter().filter(|d| d.message.contains(needle)).collect();
     assert_eq!(found.len(), 1, "`{needle}` in {all:#?}");
@@ -97,11 +97,17 @@ fn expect(text: &str, needle: &str, line: usize, column: usize) -> Diagnostic {
     found[0].clone()
 }
 
-struct Fixed;
+pub(super) struct Fixed;
 
 impl Bindings for Fixed {
     fn random(&mut self, lo: i64, _hi: i64) -> i64 {
         lo
+    }
+    fn unit(&mut self) -> f64 {
+        0.25
+    }
+    fn now_ms(&mut self) -> i64 {
+        1_700_000_000_000
     }
     fn column(&mut self, _feeder: FeederId, column: usize) -> &[u8] {
         [&b"Kevin Bacon"[..], b"1"][column]
@@ -111,7 +117,14 @@ impl Bindings for Fixed {
     }
 }
 
-fn render(t: &Template) -> String {
+pub(super) fn http(r: &Request) -> &HttpRequest {
+    match &r.action {
+        Action::Http(h) => h,
+        Action::Produce(_) => panic!("an HTTP request"),
+    }
+}
+
+pub(super) fn render(t: &Template) -> String {
     let mut out = Vec::new();
     t.render(&mut Fixed, &mut out);
     String::from_utf8(out).unwrap()
@@ -121,7 +134,7 @@ fn render(t: &Template) -> String {
 fn design_example_parses() {
     let s = ok(DESIGN_EXAMPLE);
     assert_eq!(s.name, "shop-browse");
-    assert_eq!(s.target.base_url.to_string(), "http://127.0.0.1:8080");
+    assert_eq!(s.target.endpoint.to_string(), "http://127.0.0.1:8080");
     assert_eq!(s.target.timeout, Duration::from_secs(10));
     assert_eq!(
         s.think_time,
@@ -136,7 +149,7 @@ fn design_example_parses() {
     assert_eq!(names, ["login", "search_actor", "purchase"]);
     assert_eq!(s.variables, ["token"]);
 
-    let login = &s.requests[0];
+    let login = http(&s.requests[0]);
     assert_eq!(login.method, "POST");
     let Some(Body::Form(form)) = &login.body else {
         panic!("form body")
@@ -150,24 +163,27 @@ fn design_example_parses() {
         ]
     );
     assert!(matches!(
-        &login.extracts[..],
+        &s.requests[0].extracts[..],
         [Extract {
             var: VarId(0),
             from: ExtractFrom::Regex(_)
         }]
     ));
 
-    let search = &s.requests[1];
+    let search = http(&s.requests[1]);
     assert_eq!(search.method, "GET");
     assert_eq!(render(&search.path), "/browse?actor=Kevin%20Bacon");
     assert_eq!(search.path.feeders().collect::<Vec<_>>(), [FeederId(0)]);
     assert_eq!(render(&search.headers[0].1), "Bearer abc");
 
-    let Some(Body::Json(json)) = &s.requests[2].body else {
+    let Some(Body::Json(json)) = &http(&s.requests[2]).body else {
         panic!("json body")
     };
     assert_eq!(render(json), r#"{"item":"1","qty":1}"#);
-    assert_eq!(s.requests[2].path.static_bytes(), Some(&b"/purchase"[..]));
+    assert_eq!(
+        http(&s.requests[2]).path.static_bytes(),
+        Some(&b"/purchase"[..])
+    );
 
     assert_eq!(s.session.start(), RequestId(0));
     let visits = s.session.expected_visits();
@@ -198,11 +214,14 @@ fn shipped_example_loads() {
 fn defaults_and_small_forms() {
     let s = ok("target: {base_url: 'http://example.com/api/'}\nrequests:\n  only: {path: /x, method: put, body: raw}\n");
     assert_eq!(s.name, "scenario");
-    assert_eq!(s.target.base_url.port, 80);
-    assert_eq!(s.target.base_url.path_prefix, "/api");
+    let Endpoint::Http(base) = &s.target.endpoint else {
+        panic!("an HTTP target")
+    };
+    assert_eq!(base.port, 80);
+    assert_eq!(base.path_prefix, "/api");
     assert_eq!(s.target.timeout, Duration::from_secs(10));
     assert_eq!(s.think_time, ThinkTime::Constant(Duration::ZERO));
-    assert_eq!(s.requests[0].method, "PUT");
+    assert_eq!(http(&s.requests[0]).method, "PUT");
     assert_eq!(s.session.start(), RequestId(0));
     assert_eq!(s.session.exit_probability(RequestId(0)), 1.0);
 
@@ -225,7 +244,7 @@ fn json_bodies_keep_types_and_escape() {
     let s = ok(
         "target: {base_url: 'http://h'}\ndata: {actors: {csv: actors.csv}}\nrequests:\n  a:\n    path: /\n    json: {s: 'x\"${actors.name}', n: 1.5, b: true, z: ~, l: [1, +2, '3'], k\"q: {}}\n",
     );
-    let Some(Body::Json(t)) = &s.requests[0].body else {
+    let Some(Body::Json(t)) = &http(&s.requests[0]).body else {
         panic!()
     };
     assert_eq!(
@@ -291,7 +310,7 @@ fn unknown_keys_suggest_close_names() {
 fn missing_required_keys_point_at_the_parent() {
     expect(
         "target:\n  timeout: 1s\nrequests: {a: {path: /}}\n",
-        "missing required key `base_url` in `target`",
+        "missing required key `base_url` (or `kafka`) in `target`",
         2,
         3,
     );
@@ -529,7 +548,10 @@ fn load_resolves_csv_beside_the_file() {
     )
     .unwrap();
     let s = load(&dir.join("shop.yaml")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(s.feeders[0].path, dir.join("actors.csv"));
+    assert_eq!(
+        s.feeders[0].source,
+        FeederSource::Csv(dir.join("actors.csv"))
+    );
 }
 
 /// The schema and the decoder must accept the same keys.
@@ -556,6 +578,14 @@ fn schema_matches_decoder_keys() {
     assert_eq!(schema["additionalProperties"], false);
     let defs = &schema["$defs"];
     assert_eq!(keys(&defs["target"]), sorted(decode::TARGET_KEYS));
+    assert_eq!(keys(&defs["kafka"]), sorted(decode::KAFKA_KEYS));
+    assert_eq!(keys(&defs["feeder"]), sorted(decode::DATA_KEYS));
+    assert_eq!(
+        keys(&defs["produce"]),
+        sorted(decode::requests::PRODUCE_KEYS)
+    );
+    assert_eq!(keys(&defs["value"]), sorted(decode::requests::VALUE_KEYS));
+    assert_eq!(keys(&defs["avro"]), sorted(decode::AVRO_KEYS));
     assert_eq!(keys(&defs["session"]), sorted(decode::SESSION_KEYS));
     assert_eq!(keys(&defs["server"]), sorted(decode::SERVER_KEYS));
     assert_eq!(keys(&defs["capacity"]), sorted(decode::CAPACITY_KEYS));
@@ -603,6 +633,7 @@ fn truncated_files_never_panic() {
     for text in [
         DESIGN_EXAMPLE,
         include_str!("../../../../examples/testbed.yaml"),
+        include_str!("../../../../examples/theodolite-kafka.yaml"),
     ] {
         // Line ends and a few mid-line cuts keep it fast (regexes compile slowly
         // in debug builds).

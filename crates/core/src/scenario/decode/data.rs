@@ -1,10 +1,12 @@
 //! Decoding of `data`: each feeder's CSV file is read now (relative to the
 //! scenario's directory) and checked for a header and at least one row, so
-//! templates can be checked against its columns.
+//! templates can be checked against its columns. A `range` feeder is
+//! generated: one column `n`, the integers of the range in order (the
+//! Theodolite workload's sensor ids).
 
 use std::path::Path;
 
-use super::super::model::Feeder;
+use super::super::model::{Feeder, FeederSource};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 use super::requests::is_name;
@@ -30,7 +32,31 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
         let Some(fields) = ctx.map(value, &what, DATA_KEYS) else {
             continue;
         };
-        let Some(csv_node) = fields.required(ctx, "csv") else {
+        if let Some(range) = fields.get("range") {
+            if fields.get("csv").is_some() {
+                ctx.error(
+                    key.pos,
+                    format!("expected one of `csv` or `range` in {what}, found both"),
+                );
+            }
+            if let Some((from, to)) = decode_range(ctx, range) {
+                feeders.push(DecodedFeeder {
+                    feeder: Feeder {
+                        name: key.name.clone(),
+                        source: FeederSource::Range { from, to },
+                        columns: vec!["n".into()],
+                        rows: (from..=to).map(|n| vec![n.to_string()]).collect(),
+                    },
+                    readable: true,
+                });
+            }
+            continue;
+        }
+        let Some(csv_node) = fields.get("csv") else {
+            ctx.error(
+                fields.pos,
+                format!("missing required key `csv` (or `range`) in {what}"),
+            );
             continue;
         };
         let Some(relative) = ctx.string(csv_node, "a CSV file path") else {
@@ -47,7 +73,7 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
         feeders.push(DecodedFeeder {
             feeder: Feeder {
                 name: key.name.clone(),
-                path,
+                source: FeederSource::Csv(path),
                 columns,
                 rows,
             },
@@ -55,6 +81,38 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
         });
     }
     feeders
+}
+
+/// Rows are materialised, so a range is bounded; a million sensors is
+/// already far beyond the workloads it serves.
+const MAX_RANGE_ROWS: i64 = 1_000_000;
+
+/// `[from, to]`, both included.
+fn decode_range(ctx: &mut Ctx, node: &Node) -> Option<(i64, i64)> {
+    let expected = "expected `range: [from, to]` with two integers, from <= to";
+    let bounds = match node {
+        Node::Seq { items, .. } if items.len() == 2 => {
+            let parse = |n: &Node| n.as_str().and_then(|s| s.trim().parse::<i64>().ok());
+            parse(&items[0]).zip(parse(&items[1]))
+        }
+        _ => None,
+    };
+    match bounds {
+        Some((from, to)) if from <= to && to.saturating_sub(from) < MAX_RANGE_ROWS => {
+            Some((from, to))
+        }
+        Some((from, to)) if from <= to => {
+            ctx.error(
+                node.pos(),
+                format!("expected a range of at most {MAX_RANGE_ROWS} values, found {from}..={to}"),
+            );
+            None
+        }
+        _ => {
+            ctx.error(node.pos(), format!("{expected}, found {}", node.describe()));
+            None
+        }
+    }
 }
 
 /// Reads a CSV file with a header row and at least one data row.

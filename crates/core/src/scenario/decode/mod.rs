@@ -10,6 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 mod arrivals;
+mod avro;
+pub use avro::AVRO_KEYS;
 mod ctx;
 mod data;
 pub mod requests;
@@ -21,7 +23,7 @@ use super::threshold::parse_threshold;
 use super::yaml::{self, Node, Pos};
 use ctx::{lookup_request, Ctx};
 use data::decode_data;
-use requests::{decode_requests, DecodedRequests};
+use requests::{decode_requests, DecodedRequests, TargetKind};
 use session::decode_session;
 
 /// Every top-level key the format accepts. Adding one (`arrivals`, say)
@@ -39,8 +41,9 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "capacity",
     "arrivals",
 ];
-pub const TARGET_KEYS: &[&str] = &["base_url", "timeout"];
-pub const DATA_KEYS: &[&str] = &["csv"];
+pub const TARGET_KEYS: &[&str] = &["base_url", "kafka", "timeout"];
+pub const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
+pub const DATA_KEYS: &[&str] = &["csv", "range"];
 pub const SESSION_KEYS: &[&str] = &["start", "transitions"];
 pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores"];
 pub const CAPACITY_KEYS: &[&str] = &[
@@ -120,7 +123,12 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
         .map(|n| decode_data(&mut ctx, n, base_dir))
         .unwrap_or_default();
     let requests_node = top.required(&mut ctx, "requests");
-    let decoded = requests_node.map(|n| decode_requests(&mut ctx, n, &feeders));
+    let target_kind = target.as_ref().map(|t| match t.endpoint {
+        Endpoint::Http(_) => TargetKind::Http,
+        Endpoint::Kafka(_) => TargetKind::Kafka,
+    });
+    let decoded =
+        requests_node.map(|n| decode_requests(&mut ctx, n, &feeders, target_kind, base_dir));
     let DecodedRequests {
         requests,
         variables,
@@ -220,12 +228,33 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
 
 fn decode_target(ctx: &mut Ctx, node: &Node) -> Option<Target> {
     let fields = ctx.map(node, "`target`", TARGET_KEYS)?;
-    let base_url = fields.required(ctx, "base_url").and_then(|n| {
-        let text = ctx.string(n, "a base URL like `http://127.0.0.1:8080`")?;
-        parse_base_url(&text)
-            .map_err(|e| ctx.error(n.pos(), e))
-            .ok()
-    });
+    let endpoint = match (fields.get("base_url"), fields.get("kafka")) {
+        (Some(_), Some(_)) => {
+            let pos = fields.key("kafka").map_or(fields.pos, |k| k.pos);
+            ctx.error_hint(
+                pos,
+                "expected one of `base_url` (an HTTP server) or `kafka` (a Kafka cluster) in `target`, found both",
+                Some("one scenario drives one kind of target".into()),
+            );
+            None
+        }
+        (Some(n), None) => ctx
+            .string(n, "a base URL like `http://127.0.0.1:8080`")
+            .and_then(|text| {
+                parse_base_url(&text)
+                    .map_err(|e| ctx.error(n.pos(), e))
+                    .ok()
+            })
+            .map(Endpoint::Http),
+        (None, Some(n)) => decode_kafka(ctx, n).map(Endpoint::Kafka),
+        (None, None) => {
+            ctx.error(
+                fields.pos,
+                "missing required key `base_url` (or `kafka`) in `target`",
+            );
+            None
+        }
+    };
     let timeout = match fields.get("timeout") {
         Some(n) => ctx.duration(n).filter(|d| {
             if d.is_zero() {
@@ -236,8 +265,75 @@ fn decode_target(ctx: &mut Ctx, node: &Node) -> Option<Target> {
         None => Some(Duration::from_secs(10)),
     };
     Some(Target {
-        base_url: base_url?,
+        endpoint: endpoint?,
         timeout: timeout?,
+    })
+}
+
+/// `kafka: {bootstrap, acks, settings}`.
+fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
+    let fields = ctx.map(node, "`kafka`", KAFKA_KEYS)?;
+    if !cfg!(feature = "kafka") {
+        ctx.error(
+            fields.pos,
+            "this autoperf was built without Kafka support (cargo feature `kafka`)",
+        );
+        return None;
+    }
+    let bootstrap = fields.required(ctx, "bootstrap").and_then(|n| {
+        let text = ctx.string(n, "broker addresses like `127.0.0.1:9092`")?;
+        let ok = text.split(',').all(|broker| {
+            let broker = broker.trim();
+            let broker = broker.split_once("://").map_or(broker, |(_, b)| b);
+            matches!(broker.rsplit_once(':'), Some((host, port))
+                if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
+        });
+        if !ok {
+            ctx.error(
+                n.pos(),
+                format!("expected broker addresses like `127.0.0.1:9092` (comma-separated, each with a port), found `{text}`"),
+            );
+        }
+        ok.then_some(text)
+    });
+    let acks = match fields.get("acks") {
+        None => Some(Acks::All),
+        Some(n) => match n.as_str().map(str::trim) {
+            Some("0") => Some(Acks::None),
+            Some("1") => Some(Acks::Leader),
+            Some("all" | "-1") => Some(Acks::All),
+            _ => {
+                ctx.error(
+                    n.pos(),
+                    format!("expected `acks` to be 0, 1 or all, found {}", n.describe()),
+                );
+                None
+            }
+        },
+    };
+    let mut settings = Vec::new();
+    if let Some(n) = fields.get("settings") {
+        for (key, value) in ctx.named_map(n, "`settings`").unwrap_or_default() {
+            if matches!(key.name.as_str(), "bootstrap.servers" | "acks") {
+                ctx.error(
+                    key.pos,
+                    format!(
+                        "expected `{}` as `kafka.{}`, not among `settings`",
+                        key.name,
+                        key.name.replace(".servers", "")
+                    ),
+                );
+                continue;
+            }
+            if let Some(v) = ctx.string(value, "a setting's value (a string or number)") {
+                settings.push((key.name.clone(), v));
+            }
+        }
+    }
+    Some(KafkaTarget {
+        bootstrap: bootstrap?,
+        acks: acks?,
+        settings,
     })
 }
 

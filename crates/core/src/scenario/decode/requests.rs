@@ -1,6 +1,8 @@
-//! Decoding of `requests` (method, path, headers, body, extracts),
-//! compiling every template against the feeders' columns and the variables
-//! bound by `extract`.
+//! Decoding of `requests` (method, path, headers, body, extracts — or a
+//! Kafka `produce`), compiling every template against the feeders' columns
+//! and the variables bound by `extract`.
+
+use std::path::Path;
 
 use super::super::model::*;
 use super::super::template::{escape, Builder, Escape, Names, Template, TemplateError};
@@ -9,8 +11,17 @@ use super::ctx::Ctx;
 use super::data::DecodedFeeder;
 
 pub const REQUEST_KEYS: &[&str] = &[
-    "method", "path", "headers", "form", "json", "body", "extract",
+    "method", "path", "headers", "form", "json", "body", "extract", "produce",
 ];
+pub const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
+pub const VALUE_KEYS: &[&str] = &["json", "raw", "avro"];
+
+/// What the target accepts, so a request of the other kind is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    Http,
+    Kafka,
+}
 pub const EXTRACT_KEYS: &[&str] = &["regex", "json"];
 
 #[derive(Default)]
@@ -48,7 +59,13 @@ fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
     variables
 }
 
-pub fn decode_requests(ctx: &mut Ctx, node: &Node, feeders: &[DecodedFeeder]) -> DecodedRequests {
+pub fn decode_requests(
+    ctx: &mut Ctx,
+    node: &Node,
+    feeders: &[DecodedFeeder],
+    target: Option<TargetKind>,
+    base_dir: &Path,
+) -> DecodedRequests {
     let Some(entries) = ctx.named_map(node, "`requests`") else {
         return DecodedRequests::default();
     };
@@ -76,7 +93,49 @@ pub fn decode_requests(ctx: &mut Ctx, node: &Node, feeders: &[DecodedFeeder]) ->
                 ),
             );
         }
-        let request = decode_request(ctx, key, value, &names, &variables);
+        let produce = match value {
+            Node::Map { entries, .. } => entries.iter().find(|(k, _)| k.name == "produce"),
+            _ => None,
+        };
+        let request = match produce {
+            Some((produce_key, produce)) => {
+                if let Node::Map { entries, .. } = value {
+                    for (other, _) in entries.iter().filter(|(k, _)| k.name != "produce") {
+                        ctx.error(
+                            other.pos,
+                            format!("expected only `produce` in request `{}` (a Kafka request), found `{}` too", key.name, other.name),
+                        );
+                    }
+                }
+                if target == Some(TargetKind::Http) {
+                    ctx.error_hint(
+                        produce_key.pos,
+                        format!(
+                            "request `{}` produces to Kafka, but the target is an HTTP server",
+                            key.name
+                        ),
+                        Some("a `produce` request needs `target: {kafka: {bootstrap: …}}`".into()),
+                    );
+                }
+                decode_produce(ctx, &key.name, produce, &names, base_dir)
+            }
+            None => {
+                if target == Some(TargetKind::Kafka) {
+                    ctx.error_hint(
+                        key.pos,
+                        format!(
+                            "request `{}` is an HTTP request, but the target is Kafka",
+                            key.name
+                        ),
+                        Some(
+                            "with a Kafka target every request is `produce: {topic, key, value}`"
+                                .into(),
+                        ),
+                    );
+                }
+                decode_request(ctx, key, value, &names, &variables)
+            }
+        };
         requests.push(request.unwrap_or_else(|| placeholder(&key.name)));
     }
     DecodedRequests {
@@ -91,10 +150,12 @@ pub fn decode_requests(ctx: &mut Ctx, node: &Node, feeders: &[DecodedFeeder]) ->
 fn placeholder(name: &str) -> Request {
     Request {
         name: name.to_string(),
-        method: "GET".into(),
-        path: Template::literal("/"),
-        headers: Vec::new(),
-        body: None,
+        action: Action::Http(HttpRequest {
+            method: "GET".into(),
+            path: Template::literal("/"),
+            headers: Vec::new(),
+            body: None,
+        }),
         extracts: Vec::new(),
     }
 }
@@ -219,11 +280,94 @@ fn decode_request(
     }
     Some(Request {
         name: key.name.clone(),
-        method: method?,
-        path: path?,
-        headers,
-        body,
+        action: Action::Http(HttpRequest {
+            method: method?,
+            path: path?,
+            headers,
+            body,
+        }),
         extracts,
+    })
+}
+
+/// `produce: {topic, key, value}`.
+fn decode_produce(
+    ctx: &mut Ctx,
+    name: &str,
+    node: &Node,
+    names: &Names,
+    base_dir: &Path,
+) -> Option<Request> {
+    let fields = ctx.map(
+        node,
+        &format!("`produce` of request `{name}`"),
+        PRODUCE_KEYS,
+    )?;
+    let errors_before = ctx.errors.len();
+    let topic = fields.required(ctx, "topic").and_then(|n| {
+        let topic = ctx.string(n, "a topic name")?;
+        // Kafka's rule for topic names.
+        let ok = !topic.is_empty()
+            && topic.len() <= 249
+            && topic != "."
+            && topic != ".."
+            && topic
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !ok {
+            ctx.error(
+                n.pos(),
+                format!(
+                    "expected a topic name of letters, digits, `.`, `_` or `-`, found `{topic}`"
+                ),
+            );
+        }
+        ok.then_some(topic)
+    });
+    let key = fields.get("key").and_then(|n| {
+        let text = ctx.string(n, "a key template")?;
+        template(ctx, n, &text, Escape::None, Escape::None, names)
+    });
+    let value = fields.required(ctx, "value").and_then(|n| {
+        let what = "`value` (one of `json`, `raw` or `avro`)";
+        let value_fields = ctx.map(n, what, VALUE_KEYS)?;
+        if value_fields.entries.len() != 1 {
+            ctx.error(
+                value_fields.pos,
+                format!(
+                    "expected exactly one of `json`, `raw` or `avro` in `value`, found {} keys",
+                    value_fields.entries.len()
+                ),
+            );
+            return None;
+        }
+        let (kind, v) = &value_fields.entries[0];
+        match kind.name.as_str() {
+            "json" => {
+                let mut b = Builder::new(Escape::Json);
+                json_body(ctx, v, &mut b, names);
+                Some(RecordValue::Json(b.finish()))
+            }
+            "raw" => ctx
+                .string(v, "a value text")
+                .and_then(|text| template(ctx, v, &text, Escape::None, Escape::None, names))
+                .map(RecordValue::Raw),
+            "avro" => super::avro::decode_avro(ctx, v, names, base_dir, topic.as_deref())
+                .map(RecordValue::Avro),
+            _ => None, // reported by `map`
+        }
+    });
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    Some(Request {
+        name: name.to_string(),
+        action: Action::Produce(Produce {
+            topic: topic?,
+            key,
+            value: value?,
+        }),
+        extracts: Vec::new(),
     })
 }
 
@@ -343,6 +487,11 @@ fn json_body(ctx: &mut Ctx, node: &Node, b: &mut Builder, names: &Names) {
                 if let Some(literal) = json_literal(value) {
                     return b.literal(literal.as_bytes());
                 }
+                if is_numeric_expansion(value) {
+                    // Unquoted, a number-valued expansion stays a number.
+                    let errors = b.source(value, Escape::Json, names);
+                    return report(ctx, node, value, errors);
+                }
             }
             b.literal(b"\"");
             let errors = b.source(value, Escape::Json, names);
@@ -350,6 +499,18 @@ fn json_body(ctx: &mut Ctx, node: &Node, b: &mut Builder, names: &Names) {
             b.literal(b"\"");
         }
     }
+}
+
+/// `${random(…)}` or `${now_ms()}` alone: their expansions are numbers.
+fn is_numeric_expansion(text: &str) -> bool {
+    text.trim()
+        .strip_prefix("${")
+        .and_then(|t| t.strip_suffix('}'))
+        .is_some_and(|inner| {
+            let inner = inner.trim();
+            !inner.contains(['$', '{', '}'])
+                && (inner.starts_with("random") || inner.starts_with("now_ms"))
+        })
 }
 
 /// A plain YAML scalar that is a boolean or a number, as JSON text.
@@ -394,7 +555,7 @@ fn template(
     ok.then(|| b.finish())
 }
 
-fn report(ctx: &mut Ctx, node: &Node, text: &str, errors: Vec<TemplateError>) {
+pub(super) fn report(ctx: &mut Ctx, node: &Node, text: &str, errors: Vec<TemplateError>) {
     for e in errors {
         ctx.error_hint(offset_pos(node, text, e.offset), e.message, e.hint);
     }

@@ -1,0 +1,292 @@
+//! Kafka end to end against a real broker (`scripts/kafka.sh start`, on
+//! loopback): the bundled Theodolite example at a fixed rate delivers what
+//! it should, and a consumer reads back records in the schema-registry wire
+//! format whose Avro decodes to the expected fields, keyed by sensor id on
+//! the partition a Java client would choose. A bad bootstrap address fails
+//! at once with exit 3.
+
+mod support;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use apache_avro::types::Value;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Starts the broker (idempotent) and returns its bootstrap address.
+fn broker() -> String {
+    kafka_sh("start", None)
+}
+
+/// `scripts/kafka.sh COMMAND`, on `port` instead of the shared broker's.
+fn kafka_sh(command: &str, port: Option<u16>) -> String {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/kafka.sh")).arg(command);
+    if let Some(port) = port {
+        cmd.env("KAFKA_PORT", port.to_string());
+    }
+    let out = cmd.output().expect("bash runs scripts/kafka.sh");
+    assert!(
+        out.status.success(),
+        "scripts/kafka.sh {command} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout.lines().last().unwrap_or_default().trim().to_string()
+}
+
+/// A broker of the test's own (so stopping it disturbs no other test),
+/// stopped when dropped.
+struct OwnBroker(u16);
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        kafka_sh("stop", Some(self.0));
+    }
+}
+
+/// The bundled example, pointed at `bootstrap`, writing to `topic`, with a
+/// fixed schema id instead of a registry.
+fn theodolite(dir: &Path, bootstrap: &str, topic: &str, schema_id: u32) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("examples/theodolite-kafka.yaml")).unwrap();
+    let registry = r#"registry: {url: "http://127.0.0.1:18081", subject: input-value}"#;
+    assert!(text.contains(registry) && text.contains("topic: input\n"));
+    let text = text
+        .replace("127.0.0.1:19092", bootstrap)
+        .replace("topic: input\n", &format!("topic: {topic}\n"))
+        .replace(registry, &format!("schema_id: {schema_id}"));
+    let path = dir.join("theodolite-kafka.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const SCHEMA: &str = r#"{"type": "record", "name": "ActivePowerRecord", "namespace": "titan.ccp.model.records",
+  "fields": [{"name": "identifier", "type": "string"}, {"name": "timestamp", "type": "long"},
+             {"name": "valueInW", "type": "double"}]}"#;
+
+fn epoch_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[test]
+fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-theodolite");
+    let topic = format!("autoperf-test-{}", std::process::id());
+    let scenario = theodolite(&dir, &bootstrap, &topic, 42);
+    let out = dir.join("results");
+    let began = epoch_ms();
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--rate",
+        "5000/s",
+        "--duration",
+        "5s",
+        "--warmup",
+        "2s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let ended = epoch_ms();
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    let level = &run["levels"][0];
+    let requests = level["requests"].as_u64().unwrap();
+    assert_eq!(level["errors"], 0, "{level}");
+    assert!(
+        requests as f64 >= 0.99 * 5000.0 * 5.0,
+        "{requests} records in 5 s at 5000/s"
+    );
+    assert!(
+        level["achieved_rate_rps"].as_f64().unwrap() >= 0.99 * 5000.0,
+        "{level}"
+    );
+
+    // Read everything back.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", format!("{topic}-check"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let metadata = consumer
+        .fetch_metadata(Some(&topic), Duration::from_secs(10))
+        .unwrap();
+    let partitions = metadata.topics()[0].partitions().len() as i32;
+    assert!(partitions >= 1);
+    let mut assignment = TopicPartitionList::new();
+    let mut total = 0;
+    for p in 0..partitions {
+        assignment
+            .add_partition_offset(&topic, p, Offset::Beginning)
+            .unwrap();
+        let (low, high) = consumer
+            .fetch_watermarks(&topic, p, Duration::from_secs(10))
+            .unwrap();
+        total += (high - low) as u64;
+    }
+    // Warm-up records are in the topic too.
+    assert!(
+        total >= requests,
+        "{total} records in the topic, {requests} measured"
+    );
+    consumer.assign(&assignment).unwrap();
+
+    let schema = apache_avro::Schema::parse_str(SCHEMA).unwrap();
+    let mut read = 0u64;
+    let mut sensors = HashSet::new();
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while read < total && Instant::now() < give_up {
+        let Some(message) = consumer.poll(Duration::from_millis(500)) else {
+            continue;
+        };
+        let message = message.unwrap();
+        let key = std::str::from_utf8(message.key().expect("a key")).unwrap();
+        let payload = message.payload().expect("a value");
+        assert_eq!(payload[0], 0, "magic byte");
+        assert_eq!(u32::from_be_bytes(payload[1..5].try_into().unwrap()), 42);
+        let mut datum = &payload[5..];
+        #[allow(deprecated)] // its replacement's builder is more than a test needs
+        let value = apache_avro::from_avro_datum(&schema, &mut datum, None).unwrap();
+        assert!(datum.is_empty(), "trailing bytes after the datum");
+        let Value::Record(fields) = value else {
+            panic!("a record: {value:?}")
+        };
+        let [(n1, Value::String(id)), (n2, Value::Long(ts)), (n3, Value::Double(w))] = &fields[..]
+        else {
+            panic!("identifier, timestamp, valueInW: {fields:?}")
+        };
+        assert_eq!(
+            (n1.as_str(), n2.as_str(), n3.as_str()),
+            ("identifier", "timestamp", "valueInW")
+        );
+        assert_eq!(id, key, "keyed by sensor id");
+        let n: u32 = id.strip_prefix("s_").unwrap().parse().unwrap();
+        assert!(n < 10_000, "{id}");
+        assert!(
+            (began..=ended).contains(ts),
+            "timestamp {ts} outside the run"
+        );
+        assert!((0.0..100.0).contains(w), "valueInW {w}");
+        // Java clients' default partitioner: murmur2 of the key.
+        assert_eq!(
+            message.partition(),
+            (murmur2(key.as_bytes()) & 0x7fff_ffff) as i32 % partitions,
+            "key {key} on the partition a Java client would choose"
+        );
+        sensors.insert(n);
+        read += 1;
+    }
+    assert_eq!(read, total, "read back all records");
+    // More than 25,000 records, cycling over 10,000 sensors: every one sent.
+    assert_eq!(sensors.len(), 10_000);
+}
+
+#[test]
+fn bad_bootstrap_address_fails_fast_with_exit_3() {
+    let dir = support::scratch_dir("kafka-bad-bootstrap");
+    let scenario = theodolite(&dir, "127.0.0.1:1", "input", 1);
+    let began = Instant::now();
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--rate",
+        "100/s",
+        "--duration",
+        "30s",
+        "--out",
+        dir.join("results").to_str().unwrap(),
+    ]);
+    let took = began.elapsed();
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn broker_going_away_mid_run_counts_errors_and_ends_on_time() {
+    // Beside the shared broker's port (19092 unless KAFKA_PORT says), so
+    // two checkouts' suites can run at once.
+    let shared: u16 = std::env::var("KAFKA_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(19092);
+    let port = shared + 300;
+    let broker = OwnBroker(port);
+    let bootstrap = kafka_sh("start", Some(port));
+    let dir = support::scratch_dir("kafka-broker-gone");
+    let scenario = theodolite(&dir, &bootstrap, "gone", 1);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(&scenario, text.replace("timeout: 10s", "timeout: 2s")).unwrap();
+    let out = dir.join("results");
+    let began = Instant::now();
+    let mut run = Command::new(support::autoperf_exe())
+        .args(["run", scenario.to_str().unwrap(), "--rate", "1000/s"])
+        .args(["--duration", "10s", "--warmup", "1s", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    drop(broker); // a controlled shutdown, a few seconds
+    let status = run.wait().unwrap();
+    let took = began.elapsed();
+    assert_eq!(status.code(), Some(0));
+    // 11 s of load, a moment to start and to write the results.
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let level = &support::run_json(&out)["levels"][0];
+    let errors = level["errors"].as_u64().unwrap();
+    assert!(errors > 1000, "{level}");
+    // While no broker is up, unacknowledged records count as `connect`.
+    assert!(
+        level["errors_by_kind"]["connect"].as_u64().unwrap() > 0,
+        "{level}"
+    );
+    assert!(
+        level["requests"].as_u64().unwrap() > errors,
+        "some records went through first"
+    );
+}
+
+/// Kafka's `Utils.murmur2` (the Java client's key hash).
+fn murmur2(data: &[u8]) -> u32 {
+    const M: u32 = 0x5bd1_e995;
+    let mut h: u32 = 0x9747_b28c ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> 24;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M) ^ k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() >= 3 {
+        h ^= (rest[2] as u32) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= (rest[1] as u32) << 8;
+    }
+    if !rest.is_empty() {
+        h ^= rest[0] as u32;
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h
+}
