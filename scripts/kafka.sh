@@ -55,10 +55,17 @@ die() {
 
 # The jars' classpath, resolved through Maven on first use.
 classpath() {
-    local cp="$DEPS/classpath.txt"
+    local cp="$DEPS/classpath.txt" jar missing=
     if [[ -s "$cp" ]]; then
-        cat "$cp"
-        return
+        # The cache names jars in ~/.m2, which may have been emptied since.
+        local IFS=:
+        for jar in $(cat "$cp"); do
+            [[ -f "$jar" ]] || missing=1
+        done
+        if [[ -z "$missing" ]]; then
+            cat "$cp"
+            return
+        fi
     fi
     mkdir -p "$DEPS"
     cat >"$DEPS/pom.xml" <<EOF
