@@ -9,6 +9,13 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 fi
+# The Kafka tests: Kafka's jars from Maven Central (cached in ~/.m2, ~10 s the
+# first time) and the Python venv of the independent decoder (once). The
+# tests start the broker themselves (`scripts/kafka.sh start`, idempotent);
+# it outlives them, so it is stopped here whatever the outcome.
+bash scripts/kafka.sh classpath >/dev/null
+bash scripts/pyenv.sh
+trap 'bash scripts/kafka.sh stop' EXIT
 # Release mode: the profiling and capacity tests check measured costs against
 # the testbed's known ones, and a debug testbed adds overhead of its own.
 cargo test --workspace --release --locked "$@"

@@ -189,6 +189,9 @@ pub struct TestbedArgs {
     /// Worker threads of the db tier.
     #[arg(long, default_value_t = 2)]
     pub db_workers: usize,
+    /// Also serve a stub Confluent schema registry here (for Kafka scenarios).
+    #[arg(long, value_name = "ADDR")]
+    pub schema_registry: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -285,6 +285,7 @@ pub fn testbed(args: TestbedArgs) -> Outcome {
         listen: args.listen,
         web_workers: args.web_workers,
         db_workers: args.db_workers,
+        schema_registry: args.schema_registry,
     };
     autoperf_testbed::testbed_main(&exe, options)
         .map(|_| exit::OK)

@@ -17,7 +17,8 @@
 //! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
 //! - `db_client`: the web tier's keep-alive pool to the db tier, on its wire protocol;
 //! - `lock`, `static_files`: the critical section and the cacheable content;
-//! - [`process`]: a tier as a named OS process, and the launcher of both.
+//! - [`process`]: a tier as a named OS process, and the launcher of both;
+//! - [`registry`]: a stub of Confluent's Schema Registry for the Kafka tests.
 //!
 //! Tests and the CLI drive it through [`serve_web`]/[`serve_db`] (in process,
 //! on an injected listener) or [`Testbed::spawn`] (as child processes).
@@ -28,6 +29,7 @@ mod db_client;
 mod http;
 mod lock;
 pub mod process;
+pub mod registry;
 mod static_files;
 pub mod web;
 

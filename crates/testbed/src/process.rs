@@ -75,6 +75,9 @@ pub struct TestbedOptions {
     pub listen: SocketAddr,
     pub web_workers: usize,
     pub db_workers: usize,
+    /// Where [`testbed_main`] also serves a stub schema registry (see
+    /// [`crate::registry`]), in its own process; [`Testbed::spawn`] ignores it.
+    pub schema_registry: Option<SocketAddr>,
 }
 
 impl Default for TestbedOptions {
@@ -83,6 +86,7 @@ impl Default for TestbedOptions {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             web_workers: 2,
             db_workers: 2,
+            schema_registry: None,
         }
     }
 }
@@ -447,11 +451,25 @@ pub fn testbed_main(exe: &Path, options: TestbedOptions) -> anyhow::Result<()> {
         .context("starting the runtime")?;
     // Handlers first, so a Ctrl-C during start-up is not lost.
     let stop = runtime.block_on(async { termination() })?;
+    // Bound before the tiers start, so a taken port fails at once. The
+    // registry runs on this runtime until it is dropped on return: it keeps
+    // nothing worth a graceful stop.
+    let registry = match options.schema_registry {
+        Some(addr) => {
+            let listener = runtime
+                .block_on(TcpListener::bind(addr))
+                .with_context(|| format!("schema registry: binding {addr}"))?;
+            let bound = listener.local_addr()?;
+            runtime.spawn(crate::registry::serve(listener, std::future::pending()));
+            format!(", schema registry http://{bound}")
+        }
+        None => String::new(),
+    };
     let mut testbed = Testbed::spawn(exe, &options)?;
     // A closed stdout (`autoperf testbed | head -1`) is no reason to stop.
     let _ = writeln!(
         std::io::stdout(),
-        "testbed: web {} (tb-web pid {}), db {} (tb-db pid {}); Ctrl-C stops",
+        "testbed: web {} (tb-web pid {}), db {} (tb-db pid {}){registry}; Ctrl-C stops",
         testbed.web_url,
         testbed.web_pid,
         testbed.db_addr,

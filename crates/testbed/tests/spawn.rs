@@ -14,6 +14,7 @@ fn options(web_workers: usize, db_workers: usize) -> TestbedOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         web_workers,
         db_workers,
+        ..Default::default()
     }
 }
 

@@ -34,10 +34,34 @@ fn children() -> Vec<(u32, String)> {
     found
 }
 
+/// `GET path` on a connection of its own, HTTP/1.0 so the server closes it;
+/// the whole response.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response");
+    response
+}
+
 #[test]
 fn stops_both_tiers_on_sigterm() {
     let exe = tier_exe();
-    let runner = std::thread::spawn(move || testbed_main(exe, TestbedOptions::default()));
+    // A port free a moment ago: testbed_main prints the registry's address
+    // only to stdout, which this test cannot read.
+    let registry = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let options = TestbedOptions {
+        schema_registry: Some(registry),
+        ..Default::default()
+    };
+    let runner = std::thread::spawn(move || testbed_main(exe, options));
 
     let deadline = Instant::now() + Duration::from_secs(10);
     let tiers = loop {
@@ -49,6 +73,12 @@ fn stops_both_tiers_on_sigterm() {
         std::thread::sleep(Duration::from_millis(10));
     };
     assert!(tiers.iter().any(|(_, name)| name == "tb-db"), "{tiers:?}");
+    // The registry was bound before the tiers were spawned.
+    let subjects = http_get(registry, "/subjects");
+    assert!(
+        subjects.starts_with("HTTP/1.0 200") && subjects.ends_with("\r\n\r\n[]"),
+        "{subjects}"
+    );
 
     // SAFETY: signals this process, whose SIGTERM testbed_main now handles.
     unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
