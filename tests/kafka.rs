@@ -106,8 +106,11 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
     let level = &run["levels"][0];
     let requests = level["requests"].as_u64().unwrap();
     assert_eq!(level["errors"], 0, "{level}");
+    // Acknowledged inside the 5 s window: the records still in flight at
+    // its end (a few ms' worth) fall outside it, so the topic below is the
+    // exact count.
     assert!(
-        requests as f64 >= 0.99 * 5000.0 * 5.0,
+        requests as f64 >= 0.97 * 5000.0 * 5.0,
         "{requests} records in 5 s at 5000/s"
     );
     assert!(
@@ -138,9 +141,10 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
             .unwrap();
         total += (high - low) as u64;
     }
-    // Warm-up records are in the topic too.
+    // Every arrival of the level, warm-up included (7 s at 5000/s), is
+    // delivered: at least 99% of them are in the topic.
     assert!(
-        total >= requests,
+        total >= requests && total as f64 >= 0.99 * 5000.0 * 7.0,
         "{total} records in the topic, {requests} measured"
     );
     consumer.assign(&assignment).unwrap();

@@ -177,7 +177,9 @@ impl SchemaRegistry {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
-        http::serve(listener, self, shutdown).await
+        // Answers cost microseconds: one worker thread serves them all.
+        let workers = crate::burn::Workers::new("registry", 1)?;
+        http::serve(listener, self, &workers, shutdown).await
     }
 
     /// The requests answered so far, by kind.
