@@ -202,3 +202,49 @@ fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
     );
     assert!(run["levels"][0]["requests"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn ctrl_c_stops_every_generator_process_cleanly_and_keeps_the_results() {
+    let (addr, _seen) = counting_server();
+    let dir = support::scratch_dir("generators-stop");
+    let scenario = scenario(&dir, addr);
+    let out = dir.join("results");
+    let began = Instant::now();
+    let run = Command::new(support::autoperf_exe())
+        .args([
+            "run",
+            &scenario,
+            "--users",
+            "20",
+            "--duration",
+            "30s",
+            "--warmup",
+            "1s",
+            "--generators",
+            "2",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on the process we started; only it gets the signal,
+    // as only it would from a terminal (generators have their own group).
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let output = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        began.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        began.elapsed()
+    );
+    let run = support::run_json(&out);
+    assert_eq!(run["analysis"]["stop_reason"], "interrupted", "{stderr}");
+    let level = &run["levels"][0];
+    assert!(level["requests"].as_u64().unwrap() > 0, "{level:#}");
+    let warnings = run["warnings"].to_string();
+    assert!(!warnings.contains("ended early"), "{warnings}");
+}

@@ -19,6 +19,7 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +35,7 @@ use crate::measure::collector::process_cpu_time;
 use crate::measure::wire::{from_monotonic_ns, to_monotonic_ns, WireSnapshot};
 use crate::measure::{IntervalStats, Snapshot};
 use crate::protocol::HttpTransport;
-use crate::scenario::{Endpoint, Scenario};
+use crate::scenario::{BaseUrl, Endpoint, Scenario};
 
 /// File descriptors a generator keeps for itself (runtime, pipes, results
 /// files, agent connections), beyond one per connection.
@@ -63,8 +64,11 @@ pub struct Generators {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Placement {
     pub processes: u32,
-    /// Source addresses, shard i using `addresses[i % len]`; empty: any.
+    /// Source addresses, taken in turn by every shard's connections; empty:
+    /// the OS chooses.
     pub addresses: Vec<IpAddr>,
+    /// The addresses were chosen here (127.0.0.x), not given.
+    automatic: bool,
     connections: u32,
     per_process: u64,
     program: Option<PathBuf>,
@@ -78,7 +82,7 @@ impl Placement {
     /// What the live view says about a spread level (nothing for one
     /// process connecting from any address).
     pub fn note(&self) -> Option<String> {
-        if self.is_local() && self.addresses.is_empty() {
+        if self.is_local() && (self.addresses.is_empty() || self.automatic) {
             return None;
         }
         let from = if self.addresses.is_empty() {
@@ -87,9 +91,12 @@ impl Placement {
             let list: Vec<String> = self.addresses.iter().map(IpAddr::to_string).collect();
             format!(", connecting from {}", list.join(", "))
         };
+        let connections = match self.connections {
+            0 => String::new(),
+            n => format!("{n} connections: "),
+        };
         Some(format!(
-            "{} connections: {} generator process{} (one holds at most {} under its open-file limit){from}",
-            self.connections,
+            "{connections}{} generator process{} (one holds at most {} under its open-file limit){from}",
             self.processes,
             if self.processes == 1 { "" } else { "es" },
             self.per_process,
@@ -112,10 +119,18 @@ pub fn place(
         #[allow(unreachable_patterns)]
         _ => (None, 0),
     };
+    // A typo in --local-addresses would otherwise cost a whole level of
+    // connect errors.
+    for &ip in &generators.local_addresses {
+        if let Err(e) = std::net::TcpListener::bind((ip, 0)) {
+            return Err(EngineError::Placement(format!(
+                "cannot connect from {ip}: {e} (--local-addresses takes addresses of this host)"
+            )));
+        }
+    }
     let limits = Limits {
         open_files: open_file_limit(),
         ports: ephemeral_ports(),
-        cores: super::cores(),
     };
     plan(connections, target, limits, generators)
 }
@@ -126,9 +141,10 @@ struct Limits {
     open_files: u64,
     /// Ephemeral ports per source address toward one server port.
     ports: u32,
-    /// Shards per process.
-    cores: usize,
 }
+
+/// Generator processes started by themselves at most.
+const MAX_PROCESSES: u32 = 64;
 
 fn plan(
     connections: u32,
@@ -146,66 +162,50 @@ fn plan(
             "the level needs {connections} connections, more than one process may hold ({per_process} under its open-file limit of {limit}); run it with the autoperf command, which spreads it over generator processes"
         )));
     }
+    if processes > MAX_PROCESSES {
+        return Err(EngineError::Placement(format!(
+            "the level needs {connections} connections: {processes} generator processes of {per_process} each (open-file limit {limit}), more than the {MAX_PROCESSES} autoperf starts; raise the hard open-file limit or run fewer users"
+        )));
+    }
     let loopback = matches!(target.map(|a| a.ip()), Some(IpAddr::V4(ip)) if ip.is_loopback());
-    let addresses = if !generators.local_addresses.is_empty() {
-        generators.local_addresses.clone()
-    } else if loopback && need(u64::from(fast_ports(limits.ports))) > 1 {
+    let fast = fast_ports(limits.ports);
+    let (addresses, automatic) = if !generators.local_addresses.is_empty() {
+        (generators.local_addresses.clone(), false)
+    } else if loopback && need(u64::from(fast)) > 1 {
         // Every 127.0.0.0/8 address is this host's: plenty to spare, so
         // each carries only what it can connect quickly.
-        let count = need(u64::from(fast_ports(limits.ports)))
-            .max(processes)
-            .min(254);
-        (1..=count)
+        let count = need(u64::from(fast)).min(254);
+        let addresses = (1..=count)
             .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i as u8)))
-            .collect()
+            .collect();
+        (addresses, true)
     } else if need(u64::from(ports)) > 1 {
-        match target.map(|a| a.ip()) {
-            Some(IpAddr::V4(ip)) if ip.is_loopback() => {
-                let count = need(u64::from(ports)).max(processes).min(254);
-                (1..=count)
-                    .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i as u8)))
-                    .collect()
-            }
-            _ => {
-                return Err(EngineError::Placement(format!(
-                    "the level needs {connections} connections, but one source address has only about {ports} ephemeral ports toward {}; give several local addresses of this host with --local-addresses",
-                    target.map_or("the target".to_string(), |a| a.to_string())
-                )))
-            }
-        }
+        return Err(EngineError::Placement(format!(
+            "the level needs {connections} connections, but one source address has only about {ports} ephemeral ports toward {}; give several local addresses of this host with --local-addresses",
+            target.map_or("the target".to_string(), |a| a.to_string())
+        )));
     } else {
-        Vec::new()
+        (Vec::new(), false)
     };
-    let placement = Placement {
+    // Every shard deals its connections over all the addresses in turn, so
+    // each address carries an equal share.
+    if !addresses.is_empty() {
+        let each = u64::from(connections).div_ceil(addresses.len() as u64);
+        if each > u64::from(ports) {
+            return Err(EngineError::Placement(format!(
+                "{connections} connections over {} source addresses is {each} each, more than the about {ports} ephemeral ports one address has toward one server port; give more local addresses with --local-addresses",
+                addresses.len()
+            )));
+        }
+    }
+    Ok(Placement {
         processes,
         addresses,
+        automatic,
         connections,
         per_process,
         program: generators.program.clone(),
-    };
-    placement.check_ports(ports, limits.cores)?;
-    Ok(placement)
-}
-
-impl Placement {
-    /// Every source address stays within its ephemeral ports.
-    fn check_ports(&self, ports: u32, cores: usize) -> Result<(), EngineError> {
-        if self.addresses.is_empty() {
-            return Ok(());
-        }
-        let shards = self.processes as usize * cores;
-        let mut load = vec![0u64; self.addresses.len()];
-        for s in 0..shards {
-            load[s % self.addresses.len()] += u64::from(super::share(self.connections, shards, s));
-        }
-        match load.iter().position(|&l| l > u64::from(ports)) {
-            Some(i) => Err(EngineError::Placement(format!(
-                "source address {} would need {} connections, more than its about {ports} ephemeral ports; give more local addresses with --local-addresses",
-                self.addresses[i], load[i]
-            ))),
-            None => Ok(()),
-        }
-    }
+    })
 }
 
 /// The soft limit on open files (raised to the hard one at start-up).
@@ -271,6 +271,9 @@ fn ephemeral_ports() -> u32 {
 struct Job {
     scenario_path: PathBuf,
     scenario_text: String,
+    /// The target as the parent resolved it (`demo` points the bundled
+    /// scenario at the testbed it started), when it is HTTP.
+    base_url: Option<BaseUrl>,
     workload: Workload,
     load: Load,
     range: ShardRange,
@@ -280,16 +283,26 @@ struct Job {
     seed: u64,
 }
 
+/// How long after the deadline (or a stop) a generator process may take to
+/// send its last snapshots before it is killed.
+const GRACE: Duration = Duration::from_secs(3);
+
 /// The running generator processes of one level.
 pub(super) struct Fleet {
-    children: Vec<Child>,
+    children: Arc<Mutex<Vec<Child>>>,
     stdins: Arc<Mutex<Vec<ChildStdin>>>,
     /// One per process: what went wrong with its output, if anything.
-    readers: Vec<JoinHandle<Option<String>>>,
-    relay: Option<JoinHandle<()>>,
+    readers: Vec<JoinHandle<Heard>>,
+    watchdog: Option<JoinHandle<()>>,
     done: Arc<AtomicBool>,
     shards: usize,
-    deadline: Instant,
+}
+
+/// What the parent heard from one generator process.
+struct Heard {
+    snapshots: u64,
+    /// Why it stopped before all its shards had finished.
+    trouble: Option<String>,
 }
 
 impl Fleet {
@@ -311,13 +324,17 @@ impl Fleet {
         let counts: Vec<usize> = parts.iter().map(Load::local_shards).collect();
         let total: usize = counts.iter().sum();
         let mut fleet = Fleet {
-            children: Vec::new(),
+            children: Arc::new(Mutex::new(Vec::new())),
             stdins: Arc::new(Mutex::new(Vec::new())),
             readers: Vec::new(),
-            relay: None,
+            watchdog: None,
             done: Arc::new(AtomicBool::new(false)),
             shards: total,
-            deadline: clock.deadline,
+        };
+        let base_url = match &scenario.target.endpoint {
+            Endpoint::Http(base) => Some(base.clone()),
+            #[allow(unreachable_patterns)]
+            _ => None,
         };
         let mut first = 0;
         for (p, (part, count)) in parts.into_iter().zip(counts).enumerate() {
@@ -330,6 +347,7 @@ impl Fleet {
             let job = Job {
                 scenario_path: scenario.source.clone(),
                 scenario_text: scenario.text.clone(),
+                base_url: base_url.clone(),
                 workload: plan.workload.clone(),
                 load: part,
                 range,
@@ -343,6 +361,9 @@ impl Fleet {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
+                // Its own process group: Ctrl-C on the terminal reaches the
+                // parent alone, which stops the level through stdin.
+                .process_group(0)
                 .spawn()
                 .map_err(|e| {
                     EngineError::Start(format!(
@@ -352,6 +373,10 @@ impl Fleet {
                     ))
                 })?;
             let mut stdin = child.stdin.take().expect("stdin is piped");
+            let stdout = child.stdout.take().expect("stdout is piped");
+            let stderr = child.stderr.take().expect("stderr is piped");
+            // Owned from here on: whatever fails next, it is reaped.
+            lock(&fleet.children).push(child);
             let line = serde_json::to_string(&job).expect("a job always serialises");
             writeln!(stdin, "{line}")
                 .and_then(|_| stdin.flush())
@@ -361,13 +386,7 @@ impl Fleet {
                         p + 1
                     ))
                 })?;
-            fleet
-                .stdins
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(stdin);
-            let stdout = child.stdout.take().expect("stdout is piped");
-            let stderr = child.stderr.take().expect("stderr is piped");
+            lock(&fleet.stdins).push(stdin);
             let reader = Reader {
                 range,
                 start: clock.start,
@@ -379,15 +398,32 @@ impl Fleet {
                     .spawn(move || reader.run(stdout, stderr))
                     .map_err(|e| EngineError::Start(e.to_string()))?,
             );
-            fleet.children.push(child);
         }
-        // Ctrl-C and a controller's stop reach the processes as "stop".
-        let (stdins, done, stop) = (fleet.stdins.clone(), fleet.done.clone(), stop.clone());
-        fleet.relay = Some(std::thread::spawn(move || {
+        // Ctrl-C and a controller's stop reach the processes as "stop"; one
+        // that is still running GRACE after that, or after the deadline, is
+        // killed, which ends its output and so its part of the level.
+        let (stdins, children, done, stop) = (
+            fleet.stdins.clone(),
+            fleet.children.clone(),
+            fleet.done.clone(),
+            stop.clone(),
+        );
+        let mut kill_at = clock.deadline + GRACE;
+        let mut told = false;
+        fleet.watchdog = Some(std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                if stop.is_stopped() {
-                    for stdin in stdins.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+                if stop.is_stopped() && !told {
+                    told = true;
+                    kill_at = kill_at.min(Instant::now() + GRACE);
+                    for stdin in lock(&stdins).iter_mut() {
                         let _ = stdin.write_all(b"stop\n").and_then(|_| stdin.flush());
+                    }
+                }
+                if Instant::now() >= kill_at {
+                    for child in lock(&children).iter_mut() {
+                        if matches!(child.try_wait(), Ok(None)) {
+                            let _ = child.kill();
+                        }
                     }
                     return;
                 }
@@ -402,26 +438,20 @@ impl Fleet {
         self.shards
     }
 
-    /// Waits for the processes to exit (they stop by themselves at the
-    /// deadline) and returns what went wrong with any of them.
-    pub fn finish(mut self) -> Vec<String> {
+    /// Reaps the processes (by now they have ended their output) and says
+    /// what went wrong with any of them; an error when none ran at all.
+    pub fn finish(mut self) -> Result<Vec<String>, EngineError> {
         self.done.store(true, Ordering::Relaxed);
-        if let Some(relay) = self.relay.take() {
-            let _ = relay.join();
+        if let Some(watchdog) = self.watchdog.take() {
+            let _ = watchdog.join();
         }
         // EOF on stdin stops a generator that is somehow still running.
-        self.stdins
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        let give_up = self.deadline.max(Instant::now()) + Duration::from_secs(3);
+        lock(&self.stdins).clear();
+        let give_up = Instant::now() + GRACE;
         let mut warnings = Vec::new();
-        for (i, (child, reader)) in self
-            .children
-            .iter_mut()
-            .zip(self.readers.drain(..))
-            .enumerate()
-        {
+        let mut heard_any = false;
+        let mut children = std::mem::take(&mut *lock(&self.children));
+        for (i, (child, reader)) in children.iter_mut().zip(self.readers.drain(..)).enumerate() {
             let status = loop {
                 match child.try_wait() {
                     Ok(Some(status)) => break Some(status),
@@ -435,16 +465,18 @@ impl Fleet {
                     }
                 }
             };
-            let trouble = reader
-                .join()
-                .unwrap_or_else(|_| Some("lost its reader".into()));
+            let heard = reader.join().unwrap_or(Heard {
+                snapshots: 0,
+                trouble: Some("lost its reader".into()),
+            });
+            heard_any |= heard.snapshots > 0;
             let status = match status {
                 Some(s) if s.success() => None,
                 Some(s) => Some(s.to_string()),
                 None => Some("did not stop by itself, killed".into()),
             };
-            if trouble.is_some() || status.is_some() {
-                let what: Vec<String> = status.into_iter().chain(trouble).collect();
+            if heard.trouble.is_some() || status.is_some() {
+                let what: Vec<String> = status.into_iter().chain(heard.trouble).collect();
                 warnings.push(format!(
                     "generator process {} ended early ({}); its users' load is missing from the rest of the level",
                     i + 1,
@@ -452,7 +484,13 @@ impl Fleet {
                 ));
             }
         }
-        warnings
+        if !heard_any {
+            return Err(EngineError::Start(format!(
+                "no generator process ran: {}",
+                warnings.first().map_or("no output", String::as_str)
+            )));
+        }
+        Ok(warnings)
     }
 }
 
@@ -460,13 +498,17 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         // An error path before `finish`: no generator outlives its level.
         self.done.store(true, Ordering::Relaxed);
-        for child in &mut self.children {
+        for child in lock(&self.children).iter_mut() {
             if matches!(child.try_wait(), Ok(None)) {
                 let _ = child.kill();
-                let _ = child.wait();
             }
+            let _ = child.wait();
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Forwards one generator process's snapshots to the collector.
@@ -477,19 +519,24 @@ struct Reader {
 }
 
 impl Reader {
-    /// Forwards until the process closes its output; says what went wrong
-    /// when it stopped before all its shards had finished.
-    fn run(self, stdout: impl Read, stderr: impl Read + Send + 'static) -> Option<String> {
+    /// Forwards until the process closes its output.
+    fn run(self, stdout: impl Read, stderr: impl Read + Send + 'static) -> Heard {
         let errors = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = BufReader::new(stderr)
-                .take(64 * 1024)
-                .read_to_string(&mut text);
-            text
+            // Read to the end (so the process never blocks on a full pipe),
+            // keeping the last lines for the message.
+            let mut tail = String::new();
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if !line.trim().is_empty() {
+                    tail = line;
+                }
+            }
+            tail
         });
         let mut running: BTreeSet<usize> =
             (self.range.first..self.range.first + self.range.count).collect();
         let mut trouble = None;
+        let mut snapshots = 0;
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let parsed = serde_json::from_str::<WireSnapshot>(&line)
@@ -497,24 +544,27 @@ impl Reader {
                 .and_then(|w| w.into_snapshot().map_err(|e| e.to_string()));
             match parsed {
                 Ok(snapshot) => {
+                    snapshots += 1;
                     if snapshot.last {
                         running.remove(&snapshot.shard);
                     }
                     let _ = self.tx.send(snapshot);
                 }
+                // Keep reading, so it never blocks on a full pipe; a line
+                // cut short by its death is no news either.
                 Err(e) => {
-                    trouble = Some(e);
-                    break;
+                    trouble.get_or_insert(format!("unreadable output: {e}"));
                 }
             }
         }
         if running.is_empty() {
-            return None;
+            return Heard {
+                snapshots,
+                trouble: None,
+            };
         }
-        // It died (or spoke nonsense): its shards end now, with what they
-        // sent so far, so the level still ends on time.
-        let stderr = errors.join().unwrap_or_default();
-        let why = trouble.or_else(|| stderr.trim().lines().last().map(str::to_string));
+        // It died: its shards end now, with what they sent so far, so the
+        // level still ends on time.
         let seq = self.start.elapsed().as_secs();
         for shard in running {
             let _ = self.tx.send(Snapshot {
@@ -527,7 +577,13 @@ impl Reader {
                 remote_cpu: Duration::ZERO,
             });
         }
-        Some(why.unwrap_or_else(|| "its output ended".into()))
+        drop(self.tx);
+        let said = errors.join().unwrap_or_default();
+        let why = (!said.is_empty()).then_some(said).or(trouble);
+        Heard {
+            snapshots,
+            trouble: Some(why.unwrap_or_else(|| "its output ended".into())),
+        }
     }
 }
 
@@ -544,8 +600,11 @@ pub fn serve(
         .read_line(&mut line)
         .map_err(|e| format!("cannot read the job: {e}"))?;
     let job: Job = serde_json::from_str(&line).map_err(|e| format!("bad job: {e}"))?;
-    let scenario = crate::scenario::parse(&job.scenario_text, &job.scenario_path)
+    let mut scenario = crate::scenario::parse(&job.scenario_text, &job.scenario_path)
         .map_err(|d| format!("scenario: {d}"))?;
+    if let Some(base) = job.base_url {
+        scenario.target.endpoint = Endpoint::Http(base);
+    }
     let scenario = Arc::new(scenario);
     let stop = StopSignal::default();
     let watcher = stop.clone();
@@ -601,7 +660,6 @@ mod tests {
     const HERE: Limits = Limits {
         open_files: 20_000,
         ports: 28_232,
-        cores: 2,
     };
 
     fn with_program() -> Generators {
@@ -620,7 +678,7 @@ mod tests {
         let p = plan(18_000, loopback(), HERE, &with_program()).unwrap();
         assert_eq!(p.processes, 1);
         assert_eq!(p.addresses.len(), 2);
-        assert!(p.note().unwrap().contains("127.0.0.2"));
+        assert!(p.note().is_none(), "nothing to say for one process");
     }
 
     #[test]
@@ -667,7 +725,11 @@ mod tests {
             ..with_program()
         };
         let e = plan(50_000, remote, HERE, &one).unwrap_err();
-        assert!(e.to_string().contains("source address 10.0.0.1"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("over 1 source addresses is 50000 each"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -406,7 +406,7 @@ fn drive(
         clock.deadline,
     );
     let totals = collector.run(&info, rx, sinks);
-    let warnings = fleet.finish();
+    let warnings = fleet.finish()?;
     Ok((totals, started_at, warnings))
 }
 
@@ -428,12 +428,13 @@ pub(crate) fn start_shards<'scope>(
     let shards = range.first..range.first + range.count;
     match &scenario.target.endpoint {
         Endpoint::Http(base) => {
-            // Shard i connects from address i mod A, so the addresses share
-            // the connections (and their ephemeral ports) evenly.
+            // Every shard deals its connections over all the addresses,
+            // from its own starting point, so they share the ephemeral
+            // ports evenly.
             let transports = shards
                 .map(|i| {
-                    let local = (!addresses.is_empty()).then(|| addresses[i % addresses.len()]);
-                    HttpTransport::new(scenario, base).map(|t| t.with_local_address(local))
+                    HttpTransport::new(scenario, base)
+                        .map(|t| t.with_local_addresses(addresses.to_vec(), i))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             spawn_shards(

@@ -57,6 +57,8 @@ pub fn run_shard<T: Transport>(
     let local = LocalSet::new();
     let open_state = Rc::new(RefCell::new(OpenState::default()));
     local.block_on(&runtime, async {
+        // Every shard of the level, in whichever process, begins together.
+        tokio::time::sleep_until(tokio::time::Instant::from_std(plan.start)).await;
         let mut seeds = fastrand::Rng::with_seed(plan.seed);
         for _ in 0..plan.users {
             let rng = fastrand::Rng::with_seed(seeds.u64(..));

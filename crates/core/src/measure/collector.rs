@@ -105,6 +105,10 @@ impl Collector {
         let measure_start = self.measure_start();
         let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
         let mut finished = 0usize;
+        // The interval of each shard's final snapshot: a shard that ended
+        // (a generator process that died) reports nothing after it, and
+        // later intervals must not wait for it.
+        let mut ended_at: Vec<u64> = Vec::new();
         let mut totals = IntervalStats::new(self.requests);
         let mut series = Vec::new();
         let mut cpu_at_start: Option<Duration> = None;
@@ -155,6 +159,7 @@ impl Collector {
             }
             if snap.last {
                 finished += 1;
+                ended_at.push(snap.seq);
                 end = end.max(snap.at.min(self.deadline));
             }
             let interval_end = if snap.last {
@@ -172,9 +177,11 @@ impl Collector {
             entry.stats.merge(&snap.stats);
             entry.active_users += snap.active_users;
             entry.end = entry.end.max(interval_end);
-            // Emit, in order, every interval all shards have reported.
+            // Emit, in order, every interval all shards have reported (or
+            // ended before).
             while let Some((&seq, p)) = pending.first_key_value() {
-                if p.reported < self.shards {
+                let gone = ended_at.iter().filter(|&&s| s < seq).count();
+                if p.reported + gone < self.shards {
                     break;
                 }
                 let _ = p;
@@ -210,4 +217,69 @@ pub fn process_cpu_time() -> Duration {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Passes on the seq of every tick as it comes out.
+    struct Seen(mpsc::Sender<u64>);
+
+    impl TickSink for Seen {
+        fn on_tick(&mut self, _: &LevelInfo, tick: &Tick) {
+            let _ = self.0.send(tick.seq);
+        }
+    }
+
+    fn snapshot(shard: usize, seq: u64, last: bool, at: Instant) -> Snapshot {
+        Snapshot {
+            shard,
+            seq,
+            last,
+            at,
+            stats: IntervalStats::new(1),
+            active_users: 1,
+            remote_cpu: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn ticks_keep_coming_after_a_shard_ends_early() {
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(10);
+        let (tx, rx) = mpsc::channel();
+        let (seen_tx, seen_rx) = mpsc::channel();
+        // Shard 0 dies in interval 1; shard 1 reports intervals 1..=8 and
+        // holds back its last one until tick 8 is out (or 5 s have passed).
+        let feeder = std::thread::spawn(move || {
+            tx.send(snapshot(0, 0, false, start)).unwrap();
+            tx.send(snapshot(1, 0, false, start)).unwrap();
+            tx.send(snapshot(0, 1, true, start + Duration::from_millis(1500)))
+                .unwrap();
+            for seq in 1..9 {
+                tx.send(snapshot(1, seq, false, deadline)).unwrap();
+            }
+            let mut out = Vec::new();
+            let give_up = Instant::now() + Duration::from_secs(5);
+            while out.last() != Some(&8) && Instant::now() < give_up {
+                if let Ok(seq) = seen_rx.recv_timeout(Duration::from_millis(50)) {
+                    out.push(seq);
+                }
+            }
+            tx.send(snapshot(1, 9, true, deadline)).unwrap();
+            out
+        });
+        let info = LevelInfo {
+            index: 1,
+            users: 2,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(10),
+        };
+        let collector = Collector::new(2, 1, start, Duration::ZERO, deadline);
+        collector.run(&info, rx, &mut [&mut Seen(seen_tx)]);
+        let before_the_end = feeder.join().unwrap();
+        assert_eq!(before_the_end, (0..9).collect::<Vec<_>>());
+    }
 }

@@ -136,7 +136,8 @@ pub struct IntervalStats {
     pub service_time: Histogram<u64>,
     /// Open workloads: arrivals due in this interval.
     pub arrivals: u64,
-    /// Arrivals that found every in-flight slot taken and had to wait
+    /// Arrivals that found no idle slot and could not open another (every
+    /// slot taken, or enough of them still connecting) and had to wait
     /// (they start late; their latency still counts from the intended time).
     pub arrivals_queued: u64,
     /// Arrivals still waiting for a slot when the level ended.

@@ -65,7 +65,9 @@ pub struct HttpTransport {
     plans: Vec<RequestPlan>,
     timeout: Duration,
     /// Source address of every connection (`None`: the OS chooses).
-    local: Option<IpAddr>,
+    /// Source addresses, taken in turn (empty: the OS chooses).
+    local: Vec<IpAddr>,
+    next_local: std::cell::Cell<usize>,
 }
 
 pub struct HttpSession {
@@ -124,14 +126,27 @@ impl HttpTransport {
                 })
                 .collect(),
             timeout: scenario.target.timeout,
-            local: None,
+            local: Vec::new(),
+            next_local: std::cell::Cell::new(0),
         })
     }
 
-    /// Connections come from `local` (an address of this host).
-    pub fn with_local_address(mut self, local: Option<IpAddr>) -> HttpTransport {
+    /// Connections come from `local` (addresses of this host) in turn,
+    /// beginning with the one at `first`.
+    pub fn with_local_addresses(mut self, local: Vec<IpAddr>, first: usize) -> HttpTransport {
+        self.next_local = std::cell::Cell::new(first);
         self.local = local;
         self
+    }
+
+    /// The source address of the next connection.
+    fn local_address(&self) -> Option<IpAddr> {
+        if self.local.is_empty() {
+            return None;
+        }
+        let i = self.next_local.get();
+        self.next_local.set(i.wrapping_add(1));
+        Some(self.local[i % self.local.len()])
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -145,7 +160,12 @@ impl HttpTransport {
             authority: self.addr.to_string(),
             reason,
         };
-        match tokio::time::timeout(self.timeout, http1::connect(self.addr, self.local)).await {
+        match tokio::time::timeout(
+            self.timeout,
+            http1::connect(self.addr, self.local_address()),
+        )
+        .await
+        {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(ErrorKind::ConnectRefused)) => Err(unreachable("connection refused".into())),
             Ok(Err(kind)) => Err(unreachable(kind.name().into())),
@@ -174,7 +194,12 @@ impl Transport for HttpTransport {
             return None;
         }
         let begin = Instant::now();
-        match tokio::time::timeout(self.timeout, http1::connect(self.addr, self.local)).await {
+        match tokio::time::timeout(
+            self.timeout,
+            http1::connect(self.addr, self.local_address()),
+        )
+        .await
+        {
             Ok(Ok(conn)) => {
                 session.conn = Some(conn);
                 Some(begin.elapsed())
@@ -200,9 +225,11 @@ impl Transport for HttpTransport {
                 Some(conn) => conn,
                 None => {
                     let begin = Instant::now();
-                    let connected =
-                        tokio::time::timeout(self.timeout, http1::connect(self.addr, self.local))
-                            .await;
+                    let connected = tokio::time::timeout(
+                        self.timeout,
+                        http1::connect(self.addr, self.local_address()),
+                    )
+                    .await;
                     let elapsed = begin.elapsed();
                     connect_time = Some(elapsed);
                     match connected {

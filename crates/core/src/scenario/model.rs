@@ -165,7 +165,7 @@ impl Acks {
 }
 
 /// `http://host:port/prefix`: only plain HTTP/1.1 for now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BaseUrl {
     pub host: String,
     pub port: u16,
