@@ -395,3 +395,36 @@ fn murmur2(data: &[u8]) -> u32 {
     h ^= h >> 15;
     h
 }
+
+#[test]
+fn a_kafka_level_spread_over_two_generator_processes_is_one_level() {
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-spread");
+    let topic = format!("autoperf-test-spread-{}", std::process::id());
+    let scenario = theodolite(&dir, &bootstrap, &topic, 7);
+    let out = dir.join("results");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--rate",
+        "2000/s",
+        "--duration",
+        "3s",
+        "--warmup",
+        "2s",
+        "--generators",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("2 generator processes"), "{stderr}");
+    let run = support::run_json(&out);
+    let level = &run["levels"][0];
+    assert_eq!(level["errors"], 0, "{level}");
+    // The two processes split the arrivals between them, every other one.
+    let achieved = level["achieved_rate_rps"].as_f64().unwrap();
+    assert!((achieved - 2000.0).abs() <= 20.0, "{level}");
+    let warnings = run["warnings"].to_string();
+    assert!(!warnings.contains("generator process"), "{warnings}");
+}
