@@ -139,21 +139,17 @@ fn a_level_spread_over_two_processes_and_two_addresses_is_one_exact_level() {
     assert_eq!(peers, want, "connections came from both addresses");
 }
 
-#[test]
-fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
-    let (addr, _seen) = counting_server();
-    let dir = support::scratch_dir("generators-die");
-    let scenario = scenario(&dir, addr);
-    let out = dir.join("results");
-    let began = Instant::now();
-    let mut run = Command::new(support::autoperf_exe())
+/// `run` of 20 users over two generator processes, quiet, in the
+/// background; its stderr is piped.
+fn spread_in_background(scenario: &str, out: &Path, duration: &str) -> std::process::Child {
+    Command::new(support::autoperf_exe())
         .args([
             "run",
-            &scenario,
+            scenario,
             "--users",
             "20",
             "--duration",
-            "6s",
+            duration,
             "--warmup",
             "1s",
             "--generators",
@@ -165,7 +161,17 @@ fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
+    let (addr, _seen) = counting_server();
+    let dir = support::scratch_dir("generators-die");
+    let scenario = scenario(&dir, addr);
+    let out = dir.join("results");
+    let began = Instant::now();
+    let mut run = spread_in_background(&scenario, &out, "6s");
     // Kill one generator process once the level is under way.
     let children = format!("/proc/{0}/task/{0}/children", run.id());
     let mut victim = None;
@@ -210,26 +216,7 @@ fn ctrl_c_stops_every_generator_process_cleanly_and_keeps_the_results() {
     let scenario = scenario(&dir, addr);
     let out = dir.join("results");
     let began = Instant::now();
-    let run = Command::new(support::autoperf_exe())
-        .args([
-            "run",
-            &scenario,
-            "--users",
-            "20",
-            "--duration",
-            "30s",
-            "--warmup",
-            "1s",
-            "--generators",
-            "2",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spread_in_background(&scenario, &out, "30s");
     std::thread::sleep(Duration::from_secs(4));
     // SAFETY: kill(2) on the process we started; only it gets the signal,
     // as only it would from a terminal (generators have their own group).
