@@ -183,10 +183,11 @@ pub struct TestbedArgs {
     /// Address of the web tier.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// Worker threads of the web tier (at most this many CPU burns at once).
+    /// Workers of the web tier: event loops on threads of their own, each
+    /// serving its share of the connections and burning one request at a time.
     #[arg(long, default_value_t = 2)]
     pub web_workers: usize,
-    /// Worker threads of the db tier.
+    /// Workers of the db tier, like the web tier's.
     #[arg(long, default_value_t = 2)]
     pub db_workers: usize,
     /// Also serve a stub Confluent schema registry here (for Kafka scenarios).

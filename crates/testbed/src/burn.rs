@@ -1,48 +1,46 @@
-//! CPU burns measured in thread CPU time, and the fixed pool of threads
-//! that serves a tier's connections and runs their burns.
+//! CPU burns measured in thread CPU time, and the event loops that serve a
+//! tier's connections and run their burns.
 //!
 //! A tier's CPU demand is known by construction because a burn of `d` spins
 //! until *its own thread* has consumed `d` of CPU (`CLOCK_THREAD_CPUTIME_ID`),
 //! however long that takes in wall time on a busy machine.
 //!
-//! A tier serves its connections on `workers + 1` threads (a multi-threaded
-//! tokio runtime), and a request burns on the thread that read it, like a
-//! thread-pool server whose threads do their own I/O. A semaphore lets at
-//! most `workers` burns run at once, so one thread is always left to read
-//! requests and answer the ones that do not burn; a request that sleeps or
-//! waits for another tier, or for a permit, is a parked task that holds no
-//! thread.
+//! A tier has `workers` event loops, each a single-threaded tokio runtime on
+//! an OS thread of its own, like the worker processes of a pre-fork server
+//! (Apache's prefork or event MPM, PHP-FPM behind nginx, gunicorn with sync
+//! workers): each accepted connection is pinned to the loop with the fewest
+//! open connections, and a request burns right there, blocking its loop —
+//! requests on the loop's other connections wait, as they would behind a busy
+//! pre-fork worker. A request that sleeps, waits for the lock or for another
+//! tier is a parked task: its loop serves other connections meanwhile.
 //!
 //! ```text
-//!   accept (caller's runtime) ──connection──▶ threads 0..=N: read ─permit─▶ burn d here ─▶ call db / respond
-//!                                                            (at most N burn; the others poll I/O)
+//!   accept (caller's runtime) ──connection, least-connections──▶ loop i: read ─▶ burn d here ─▶ call db / respond
+//!                                                                  (one loop per worker; at most one burn each)
 //! ```
 //!
-//! Burning in place keeps a tier's own CPU per request small next to the
-//! burns it is asked for. Handing each burn to a separate pool of burn
-//! threads, as this module did before, took two more thread wake-ups per
-//! burn (one to start it, one to resume the request), and on a small VM,
-//! where a wake-up and its system calls cost tens of microseconds of CPU,
-//! that was 0.04 ms more of tb-web's own CPU per `/db?web_ms=1`.
+//! Why loops and not one pool of threads: a tier's own CPU per request is
+//! mostly thread wake-ups (tens of microseconds each on a small VM), and it
+//! must stay small next to the burns it is asked for. A loop that reads,
+//! burns and answers on one thread wakes once for the request and once per
+//! reply it waits for (tb-web's `/db`: two). A multi-threaded runtime that
+//! burns in place also had to hand its I/O driver to a sibling thread before
+//! each burn (one more wake-up), and a separate burn pool two more.
 //!
-//! Before burning, the task yields once. A thread about to block in a burn
-//! must not be the one left holding tokio's I/O driver: the runtime's other
-//! threads sleep on a condition variable while one thread waits in the
-//! driver, and a burning thread does not poll it, so requests that arrive
-//! meanwhile would wait for the burn to end. The yield sends the thread
-//! searching for other work; finding only its own task again, it wakes a
-//! sleeping sibling (tokio's rule for the last searcher), which finds
-//! nothing and goes to wait in the driver. `requests_are_read_while_a_burn_runs`
-//! in tests/concurrency.rs holds this in place.
-
+//! Queueing: one loop per tier is a single-server FCFS station (M/M/1 when
+//! arrivals are Poisson). With `workers` > 1 each loop has a queue of its own
+//! instead of one shared queue — `workers` single servers, not one
+//! `workers`-server station: the saturation throughput is still
+//! `workers / D` while every loop has connections, but below it a request
+//! may wait behind a busy loop while another is idle.
+//!
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::runtime::Runtime;
-use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
 
 /// CPU time consumed so far by the calling thread.
 pub fn thread_cpu_time() -> Duration {
@@ -58,6 +56,9 @@ pub fn thread_cpu_time() -> Duration {
 
 /// Spins until the calling thread has consumed `cpu` of CPU time.
 pub fn burn(cpu: Duration) {
+    if cpu.is_zero() {
+        return;
+    }
     let deadline = thread_cpu_time() + cpu;
     let mut x = 0u64;
     while thread_cpu_time() < deadline {
@@ -69,92 +70,98 @@ pub fn burn(cpu: Duration) {
     }
 }
 
-/// The threads of a tier, named `{name}-{i}`: `workers + 1` that serve
-/// connections, and the blocking threads `/lock` sleeps on. Dropping it
-/// stops them without waiting for a burn in progress.
+/// A tier's event loops, named `{name}-{i}`, and the blocking threads
+/// `/lock` sleeps on. Dropping it stops them without waiting for a burn in
+/// progress.
 pub struct Workers {
-    // Always `Some` until dropped.
-    runtime: Option<Runtime>,
-    burns: Arc<Burns>,
+    loops: Vec<Loop>,
+    /// Where the search for the least-loaded loop starts, so that ties are
+    /// broken round-robin.
+    next: AtomicUsize,
+}
+
+/// One event loop: its runtime's handle, the connections pinned to it, and
+/// the signal that ends it.
+struct Loop {
+    handle: Handle,
+    connections: Arc<AtomicUsize>,
+    // Dropping the sender ends the loop.
+    _stop: oneshot::Sender<()>,
 }
 
 impl Workers {
-    /// Starts the threads for at most `workers` burns at once (at least one).
+    /// Starts `workers` event loops (at least one).
     pub fn new(name: &str, workers: usize) -> std::io::Result<Workers> {
-        let workers = workers.max(1);
-        let name = name.to_owned();
-        let next = AtomicUsize::new(0);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            // One more than may burn: the thread that reads requests while
-            // every permit is taken.
-            .worker_threads(workers + 1)
-            .thread_name_fn(move || format!("{name}-{}", next.fetch_add(1, Ordering::Relaxed)))
-            .enable_all()
-            .build()?;
+        let loops = (0..workers.max(1))
+            .map(|i| Loop::start(format!("{name}-{i}")))
+            .collect::<std::io::Result<_>>()?;
         Ok(Workers {
-            runtime: Some(runtime),
-            burns: Arc::new(Burns {
-                permits: Semaphore::new(workers),
-                workers,
-            }),
+            loops,
+            next: AtomicUsize::new(0),
         })
     }
 
-    /// The gate that the burns of tasks spawned here go through.
-    pub fn burns(&self) -> Arc<Burns> {
-        Arc::clone(&self.burns)
+    /// Number of event loops, hence of burns that may run at once.
+    pub fn count(&self) -> usize {
+        self.loops.len()
     }
 
-    /// Runs `task` on these threads.
-    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    /// Runs the life of one connection on the loop with the fewest open
+    /// connections, which counts it until the future ends. `connection`
+    /// receives the index of that loop and runs in the acceptor; the future
+    /// it returns runs on the loop (create sockets inside it: a socket
+    /// belongs to the reactor of the runtime that registers it).
+    pub fn pin<F>(&self, connection: impl FnOnce(usize) -> F)
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
     {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives until drop")
-            .spawn(task)
+        let n = self.loops.len();
+        // Ties go round-robin, so that a burst of new connections spreads.
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let index = (start..start + n)
+            .map(|i| i % n)
+            .min_by_key(|&i| self.loops[i].connections.load(Ordering::Relaxed))
+            .expect("at least one loop");
+        let chosen = &self.loops[index];
+        chosen.connections.fetch_add(1, Ordering::Relaxed);
+        let open = ConnectionCount(Arc::clone(&chosen.connections));
+        let task = connection(index);
+        // Wakes the loop if it is idle: once per connection, not per request.
+        chosen.handle.spawn(async move {
+            let _open = open;
+            task.await;
+        });
     }
 }
 
-impl Drop for Workers {
+/// Decrements its loop's connection count when the connection ends.
+struct ConnectionCount(Arc<AtomicUsize>);
+
+impl Drop for ConnectionCount {
     fn drop(&mut self) {
-        // Unlike dropping the runtime, this is allowed inside another
-        // runtime (the tier's accept loop), and does not wait for a thread
-        // that is still burning: the tier is going away.
-        if let Some(runtime) = self.runtime.take() {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Loop {
+    fn start(name: String) -> std::io::Result<Loop> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .thread_name(format!("{name}-blocking"))
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        std::thread::Builder::new().name(name).spawn(move || {
+            let _ = runtime.block_on(stopped);
+            // Neither waits for a burn in progress nor for `/lock`'s
+            // blocking sleeps: the tier is going away.
             runtime.shutdown_background();
-        }
-    }
-}
-
-/// Lets at most `workers` burns run at once.
-pub struct Burns {
-    permits: Semaphore,
-    workers: usize,
-}
-
-impl Burns {
-    /// Number of burns that may run at once.
-    pub fn workers(&self) -> usize {
-        self.workers
-    }
-
-    /// Burns `cpu` on the calling thread once fewer than `workers` burns
-    /// run. Only for tasks spawned on [`Workers`]: on any other runtime the
-    /// burn would stall that runtime's I/O.
-    pub async fn burn(&self, cpu: Duration) {
-        if cpu.is_zero() {
-            return;
-        }
-        // The semaphore is never closed.
-        let Ok(_permit) = self.permits.acquire().await else {
-            return;
-        };
-        // Hands the I/O driver to a sibling thread (see the module docs).
-        tokio::task::yield_now().await;
-        burn(cpu);
+        })?;
+        Ok(Loop {
+            handle,
+            connections: Arc::new(AtomicUsize::new(0)),
+            _stop: stop,
+        })
     }
 }
 
@@ -163,29 +170,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn burns_run_on_the_workers() {
+    fn connections_go_to_the_least_loaded_loop_and_burn_there() {
         let workers = Workers::new("test-worker", 2).unwrap();
-        let burns = workers.burns();
-        assert_eq!(burns.workers(), 2);
+        assert_eq!(workers.count(), 2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Every connection stays open until the end, so each new one goes
+        // to the loop with fewer.
+        let (release, held) = tokio::sync::watch::channel(());
         let before = thread_cpu_time();
-        let on_worker = workers.spawn(async move {
-            burns.burn(Duration::from_millis(5)).await;
-            std::thread::current().name().map(str::to_owned)
-        });
-        let name = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(on_worker)
-            .unwrap();
-        assert!(
-            name.as_deref()
-                .is_some_and(|n| n.starts_with("test-worker-")),
-            "{name:?}"
-        );
+        for _ in 0..4 {
+            let (tx, mut held) = (tx.clone(), held.clone());
+            workers.pin(move |index| async move {
+                burn(Duration::from_millis(5));
+                let name = std::thread::current().name().map(str::to_owned);
+                tx.send((index, name)).unwrap();
+                let _ = held.changed().await;
+            });
+        }
+        let mut seen: Vec<_> = (0..4).map(|_| rx.recv().unwrap()).collect();
+        seen.sort();
+        let indices: Vec<usize> = seen.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indices, [0, 0, 1, 1]);
+        for (index, name) in seen {
+            assert_eq!(name, Some(format!("test-worker-{index}")));
+        }
         assert!(
             thread_cpu_time() - before < Duration::from_millis(2),
             "the caller did not burn"
         );
+        drop(release);
     }
 
     #[test]

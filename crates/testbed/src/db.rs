@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::burn::{Burns, Workers};
+use crate::burn::{burn, Workers};
 use crate::http::{
     self, method_not_allowed, not_found, ok, BadRequest, Body, Handler, Query, Stop,
 };
@@ -22,8 +22,8 @@ use crate::http::{
 /// Configuration of the db tier.
 #[derive(Debug, Clone)]
 pub struct DbConfig {
-    /// CPU burns that may run at once, each on a thread of its own; the
-    /// tier serves its connections on one thread more than this.
+    /// Event loops, each on a thread of its own: the CPU burns that may run
+    /// at once (see [`crate::burn`]).
     pub workers: usize,
 }
 
@@ -90,17 +90,13 @@ pub async fn serve_db(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let workers = Workers::new("db-worker", config.workers)?;
-    let db = Arc::new(Db {
-        burns: workers.burns(),
-    });
-    http::serve(listener, db, &workers, shutdown).await
+    let db = Arc::new(Db);
+    http::serve(listener, &workers, |_| Arc::clone(&db), shutdown).await
 }
 
-/// Handlers run on the tier's workers, and burn on the worker that runs
+/// Handlers run on the tier's event loops, and burn on the loop that runs
 /// them (see [`crate::burn`]).
-struct Db {
-    burns: Arc<Burns>,
-}
+struct Db;
 
 impl Handler for Db {
     const BINARY: bool = true;
@@ -124,7 +120,7 @@ impl Handler for Db {
             }
             let written = match wire::parse(request) {
                 Ok(cpu) => {
-                    self.burns.burn(cpu).await;
+                    burn(cpu);
                     stream.write_all(&[wire::DONE]).await
                 }
                 Err(reason) => stream.write_all(&wire::refusal(&reason)).await,
@@ -143,7 +139,7 @@ impl Db {
             "/burn" if req.method() != Method::GET => Ok(method_not_allowed("GET")),
             "/burn" => {
                 let cpu = Query::parse(req.uri().query()).required_millis("ms")?;
-                self.burns.burn(cpu).await;
+                burn(cpu);
                 Ok(ok())
             }
             path => Ok(not_found(path)),

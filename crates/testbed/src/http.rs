@@ -64,13 +64,16 @@ impl Stop {
 /// finish their in-flight request for at most [`DRAIN_TIMEOUT`].
 ///
 /// Connections are accepted here, on the caller's runtime, so that a new
-/// one is taken while every worker burns, and then served on `workers`.
+/// one is taken while every loop burns, and then each is pinned to one of
+/// `workers`' loops, where it is served by `handler(loop index)`: a handler
+/// per loop, because the sockets it opens belong to that loop's reactor.
 pub async fn serve<H: Handler>(
     listener: TcpListener,
-    handler: Arc<H>,
     workers: &Workers,
+    handler: impl Fn(usize) -> Arc<H>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let handlers: Vec<Arc<H>> = (0..workers.count()).map(handler).collect();
     let mut builder = http1::Builder::new();
     builder.keep_alive(true).half_close(false);
     let builder = Arc::new(builder);
@@ -93,15 +96,17 @@ pub async fn serve<H: Handler>(
         };
         let _ = stream.set_nodelay(true);
         // A socket belongs to the reactor of the runtime that registered
-        // it: move it over to the workers' (into_std leaves it non-blocking).
+        // it: move it over to its loop's (into_std leaves it non-blocking).
         let Ok(stream) = stream.into_std() else {
             continue;
         };
         let stop = Stop(drain.subscribe());
-        let (handler, builder) = (Arc::clone(&handler), Arc::clone(&builder));
-        workers.spawn(async move {
-            if let Ok(stream) = TcpStream::from_std(stream) {
-                connection(stream, handler, builder, stop).await;
+        workers.pin(|index| {
+            let (handler, builder) = (Arc::clone(&handlers[index]), Arc::clone(&builder));
+            async move {
+                if let Ok(stream) = TcpStream::from_std(stream) {
+                    connection(stream, handler, builder, stop).await;
+                }
             }
         });
     }

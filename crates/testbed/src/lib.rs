@@ -6,13 +6,13 @@
 //! ```text
 //!   client ──HTTP/1.1──▶ tb-web ──db wire protocol──▶ tb-db (also HTTP, same port)
 //!                        │ accept: the main thread    │ accept: the main thread
-//!                        │ N+1 workers: I/O and burns │ N+1 workers: I/O and burns
-//!                        │ (at most N burn at once)   │ (at most N burn at once)
+//!                        │ N event loops, each serves │ N event loops, each serves
+//!                        │ its connections and burns  │ its connections and burns
 //!                        │ one lock + data file       │
 //! ```
 //!
 //! Layout:
-//! - [`burn`]: CPU burns in thread CPU time, and the threads that serve and burn;
+//! - [`burn`]: CPU burns in thread CPU time, and the event loops that serve and burn;
 //! - `http`: the shared accept loop with graceful shutdown, responses, query parameters;
 //! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
 //! - `db_client`: the web tier's keep-alive pool to the db tier, on its wire protocol;

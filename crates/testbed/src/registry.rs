@@ -177,9 +177,9 @@ impl SchemaRegistry {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
-        // Answers cost microseconds: one worker thread serves them all.
+        // Answers cost microseconds: one loop serves them all.
         let workers = crate::burn::Workers::new("registry", 1)?;
-        http::serve(listener, self, &workers, shutdown).await
+        http::serve(listener, &workers, |_| Arc::clone(&self), shutdown).await
     }
 
     /// The requests answered so far, by kind.

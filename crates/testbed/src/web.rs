@@ -2,8 +2,8 @@
 //!
 //! | request | cost |
 //! |---|---|
-//! | `GET /cpu?ms=M` | M ms of CPU on a web worker |
-//! | `GET /db?web_ms=A&db_ms=B` | A ms on web, then B ms on the db tier (the web worker is free meanwhile) |
+//! | `GET /cpu?ms=M` | M ms of CPU on a web worker (its event loop) |
+//! | `GET /db?web_ms=A&db_ms=B` | A ms on web, then B ms on the db tier (the web worker serves other connections meanwhile) |
 //! | `POST /lock?ms=M&bytes=K` | M ms in the global critical section, no CPU, K bytes written |
 //! | `GET /sleep?ms=M` | M ms, no CPU, no worker |
 //! | `GET /static/*` | cacheable content, 304 on a matching validator |
@@ -21,7 +21,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
-use crate::burn::{Burns, Workers};
+use crate::burn::{burn, Workers};
 use crate::db_client::DbClient;
 use crate::http::{
     self, json, method_not_allowed, not_found, ok, text, BadRequest, Body, Handler, Query,
@@ -38,8 +38,8 @@ const MAX_RECORD_BYTES: usize = 1 << 20;
 /// Configuration of the web tier.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
-    /// CPU burns that may run at once, each on a thread of its own; the
-    /// tier serves its connections on one thread more than this.
+    /// Event loops, each on a thread of its own: the CPU burns that may run
+    /// at once (see [`crate::burn`]).
     pub workers: usize,
     /// The db tier; `/db` answers 503 without one.
     pub db: Option<SocketAddr>,
@@ -63,21 +63,30 @@ pub async fn serve_web(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let workers = Workers::new("web-worker", config.workers)?;
-    let web = Arc::new(Web {
-        burns: workers.burns(),
-        db: config.db.map(DbClient::new),
+    let shared = Arc::new(Shared {
         lock: CriticalSection::create()?,
         ingested: AtomicU64::new(0),
         filler: Mutex::new(Bytes::new()),
     });
-    http::serve(listener, web, &workers, shutdown).await
+    let web = |_loop| {
+        Arc::new(Web {
+            db: config.db.map(DbClient::new),
+            shared: Arc::clone(&shared),
+        })
+    };
+    http::serve(listener, &workers, web, shutdown).await
 }
 
-/// The state requests share. Handlers run on the tier's workers, and burn
-/// on the worker that runs them (see [`crate::burn`]).
+/// The handler of one event loop: it burns on that loop (see
+/// [`crate::burn`]), and keeps its own connections to the db tier, since a
+/// socket belongs to the reactor of the loop that opened it.
 struct Web {
-    burns: Arc<Burns>,
     db: Option<DbClient>,
+    shared: Arc<Shared>,
+}
+
+/// The state every loop's requests share.
+struct Shared {
     lock: CriticalSection,
     ingested: AtomicU64,
     /// The longest `/bytes` body served so far; shorter ones are slices of
@@ -126,7 +135,7 @@ impl Web {
         match path {
             "/health" => Ok(ok()),
             "/cpu" => {
-                self.burns.burn(query.required_millis("ms")?).await;
+                burn(query.required_millis("ms")?);
                 Ok(ok())
             }
             "/db" => {
@@ -138,8 +147,8 @@ impl Web {
                         "no db tier configured\n",
                     ));
                 };
-                self.burns.burn(web_cpu).await;
-                // The web worker is free again while the db tier works.
+                burn(web_cpu);
+                // The loop serves its other connections while the db tier works.
                 Ok(match db.burn(db_cpu).await {
                     Ok(()) => ok(),
                     Err(e) => text(StatusCode::BAD_GATEWAY, format!("{e}\n")),
@@ -148,7 +157,7 @@ impl Web {
             "/lock" => {
                 let hold = query.required_millis("ms")?;
                 let bytes = query.bytes("bytes", MAX_WRITE_BYTES)?.unwrap_or(0);
-                Ok(match self.lock.enter(hold, bytes).await {
+                Ok(match self.shared.lock.enter(hold, bytes).await {
                     Ok(()) => ok(),
                     Err(e) => text(
                         StatusCode::INTERNAL_SERVER_ERROR,
@@ -171,7 +180,7 @@ impl Web {
                 ))
             }
             "/ingest/count" => {
-                let count = self.ingested.load(Ordering::Relaxed);
+                let count = self.shared.ingested.load(Ordering::Relaxed);
                 Ok(json(StatusCode::OK, &json!({ "count": count })))
             }
             _ => {
@@ -183,7 +192,7 @@ impl Web {
 
     /// `n` bytes of `x`, sharing one buffer that grows to the longest asked.
     fn filler(&self, n: usize) -> Bytes {
-        let mut filler = self.filler.lock().unwrap_or_else(|e| e.into_inner());
+        let mut filler = self.shared.filler.lock().unwrap_or_else(|e| e.into_inner());
         if filler.len() < n {
             // Doubling bounds the rebuilds of a growing series of sizes.
             let len = n.next_power_of_two().min(MAX_BODY_BYTES as usize).max(n);
@@ -209,7 +218,7 @@ impl Web {
         };
         match serde_json::from_slice::<serde_json::Value>(&body) {
             Ok(serde_json::Value::Object(_)) => {
-                let count = self.ingested.fetch_add(1, Ordering::Relaxed) + 1;
+                let count = self.shared.ingested.fetch_add(1, Ordering::Relaxed) + 1;
                 Ok(json(
                     StatusCode::OK,
                     &json!({ "accepted": 1, "count": count }),

@@ -1,6 +1,6 @@
-//! The concurrency model: CPU burns are limited to the tier's workers, while
-//! sleeping holds no worker and the lock serialises (and, in
-//! reads_during_burns.rs, requests are read while every worker burns).
+//! The concurrency model: CPU burns are limited to the tier's workers (one
+//! event loop each), while sleeping holds no worker and the lock serialises
+//! (and, in reads_during_burns.rs, a burn blocks only its own loop).
 
 mod common;
 

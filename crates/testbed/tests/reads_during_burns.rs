@@ -1,5 +1,6 @@
-//! Requests are read while every worker burns: a thread that blocks in a
-//! burn must not be the one left holding tokio's I/O driver (see burn.rs).
+//! A burn blocks its own event loop and no other: while one loop burns,
+//! the connections pinned to another are served, and those pinned to the
+//! burning loop wait, as behind a busy pre-fork worker (see burn.rs).
 //! One test in this binary, so that the CPU of the web workers it watches is
 //! its tier's alone.
 
@@ -10,35 +11,42 @@ use std::time::{Duration, Instant};
 use common::{threads_cpu, Conn, Tiers};
 use hyper::StatusCode;
 
+const BURN: Duration = Duration::from_millis(1000);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn requests_are_read_while_a_burn_runs() {
-    // The one worker's burn takes the only permit; a thread that blocks in a
-    // burn must not be left holding the I/O driver, or nothing is read until
-    // the burn ends.
-    let tiers = Tiers::start(1, 1).await;
-    // Both connections first, and used once: a new connection is handed to
-    // the workers in a way that wakes a sleeping one, which would hide the
-    // fault this test is for.
+async fn a_burn_blocks_only_its_own_loop() {
+    let tiers = Tiers::start(2, 1).await;
+    // Three connections, kept open and used once so that each is pinned
+    // before the burn: least-connections puts them on loops 0, 1, and 0
+    // again (a tie goes round-robin).
     let mut burner = Conn::open(tiers.web).await;
-    let mut health = Conn::open(tiers.web).await;
-    assert_eq!(burner.get("/health").await.status, StatusCode::OK);
-    assert_eq!(health.get("/health").await.status, StatusCode::OK);
+    let mut other_loop = Conn::open(tiers.web).await;
+    let mut same_loop = Conn::open(tiers.web).await;
+    for conn in [&mut burner, &mut other_loop, &mut same_loop] {
+        assert_eq!(conn.get("/health").await.status, StatusCode::OK);
+    }
     let before = threads_cpu("web-worker");
     let long = tokio::spawn(async move {
-        let r = burner.get("/cpu?ms=1000").await;
+        let r = burner.get(&format!("/cpu?ms={}", BURN.as_millis())).await;
         assert_eq!(r.status, StatusCode::OK);
         Instant::now()
     });
-    // Until the burn is well under way, and the request in it alone.
+    // Until the burn is well under way.
     while threads_cpu("web-worker").saturating_sub(before) < Duration::from_millis(100) {
         assert!(!long.is_finished(), "the burn ended before it began");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    // The burning loop's other connection: its request is read and answered
+    // only once the burn is over.
+    let waiting = tokio::spawn(async move {
+        assert_eq!(same_loop.get("/health").await.status, StatusCode::OK);
+        threads_cpu("web-worker").saturating_sub(before)
+    });
     let start = Instant::now();
     let mut answered = Vec::new();
     // Well inside the rest of the burn, at least 0.9 s of wall time.
     while start.elapsed() < Duration::from_millis(400) {
-        assert_eq!(health.get("/health").await.status, StatusCode::OK);
+        assert_eq!(other_loop.get("/health").await.status, StatusCode::OK);
         answered.push(Instant::now());
     }
     let long_done = long.await.unwrap();
@@ -46,8 +54,14 @@ async fn requests_are_read_while_a_burn_runs() {
     assert_eq!(
         late,
         0,
-        "{late} of {} health checks waited for the burn to end",
+        "{late} of {} health checks on the other loop waited for the burn to end",
         answered.len()
+    );
+    // Answered after the whole burn had run on the workers' threads.
+    let burned = waiting.await.unwrap();
+    assert!(
+        burned >= BURN,
+        "the burning loop answered its other connection after {burned:?} of burn"
     );
     tiers.stop().await;
 }
