@@ -213,6 +213,11 @@ pub struct LevelSearch {
     tops: Vec<u32>,
     stop: Option<StopReason>,
     first_client_bottleneck: Option<u32>,
+    /// Levels past the top planned so far (steps of `beyond_step`).
+    beyond: u32,
+    /// The curve was flat below the top when the search went past it (a
+    /// non-CPU bottleneck): the overload machine decides the end.
+    beyond_flat: bool,
 }
 
 impl LevelSearch {
@@ -233,6 +238,8 @@ impl LevelSearch {
             tops: Vec::new(),
             stop: None,
             first_client_bottleneck: None,
+            beyond: 0,
+            beyond_flat: false,
         }
     }
 
@@ -540,13 +547,15 @@ impl LevelSearch {
                     // A curve flat below the top is past saturation already
                     // (a non-CPU bottleneck): run enough levels past it for
                     // the overload state machine to confirm or clear it.
-                    let count = if self.flat_below(top) {
+                    self.beyond_flat = self.flat_below(top);
+                    let count = if self.beyond_flat {
                         self.config.levels_beyond.max(self.config.k_ovld)
                     } else {
                         self.config.levels_beyond
                     };
                     let levels =
                         beyond_levels(top, count, self.config.beyond_step, self.config.max_users);
+                    self.beyond = levels.len() as u32;
                     for (k, users) in levels.into_iter().enumerate().rev() {
                         self.work.push(Work::Probe {
                             users,
@@ -558,7 +567,37 @@ impl LevelSearch {
                     }
                 }
             },
-            Phase::Beyond => self.stop = Some(StopReason::Completed),
+            Phase::Beyond => {
+                // K_ovld overloaded levels *in a row* confirm overload; on a
+                // flat plateau a level can beat X_max by noise and reset the
+                // count (a lock-bound run went 193.239 → 193.323/s and ended
+                // "completed" one level short). While the machine is
+                // counting on a flat curve, go one step further, at most
+                // K_ovld more; a CPU-bound search ends as before.
+                let state = self.overload.state();
+                let top = self.top();
+                let next = self.beyond + 1;
+                let users = ceil_users(
+                    (top as f64 * (1.0 + self.config.beyond_step * next as f64)).round(),
+                );
+                let counting = self.beyond_flat && state > 0 && state < self.config.k_ovld;
+                let room = next <= self.config.levels_beyond.max(self.config.k_ovld) * 2
+                    && users <= self.config.max_users
+                    && !self.by_users.contains_key(&users);
+                if counting && room {
+                    self.beyond = next;
+                    self.work.push(Work::Probe {
+                        users,
+                        reason: format!(
+                            "past the top {top}: ×{:.1}, overload check at {state} of {} (2.1.2)",
+                            1.0 + self.config.beyond_step * next as f64,
+                            self.config.k_ovld
+                        ),
+                    });
+                } else {
+                    self.stop = Some(StopReason::Completed);
+                }
+            }
         }
     }
 
