@@ -55,9 +55,20 @@ pub fn run(args: RunArgs) -> Outcome {
         }]),
         (None, Some(rate), _) => {
             let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+            // --rate replaces the scenario's rate only: its spacing and
+            // in-flight cap still hold.
+            let arrivals = scenario.arrivals.as_ref();
             let mut plan = OpenPlan::constant(1, rate, warmup, duration);
-            plan.spacing = spacing(args.arrivals.unwrap_or(ArrivalSpacing::Poisson));
-            plan.max_in_flight = args.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT).max(1);
+            plan.spacing = spacing(
+                args.arrivals
+                    .or(arrivals.map(|a| scenario_spacing(a.spacing)))
+                    .unwrap_or(ArrivalSpacing::Poisson),
+            );
+            plan.max_in_flight = args
+                .max_in_flight
+                .or(arrivals.and_then(|a| a.max_in_flight))
+                .unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+                .max(1);
             FixedLevels::open(vec![plan])
         }
         (None, None, Some(arrivals)) => {
@@ -76,13 +87,12 @@ pub fn run(args: RunArgs) -> Outcome {
                     length: s.length.unwrap_or(Duration::ZERO),
                 })
                 .collect();
-            let scenario_spacing = match arrivals.spacing {
-                autoperf_core::scenario::ArrivalSpacing::Poisson => ArrivalSpacing::Poisson,
-                autoperf_core::scenario::ArrivalSpacing::Even => ArrivalSpacing::Even,
-            };
             let mut plan = OpenPlan::constant(1, 1.0, warmup, duration);
             plan.shape = RateShape::stages(stages);
-            plan.spacing = spacing(args.arrivals.unwrap_or(scenario_spacing));
+            plan.spacing = spacing(
+                args.arrivals
+                    .unwrap_or_else(|| scenario_spacing(arrivals.spacing)),
+            );
             plan.max_in_flight = args
                 .max_in_flight
                 .or(arrivals.max_in_flight)
@@ -136,6 +146,14 @@ pub fn run(args: RunArgs) -> Outcome {
 
 /// A level's measured time when none is given.
 const DEFAULT_DURATION: Duration = Duration::from_secs(30);
+
+/// The scenario's `arrivals.spacing`, as the CLI names it.
+fn scenario_spacing(s: autoperf_core::scenario::ArrivalSpacing) -> ArrivalSpacing {
+    match s {
+        autoperf_core::scenario::ArrivalSpacing::Poisson => ArrivalSpacing::Poisson,
+        autoperf_core::scenario::ArrivalSpacing::Even => ArrivalSpacing::Even,
+    }
+}
 
 fn spacing(a: ArrivalSpacing) -> Spacing {
     match a {

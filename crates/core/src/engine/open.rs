@@ -115,10 +115,17 @@ pub struct OpenState {
     /// New workers still opening their connection.
     connecting: u32,
     wake: Rc<Notify>,
+    /// The intended start of the next arrival the scheduler will record;
+    /// `None` once it has recorded its last.
+    pub next_due: Option<Instant>,
+    /// The end of the interval the shard's recorder now collects.
+    pub interval_end: Instant,
 }
 
-impl Default for OpenState {
-    fn default() -> Self {
+impl OpenState {
+    /// The state of a shard whose arrivals (if it `schedules` any) begin at
+    /// `start`.
+    pub fn new(start: Instant, schedules: bool) -> OpenState {
         OpenState {
             waiting: VecDeque::new(),
             in_flight: 0,
@@ -126,7 +133,15 @@ impl Default for OpenState {
             idle: 0,
             connecting: 0,
             wake: Rc::new(Notify::new()),
+            next_due: schedules.then_some(start),
+            interval_end: start + Duration::from_secs(1),
         }
+    }
+
+    /// Whether every arrival due before `boundary` has been recorded, so
+    /// the interval ending there may be sent.
+    pub fn recorded_before(&self, boundary: Instant) -> bool {
+        self.next_due.is_none_or(|due| due >= boundary)
     }
 }
 
@@ -143,6 +158,7 @@ pub async fn schedule<T: Transport>(
     loop {
         let n = arrivals.pacer.issued();
         let Some(offset) = arrivals.pacer.next_arrival() else {
+            state.borrow_mut().next_due = None;
             return;
         };
         if n % arrivals.stride != arrivals.first {
@@ -150,12 +166,20 @@ pub async fn schedule<T: Transport>(
         }
         let intended = start + offset;
         if intended >= deadline {
+            state.borrow_mut().next_due = None;
             return;
         }
+        state.borrow_mut().next_due = Some(intended);
         let mut now = Instant::now();
         if intended > now {
             tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
             now = Instant::now();
+        }
+        // An arrival counts in the interval it was due in, not the one that
+        // happens to be open when a late thread gets to it: the ends of the
+        // measured window must hold exactly the arrivals scheduled inside.
+        while intended >= state.borrow().interval_end {
+            tokio::task::yield_now().await;
         }
         let mut st = state.borrow_mut();
         let mut rec = recorder.borrow_mut();

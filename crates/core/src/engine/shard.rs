@@ -55,7 +55,10 @@ pub fn run_shard<T: Transport>(
     let shared = Rc::new(shared);
     let recorder = Rc::new(RefCell::new(IntervalStats::new(requests)));
     let local = LocalSet::new();
-    let open_state = Rc::new(RefCell::new(OpenState::default()));
+    let open_state = Rc::new(RefCell::new(OpenState::new(
+        plan.start,
+        plan.open.is_some(),
+    )));
     local.block_on(&runtime, async {
         // Every shard of the level, in whichever process, begins together.
         tokio::time::sleep_until(tokio::time::Instant::from_std(plan.start)).await;
@@ -79,7 +82,8 @@ pub fn run_shard<T: Transport>(
         let mut ticker = tokio::time::interval_at(start + TICK, TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let send = |seq: u64, last: bool| {
-            let open = open_state.borrow();
+            let mut open = open_state.borrow_mut();
+            open.interval_end = plan.start + TICK * (seq as u32 + 2);
             if last {
                 // Never silently dropped: what still waits for a slot is counted.
                 recorder.borrow_mut().arrivals_unstarted += open.waiting.len() as u64;
@@ -100,6 +104,7 @@ pub fn run_shard<T: Transport>(
             tokio::select! {
                 biased;
                 _ = tokio::time::sleep_until(deadline) => {
+                    settle_arrivals(&open_state, plan.deadline).await;
                     // The deadline's interval: the one it falls in (or ends).
                     let span = (deadline - start).as_secs_f64();
                     send((span.ceil() as u64).saturating_sub(1), true);
@@ -111,6 +116,7 @@ pub fn run_shard<T: Transport>(
                     break;
                 }
                 at = ticker.tick() => {
+                    settle_arrivals(&open_state, at.into_std()).await;
                     let seq = ((at - start).as_secs_f64().round() as u64).saturating_sub(1);
                     send(seq, false);
                 }
@@ -120,6 +126,15 @@ pub fn run_shard<T: Transport>(
     // Dropping the LocalSet drops every user mid-flight: in-flight requests
     // at the deadline are neither waited for nor counted.
     drop(local);
+}
+
+/// Lets the arrival scheduler record every arrival due before `boundary`
+/// (its timer has fired, like the tick's) before the interval is sent, so
+/// a thread that ran late does not move arrivals across the boundary.
+async fn settle_arrivals(open: &RefCell<OpenState>, boundary: Instant) {
+    while !open.borrow().recorded_before(boundary) {
+        tokio::task::yield_now().await;
+    }
 }
 
 /// Resolves once a stop is asked for; never when the signal is gone.
