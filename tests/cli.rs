@@ -16,7 +16,7 @@ fn run_writes_the_results_directory_with_the_contract_keys() {
     let dir = support::scratch_dir("cli-run");
     let scenario = dir.join("shop.yaml");
     std::fs::write(
-        &dir.join("actors.csv"),
+        dir.join("actors.csv"),
         "name,id\nTom Hanks,1\nMeryl Streep,2\n",
     )
     .unwrap();

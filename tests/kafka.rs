@@ -356,11 +356,12 @@ fn broker_going_away_mid_run_counts_errors_and_ends_on_time() {
     let level = &support::run_json(&out)["levels"][0];
     let errors = level["errors"].as_u64().unwrap();
     assert!(errors > 1000, "{level}");
-    // While no broker is up, unacknowledged records count as `connect`.
-    assert!(
-        level["errors_by_kind"]["connect"].as_u64().unwrap() > 0,
-        "{level}"
-    );
+    // While no broker is up, the records waiting for it fail as the
+    // reconnects do: refused (or `connect`, where the port just hangs).
+    let kinds = &level["errors_by_kind"];
+    let unreachable =
+        kinds["connect_refused"].as_u64().unwrap_or(0) + kinds["connect"].as_u64().unwrap_or(0);
+    assert!(unreachable > 0, "{level}");
     assert!(
         level["requests"].as_u64().unwrap() > errors,
         "some records went through first"
@@ -430,4 +431,63 @@ fn a_kafka_level_spread_over_two_generator_processes_is_one_level() {
     assert!((achieved - 2000.0).abs() <= 100.0, "{level}");
     let warnings = run["warnings"].to_string();
     assert!(!warnings.contains("generator process"), "{warnings}");
+}
+
+/// Records in `topic` on the broker: the sum of its partitions' end offsets.
+fn records_in(bootstrap: &str, topic: &str) -> u64 {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("{topic}-count"))
+        .create()
+        .unwrap();
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    let mut total = 0;
+    for p in 0..metadata.topics()[0].partitions().len() as i32 {
+        let (low, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(10))
+            .unwrap();
+        total += (high - low) as u64;
+    }
+    total
+}
+
+#[test]
+fn closed_users_each_wait_for_their_acknowledgement() {
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-closed");
+    let topic = format!("autoperf-closed-{}", std::process::id());
+    let scenario = theodolite(&dir, &bootstrap, &topic, 7);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(
+        &scenario,
+        text.replace("arrivals:", "think_time: 20ms\narrivals:"),
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--users",
+        "40",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["errors"], 0, "{level}");
+    let requests = level["requests"].as_u64().unwrap();
+    // 40 users, each one record per (20 ms think + its acknowledgement):
+    // at most 2,000/s, and Little's law holds for the closed loop.
+    let throughput = level["throughput_rps"].as_f64().unwrap();
+    assert!(throughput > 300.0 && throughput <= 2000.0, "{level}");
+    let gap = level["little"]["relative_gap"].as_f64().unwrap();
+    assert!(gap < 0.1, "{level}");
+    // Every acknowledged record is on the broker (the warm-up's too).
+    assert!(records_in(&bootstrap, &topic) >= requests, "{level}");
 }

@@ -292,8 +292,10 @@ impl LevelRecord {
         // achieved rate is of arrivals that actually started.
         let started = t.stats.arrivals.saturating_sub(t.stats.arrivals_unstarted);
         self.achieved_rate_rps = Some(round3(started as f64 / secs));
-        let mut service = RequestStats::default();
-        service.response_time = t.stats.service_time.clone();
+        let service = RequestStats {
+            response_time: t.stats.service_time.clone(),
+            ..RequestStats::default()
+        };
         self.service_time_ms = Some(Latency::of(&service));
         self.arrivals = Some(ArrivalsRecord {
             due: t.stats.arrivals,

@@ -435,6 +435,7 @@ pub(crate) fn start_shards<'scope>(
                 .map(|i| {
                     HttpTransport::new(scenario, base)
                         .map(|t| t.with_local_addresses(addresses.to_vec(), i))
+                        .map(|t| move || t)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             spawn_shards(
@@ -443,11 +444,17 @@ pub(crate) fn start_shards<'scope>(
         }
         #[cfg(feature = "kafka")]
         Endpoint::Kafka(kafka) => {
-            use crate::protocol::kafka::{KafkaTransport, ProducePlans};
+            use crate::protocol::kafka::{self, KafkaTransport, ProducePlans};
             let plans = ProducePlans::new(scenario)?;
+            let config = kafka::config(kafka, scenario.target.timeout);
+            // Each shard's producer lives on the shard's thread.
             let transports = shards
-                .map(|_| KafkaTransport::new(kafka, scenario.target.timeout, plans.clone()))
-                .collect::<Result<Vec<_>, _>>()?;
+                .map(|i| {
+                    let (config, plans) = (config.clone(), plans.clone());
+                    let seed = clock.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    move || KafkaTransport::new(config, plans, seed)
+                })
+                .collect();
             spawn_shards(
                 scope, transports, scenario, workload, load, range, clock, tx, stop,
             )
@@ -458,9 +465,9 @@ pub(crate) fn start_shards<'scope>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn spawn_shards<'scope, T: Transport + Send>(
+fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
-    transports: Vec<T>,
+    transports: Vec<M>,
     scenario: &Arc<Scenario>,
     workload: &Workload,
     load: &Load,
@@ -489,17 +496,21 @@ fn spawn_shards<'scope, T: Transport + Send>(
                 .seed
                 .wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
         };
-        let shared = Shared {
-            scenario: scenario.clone(),
-            workload: workload.clone(),
-            transport,
-            feeder_cursors: cursors.clone(),
-        };
+        let (scenario, workload) = (scenario.clone(), workload.clone());
+        let feeder_cursors = cursors.clone();
         let tx = tx.clone();
         let stop = stop.subscribe();
         std::thread::Builder::new()
             .name(format!("autoperf-shard-{index}"))
-            .spawn_scoped(scope, move || run_shard(shard_plan, shared, tx, stop))
+            .spawn_scoped(scope, move || {
+                let shared = Shared {
+                    scenario,
+                    workload,
+                    transport: transport(),
+                    feeder_cursors,
+                };
+                run_shard(shard_plan, shared, tx, stop)
+            })
             .map_err(|e| EngineError::Start(e.to_string()))?;
     }
     Ok(())

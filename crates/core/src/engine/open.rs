@@ -22,12 +22,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::user::{run_arrival, Shared, User};
+use super::user::{record, run_arrival, Shared, User};
 use super::Workload;
 use crate::load::{Pacer, RateShape, Spacing};
 use crate::measure::stats::nanos;
 use crate::measure::IntervalStats;
-use crate::protocol::Transport;
+use crate::protocol::{CallOutcome, FireSink, Fired, Transport};
+use crate::scenario::RequestId;
 
 /// One open-workload load level.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -79,6 +80,9 @@ impl OpenPlan {
 /// Enough for a slow server at a high rate, yet bounded: each in-flight
 /// session holds a connection (a file descriptor) and its buffers.
 pub const DEFAULT_MAX_IN_FLIGHT: u32 = 10_000;
+
+/// Arrivals the scheduler fires in a row before it lets other tasks run.
+const FIRES_PER_YIELD: u32 = 64;
 
 /// One shard's share of the arrivals: every `stride`-th, from `first`.
 pub struct OpenShard {
@@ -155,7 +159,52 @@ pub async fn schedule<T: Transport>(
     seed: u64,
 ) {
     let mut seeds = fastrand::Rng::with_seed(seed);
+    // One-request sessions over a transport that can fire: the scheduler
+    // sends each arrival itself and a sink records it, no worker per
+    // in-flight request.
+    let mut firer = fires(&shared).map(|request| {
+        let user = User::new(
+            shared.clone(),
+            recorder.clone(),
+            fastrand::Rng::with_seed(seeds.u64(..)),
+            shared.transport.new_session(),
+        );
+        let sink: Rc<dyn FireSink> = Rc::new(OpenSink {
+            recorder: recorder.clone(),
+            state: state.clone(),
+        });
+        (user, request, sink)
+    });
+    let mut fired_since_yield = 0;
     loop {
+        if let Some((user, request, sink)) = &mut firer {
+            // Arrivals that waited for room go first, oldest first.
+            loop {
+                let next = {
+                    let mut st = state.borrow_mut();
+                    if st.in_flight >= arrivals.max_in_flight {
+                        None
+                    } else {
+                        let next = st.waiting.pop_front();
+                        st.in_flight += u32::from(next.is_some());
+                        next
+                    }
+                };
+                let Some(intended) = next else { break };
+                let fired = Fired {
+                    request: *request,
+                    intended,
+                    begin: Instant::now(),
+                    sink: sink.clone(),
+                };
+                user.fire(*request, fired).await;
+                fired_since_yield += 1;
+                if fired_since_yield >= FIRES_PER_YIELD {
+                    fired_since_yield = 0;
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
         let n = arrivals.pacer.issued();
         let Some(offset) = arrivals.pacer.next_arrival() else {
             state.borrow_mut().next_due = None;
@@ -181,12 +230,46 @@ pub async fn schedule<T: Transport>(
         while intended >= state.borrow().interval_end {
             tokio::task::yield_now().await;
         }
+        {
+            let mut rec = recorder.borrow_mut();
+            rec.arrivals += 1;
+            let _ = rec
+                .arrival_lateness
+                .record(nanos(now.saturating_duration_since(intended)));
+        }
+        if let Some((user, request, sink)) = &mut firer {
+            let room = {
+                let mut st = state.borrow_mut();
+                let room = st.in_flight < arrivals.max_in_flight && st.waiting.is_empty();
+                if room {
+                    st.in_flight += 1;
+                } else {
+                    st.waiting.push_back(intended);
+                    recorder.borrow_mut().arrivals_queued += 1;
+                }
+                room
+            };
+            if room {
+                let fired = Fired {
+                    request: *request,
+                    intended,
+                    begin: now,
+                    sink: sink.clone(),
+                };
+                user.fire(*request, fired).await;
+                fired_since_yield += 1;
+                if fired_since_yield >= FIRES_PER_YIELD {
+                    // A record in its batch is Ready at once: behind
+                    // schedule, the scheduler would never give the
+                    // producer's connections a turn to send and read.
+                    fired_since_yield = 0;
+                    tokio::task::yield_now().await;
+                }
+            }
+            continue;
+        }
         let mut st = state.borrow_mut();
         let mut rec = recorder.borrow_mut();
-        rec.arrivals += 1;
-        let _ = rec
-            .arrival_lateness
-            .record(nanos(now.saturating_duration_since(intended)));
         st.waiting.push_back(intended);
         if st.idle > 0 {
             // Hand it to an idle worker.
@@ -207,6 +290,40 @@ pub async fn schedule<T: Transport>(
             // for the first one free, counted.
             rec.arrivals_queued += 1;
         }
+    }
+}
+
+/// The request every arrival sends when the scheduler can fire them
+/// itself: a session of one request, nothing extracted from the answer
+/// (there is no one to hand it to), over a transport that can fire.
+fn fires<T: Transport>(shared: &Shared<T>) -> Option<RequestId> {
+    let scenario = &shared.scenario;
+    let request = match &shared.workload {
+        Workload::Session => {
+            let start = scenario.session.start();
+            scenario
+                .session
+                .transitions(start)
+                .is_empty()
+                .then_some(start)?
+        }
+        Workload::Profile { request, .. } => *request,
+    };
+    let plain = scenario.request(request).extracts.is_empty();
+    (plain && shared.transport.can_fire()).then_some(request)
+}
+
+/// Records fired arrivals as their outcomes come, and frees their room.
+struct OpenSink {
+    recorder: Rc<RefCell<IntervalStats>>,
+    state: Rc<RefCell<OpenState>>,
+}
+
+impl FireSink for OpenSink {
+    fn done(&self, request: RequestId, intended: Instant, outcome: CallOutcome, now: Instant) {
+        let open = Some((intended, now));
+        record(&mut self.recorder.borrow_mut(), request, open, &outcome);
+        self.state.borrow_mut().in_flight -= 1;
     }
 }
 

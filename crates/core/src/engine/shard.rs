@@ -130,12 +130,18 @@ pub fn run_shard<T: Transport>(
 
 /// Lets the arrival scheduler record every arrival due before `boundary`
 /// (its timer has fired, like the tick's) before the interval is sent, so
-/// a thread that ran late does not move arrivals across the boundary.
+/// a thread that ran late does not move arrivals across the boundary. A
+/// scheduler that has fallen far behind (an overloaded generator) may
+/// never catch up: then the interval goes without them after `SETTLE_MAX`.
 async fn settle_arrivals(open: &RefCell<OpenState>, boundary: Instant) {
-    while !open.borrow().recorded_before(boundary) {
+    let give_up = Instant::now() + SETTLE_MAX;
+    while !open.borrow().recorded_before(boundary) && Instant::now() < give_up {
         tokio::task::yield_now().await;
     }
 }
+
+/// How long a tick waits for a late arrival scheduler.
+const SETTLE_MAX: Duration = Duration::from_millis(100);
 
 /// Resolves once a stop is asked for; never when the signal is gone.
 async fn stopped(stop: &mut watch::Receiver<bool>) {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::Workload;
 use crate::measure::{ErrorKind, IntervalStats};
-use crate::protocol::Transport;
+use crate::protocol::{CallOutcome, Fired, Transport};
 use crate::scenario::template::Bindings;
 use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, RequestId, Scenario, VarId};
 
@@ -193,43 +193,76 @@ impl<T: Transport> User<T> {
                 wants_body.then_some(&mut self.body),
             )
             .await;
-        // Open workloads count from the intended start (so waiting for a
-        // slot, a connection or a late timer is in the figure) and keep the
-        // uncorrected service time beside it.
-        let latency = match intended {
-            Some(t) => Instant::now().saturating_duration_since(t),
-            None => outcome.response_time,
-        };
-        let connect_failed = {
-            let mut rec = self.recorder.borrow_mut();
-            if let Some(c) = outcome.connect_time {
-                rec.connect.add(c);
-            }
-            if intended.is_some()
-                && outcome
-                    .result
-                    .map_or_else(ErrorKind::has_response, |_| true)
-            {
-                let _ = rec
-                    .service_time
-                    .record(crate::measure::stats::nanos(outcome.response_time).max(1));
-            }
-            let stats = &mut rec.per_request[current.index()];
-            match outcome.result {
-                Ok(_) => {
-                    stats.record_response(latency);
-                    false
-                }
-                Err(kind) => {
-                    stats.record_error(kind, latency);
-                    outcome.response_time.is_zero()
-                }
-            }
-        };
+        let connect_failed = record(
+            &mut self.recorder.borrow_mut(),
+            current,
+            intended.map(|t| (t, Instant::now())),
+            &outcome,
+        );
         if wants_body && outcome.result.is_ok() {
             extract(request, &self.body, &mut self.vars);
         }
         connect_failed
+    }
+
+    /// Renders `request` and sends it by `Transport::fire`: `fired.sink`
+    /// records it when its outcome comes.
+    pub async fn fire(&mut self, request: RequestId, fired: Fired) {
+        let scenario = &*self.shared.scenario;
+        self.recorder.borrow_mut().sessions += 1;
+        self.rows.iter_mut().for_each(|r| *r = None);
+        let mut bindings = UserBindings {
+            rng: &mut self.rng,
+            vars: &self.vars,
+            feeders: &scenario.feeders,
+            cursors: &self.shared.feeder_cursors,
+            rows: &mut self.rows,
+        };
+        self.shared
+            .transport
+            .fire(&mut self.session, request, &mut bindings, fired)
+            .await;
+    }
+}
+
+/// Records one request's outcome; true when it could not connect.
+///
+/// Open workloads (`open` given: the intended start and now) count from
+/// the intended start (so waiting for a slot, a connection or a late timer
+/// is in the figure) and keep the uncorrected service time beside it.
+pub fn record(
+    rec: &mut IntervalStats,
+    request: RequestId,
+    open: Option<(Instant, Instant)>,
+    outcome: &CallOutcome,
+) -> bool {
+    let intended = open.map(|(t, _)| t);
+    let latency = match open {
+        Some((t, now)) => now.saturating_duration_since(t),
+        None => outcome.response_time,
+    };
+    if let Some(c) = outcome.connect_time {
+        rec.connect.add(c);
+    }
+    if intended.is_some()
+        && outcome
+            .result
+            .map_or_else(ErrorKind::has_response, |_| true)
+    {
+        let _ = rec
+            .service_time
+            .record(crate::measure::stats::nanos(outcome.response_time).max(1));
+    }
+    let stats = &mut rec.per_request[request.index()];
+    match outcome.result {
+        Ok(_) => {
+            stats.record_response(latency);
+            false
+        }
+        Err(kind) => {
+            stats.record_error(kind, latency);
+            outcome.response_time.is_zero()
+        }
     }
 }
 

@@ -158,7 +158,7 @@ impl Connection {
             }
             Framing::Length(n) => self.read_length(head.len, n, body.as_deref_mut()).await?,
             Framing::Chunked => self.read_chunked(head.len, body.as_deref_mut()).await?,
-            Framing::UntilClose => self.read_to_close(head.len, body.as_deref_mut()).await?,
+            Framing::UntilClose => self.read_to_close(head.len, body).await?,
         };
         self.served += 1;
         Ok(Reply {

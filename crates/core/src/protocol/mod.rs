@@ -34,6 +34,22 @@ pub struct CallOutcome {
     pub connect_time: Option<Duration>,
 }
 
+/// A request sent by `Transport::fire`, and who hears how it went.
+pub struct Fired {
+    pub request: RequestId,
+    /// The arrival's planned start: latency counts from here.
+    pub intended: Instant,
+    /// When it was sent: the service time counts from here.
+    pub begin: Instant,
+    pub sink: std::rc::Rc<dyn FireSink>,
+}
+
+/// Hears the outcomes of fired requests.
+pub trait FireSink {
+    /// `now`: when the outcome came (read once for a whole batch).
+    fn done(&self, request: RequestId, intended: Instant, outcome: CallOutcome, now: Instant);
+}
+
 /// A way of sending the scenario's requests. `Session` is one user's state
 /// (its connection and buffers).
 pub trait Transport: 'static {
@@ -46,6 +62,26 @@ pub trait Transport: 'static {
     /// there was nothing to do or it failed: the next call will say why).
     fn prepare(&self, _session: &mut Self::Session) -> impl Future<Output = Option<Duration>> {
         std::future::ready(None)
+    }
+
+    /// Whether `fire` works: the transport can send without a task waiting
+    /// for each answer.
+    fn can_fire(&self) -> bool {
+        false
+    }
+
+    /// Sends request `id` and returns once it is on its way (or could not
+    /// be): `fired.sink` hears the outcome when it comes. Open workloads of
+    /// one-request sessions use it, so a record costs no task, no wake-up
+    /// and no timer — only what the protocol itself needs.
+    fn fire(
+        &self,
+        _session: &mut Self::Session,
+        _id: RequestId,
+        _bindings: &mut impl Bindings,
+        _fired: Fired,
+    ) -> impl Future<Output = ()> {
+        async { unreachable!("fire() on a transport that cannot") }
     }
 
     /// Sends request `id`, rendered with `bindings`; appends the response

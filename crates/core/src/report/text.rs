@@ -146,16 +146,8 @@ pub fn demand_table(
     let w = demands.keys().map(|k| k.len()).max().unwrap_or(0).max(7);
     let _ = writeln!(
         out,
-        "{:<w$}  {:<6}  {:<12}  {:>9}  {:>11}  {:>11}  {:>11}  {:>11}  {}",
-        "request",
-        "tier",
-        "process",
-        "cpu ms",
-        "net rx B",
-        "net tx B",
-        "disk rd B",
-        "disk wr B",
-        "converged"
+        "{:<w$}  {:<6}  {:<12}  {:>9}  {:>11}  {:>11}  {:>11}  {:>11}  converged",
+        "request", "tier", "process", "cpu ms", "net rx B", "net tx B", "disk rd B", "disk wr B",
     );
     for (request, tiers) in demands {
         for (tier, d) in tiers {

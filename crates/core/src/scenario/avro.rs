@@ -16,7 +16,7 @@
 
 use std::io::Write as _;
 
-use super::template::{Bindings, Template};
+use super::template::{Bindings, Dynamic, Template};
 
 /// A record template ready to render as Avro binary.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +67,9 @@ impl AvroTemplate {
         for leaf in &self.leaves {
             out.extend_from_slice(&self.literal[from..leaf.at]);
             from = leaf.at;
+            if encode_number(leaf, bindings, out)? {
+                continue;
+            }
             scratch.clear();
             leaf.template.render(bindings, scratch);
             encode_text(&leaf.kind, scratch, out)?;
@@ -74,6 +77,43 @@ impl AvroTemplate {
         out.extend_from_slice(&self.literal[from..]);
         Ok(())
     }
+}
+
+/// A numeric leaf whose template is one numeric expression, encoded from
+/// the number itself, exactly as its text would be; false when the leaf is
+/// not one of those (nothing drawn then).
+fn encode_number(
+    leaf: &Leaf,
+    bindings: &mut impl Bindings,
+    out: &mut Vec<u8>,
+) -> Result<bool, EncodeError> {
+    let Some(dynamic) = leaf.template.only_dynamic() else {
+        return Ok(false);
+    };
+    let value = match dynamic {
+        Dynamic::Random { lo, hi } => Ok(bindings.random(lo, hi)),
+        Dynamic::NowMs => Ok(bindings.now_ms()),
+        Dynamic::RandomFloat { lo, hi } => Err(lo + (hi - lo) * bindings.unit()),
+        Dynamic::Column { .. } | Dynamic::Var(_) => return Ok(false),
+    };
+    match (&leaf.kind, value) {
+        (LeafKind::Long, Ok(n)) => zigzag(n, out),
+        (LeafKind::Int, Ok(n)) => zigzag(i32::try_from(n).map_err(|_| EncodeError)?.into(), out),
+        (LeafKind::Double, Ok(n)) => out.extend_from_slice(&(n as f64).to_le_bytes()),
+        (LeafKind::Double, Err(x)) => out.extend_from_slice(&x.to_le_bytes()),
+        (LeafKind::Float, Ok(n)) => out.extend_from_slice(&(n as f32).to_le_bytes()),
+        (LeafKind::Float, Err(x)) => out.extend_from_slice(&(x as f32).to_le_bytes()),
+        // A fraction where a whole number goes, a number for a string…:
+        // the text says what a user would see.
+        (kind, value) => {
+            let text = match value {
+                Ok(n) => n.to_string(),
+                Err(x) => x.to_string(),
+            };
+            encode_text(kind, text.as_bytes(), out)?;
+        }
+    }
+    Ok(true)
 }
 
 /// Encodes `text` as an Avro value of type `kind`, appending it to `out`.

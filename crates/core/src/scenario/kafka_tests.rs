@@ -3,6 +3,7 @@
 //! the located errors for what does not.
 
 use std::path::Path;
+use std::time::Duration;
 
 use apache_avro::types::Value;
 
@@ -34,7 +35,8 @@ fn theodolite_example_decodes_and_renders_valid_avro() {
     };
     assert_eq!(kafka.bootstrap, "127.0.0.1:19092");
     assert_eq!(kafka.acks, Acks::All);
-    assert_eq!(kafka.settings, [("linger.ms".to_string(), "5".to_string())]);
+    assert_eq!(kafka.producer.linger, Duration::from_millis(5));
+    assert_eq!(kafka.producer, ProducerSettings::default());
     assert_eq!(
         s.feeders[0].source,
         FeederSource::Range { from: 0, to: 9999 }
@@ -217,6 +219,31 @@ fn target_and_request_kinds_must_agree() {
         3,
         45,
     );
+}
+
+#[test]
+fn producer_settings_decode_and_unknown_ones_are_named() {
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {linger.ms: 0, batch.size: 16384, max.in.flight: 20, client.id: x}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    let s = ok(text);
+    let Endpoint::Kafka(kafka) = &s.target.endpoint else {
+        panic!("a Kafka target")
+    };
+    let expected = ProducerSettings {
+        linger: Duration::ZERO,
+        batch_bytes: 16384,
+        max_in_flight: 20,
+        client_id: "x".to_string(),
+    };
+    assert_eq!(kafka.producer, expected);
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {queue.buffering.max.kbytes: 5, linger.ms: soon, compression.type: lz4}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    expect(
+        text,
+        "unknown producer setting `queue.buffering.max.kbytes`",
+        2,
+        40,
+    );
+    expect(text, "expected `linger.ms` to be milliseconds", 2, 82);
+    expect(text, "expected `compression.type` to be `none`", 2, 106);
 }
 
 #[test]

@@ -137,9 +137,32 @@ pub struct KafkaTarget {
     /// `host:port[,host:port…]`, as librdkafka's `bootstrap.servers`.
     pub bootstrap: String,
     pub acks: Acks,
-    /// Further producer settings passed to librdkafka as written; they
-    /// override autoperf's defaults.
-    pub settings: Vec<(String, String)>,
+    /// `settings:`, under the names Java's and librdkafka's producers use.
+    pub producer: ProducerSettings,
+}
+
+/// How the producer batches; the defaults are librdkafka's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProducerSettings {
+    /// `linger.ms`: how long a batch waits for more records.
+    pub linger: Duration,
+    /// `batch.size`: a partition's batch goes out at this many bytes.
+    pub batch_bytes: u32,
+    /// `max.in.flight.requests.per.connection`.
+    pub max_in_flight: u32,
+    /// `client.id`.
+    pub client_id: String,
+}
+
+impl Default for ProducerSettings {
+    fn default() -> Self {
+        ProducerSettings {
+            linger: Duration::from_millis(5),
+            batch_bytes: 1_000_000,
+            max_in_flight: 5,
+            client_id: "autoperf".to_string(),
+        }
+    }
 }
 
 /// How many replicas must have a record before the broker acknowledges it.
@@ -154,12 +177,12 @@ pub enum Acks {
 }
 
 impl Acks {
-    /// The value of librdkafka's `acks` setting.
-    pub fn setting(self) -> &'static str {
+    /// The `acks` field of a Produce request.
+    pub fn code(self) -> i16 {
         match self {
-            Acks::None => "0",
-            Acks::Leader => "1",
-            Acks::All => "all",
+            Acks::None => 0,
+            Acks::Leader => 1,
+            Acks::All => -1,
         }
     }
 }

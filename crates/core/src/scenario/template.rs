@@ -139,6 +139,16 @@ impl Template {
         out.extend_from_slice(&self.text[from..]);
     }
 
+    /// The one expression this template is made of, with no text around
+    /// it (`${random(0.0, 100.0)}`): typed encoders take its value as a
+    /// number instead of printing and parsing it.
+    pub fn only_dynamic(&self) -> Option<Dynamic> {
+        match self.parts[..] {
+            [part] if self.text.is_empty() => Some(part.value),
+            _ => None,
+        }
+    }
+
     /// The feeders this template reads, each once.
     pub fn feeders(&self) -> impl Iterator<Item = FeederId> + '_ {
         self.feeders.iter().copied()

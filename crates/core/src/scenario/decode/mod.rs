@@ -311,7 +311,7 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
             }
         },
     };
-    let mut settings = Vec::new();
+    let mut producer = ProducerSettings::default();
     if let Some(n) = fields.get("settings") {
         for (key, value) in ctx.named_map(n, "`settings`").unwrap_or_default() {
             if matches!(key.name.as_str(), "bootstrap.servers" | "acks") {
@@ -325,15 +325,59 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                 );
                 continue;
             }
-            if let Some(v) = ctx.string(value, "a setting's value (a string or number)") {
-                settings.push((key.name.clone(), v));
+            let Some(v) = ctx.string(value, "a setting's value (a string or number)") else {
+                continue;
+            };
+            let number = |max: u64| v.trim().parse::<u64>().ok().filter(|&n| n <= max);
+            let ok = match key.name.as_str() {
+                "linger.ms" | "queue.buffering.max.ms" => number(60_000)
+                    .map(|ms| producer.linger = Duration::from_millis(ms))
+                    .is_some(),
+                "batch.size" => number(64 << 20)
+                    .filter(|&n| n > 0)
+                    .map(|n| producer.batch_bytes = n as u32)
+                    .is_some(),
+                "max.in.flight.requests.per.connection" | "max.in.flight" => number(1000)
+                    .filter(|&n| n > 0)
+                    .map(|n| producer.max_in_flight = n as u32)
+                    .is_some(),
+                "client.id" => {
+                    producer.client_id = v.clone();
+                    true
+                }
+                "compression.type" | "compression.codec" => v == "none",
+                _ => {
+                    ctx.error(
+                        key.pos,
+                        format!(
+                            "unknown producer setting `{}`: autoperf's producer takes linger.ms, batch.size, \
+                             max.in.flight.requests.per.connection, client.id and compression.type: none",
+                            key.name
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if !ok {
+                let expected = match key.name.as_str() {
+                    "linger.ms" | "queue.buffering.max.ms" => "milliseconds from 0 to 60000",
+                    "batch.size" => "bytes from 1 to 67108864",
+                    "compression.type" | "compression.codec" => {
+                        "`none` (autoperf sends uncompressed batches)"
+                    }
+                    _ => "a count from 1 to 1000",
+                };
+                ctx.error(
+                    value.pos(),
+                    format!("expected `{}` to be {expected}, found `{v}`", key.name),
+                );
             }
         }
     }
     Some(KafkaTarget {
         bootstrap: bootstrap?,
         acks: acks?,
-        settings,
+        producer,
     })
 }
 
