@@ -23,19 +23,25 @@ WARMUP=${WARMUP:-2}
 PARTITIONS=${PARTITIONS:-4}
 BROKER_CPU=${BROKER_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
-# autoperf's maximum: a closed workload of USERS producers without think
-# time, each waiting for its acknowledgement (ProducerPerformance, too, sends
-# as fast as its buffer lets it). MAX_MODE=open instead runs an open
-# workload at OVERLOAD_RATE, far above what it can do; see bench/README.md
-# for why that reads lower.
-MAX_MODE=${MAX_MODE:-closed}
+# autoperf's maximum (MAX_MODE):
+#   search (default): the highest fixed rate it sustains, found per case and
+#     round from Java's rate in the same round: open workload, evenly spaced
+#     arrivals; a rate is sustained when >= 97% of it is acknowledged in the
+#     measured window with no error and no arrival left unstarted. Up from
+#     1.5x Java's rate by 1.4x steps until one fails, then SEARCH_STEPS
+#     bisections between the last rate that passed and the first that failed.
+#   closed: USERS producers without think time, each waiting for its
+#     acknowledgement.
+#   open: one open-workload run at OVERLOAD_RATE, far above what it can do.
+MAX_MODE=${MAX_MODE:-search}
 USERS=${USERS:-20000}
-OVERLOAD_RATE=${OVERLOAD_RATE:-3000000}
+OVERLOAD_RATE=${OVERLOAD_RATE:-8000000}
+SEARCH_STEPS=${SEARCH_STEPS:-3}
+SEARCH_DURATION=${SEARCH_DURATION:-5}
 # Open workloads: at rate R with acknowledgements taking L, R·L records are
-# in flight; 20,000 covers 400,000/s at 50 ms.
-MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-20000}
+# in flight; 100,000 covers 4,000,000/s at 25 ms.
+MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-100000}
 SLO=${SLO:-1}
-SLO_STEPS=${SLO_STEPS:-6}
 SLO_DURATION=${SLO_DURATION:-10}
 CASES=${CASES:-"100b:1 100b:all theodolite:1 theodolite:all"}
 # Its own broker: the tests' (19092) may be running and must not be measured.
@@ -159,7 +165,7 @@ YAML
 }
 
 # autoperf on CPUS, open workload at RATE/s or closed with "users:N"
-#   -> "acked_per_s errors arrived_on_broker cpu_cores"
+#   -> "acked_per_s errors arrived_on_broker cpu_cores unstarted_arrivals"
 run_autoperf() { # kind acks rate|users:N cpus
     local topic="bench-$1" out="$WORK/ap-out" load
     if [[ $3 == users:* ]]; then
@@ -174,7 +180,7 @@ run_autoperf() { # kind acks rate|users:N cpus
         --quiet --out "$out" >"$WORK/ap.log" 2>&1 || {
         echo "autoperf failed:" >&2
         tail -20 "$WORK/ap.log" >&2
-        echo "0 1 0 0"
+        echo "0 1 0 0 0"
         return
     }
     local n
@@ -182,7 +188,8 @@ run_autoperf() { # kind acks rate|users:N cpus
     "$PY" - "$out/run.json" "$n" <<'PY'
 import json, sys
 lv = json.load(open(sys.argv[1]))["levels"][0]
-print(f"{lv['throughput_rps']:.0f} {lv['errors']} {sys.argv[2]} {lv['client']['cpu_util_cores']:.2f}")
+unstarted = (lv.get("arrivals") or {}).get("unstarted", 0)
+print(f"{lv['throughput_rps']:.0f} {lv['errors']} {sys.argv[2]} {lv['client']['cpu_util_cores']:.2f} {unstarted}")
 PY
 }
 
@@ -223,9 +230,56 @@ else:
 PY
 }
 
+# Whether a run at RATE sustained it: >= PERCENT acknowledged, no error,
+# none left unstarted.
+sustained() { # rate percent "acked errors arrived cpu unstarted"
+    local acked errors unstarted
+    read -r acked errors _ _ unstarted <<<"$3"
+    ((errors == 0 && unstarted == 0 && acked * 100 >= $1 * $2))
+}
+
+# The highest rate autoperf sustains (open workload, evenly spaced) on CPUS:
+# up from START by 1.4x steps until one fails, then SEARCH_STEPS bisections
+#   -> the result of run_autoperf at that rate, with the rate appended
+search_rate() { # kind acks cpus start percent
+    local rate=$4 best="" pass=0 fail="" r step
+    (( rate > 0 )) || rate=100000
+    for step in 1 2 3 4 5 6 7 8; do
+        r=$(run_autoperf "$1" "$2" "$rate" "$3")
+        echo "    search $1 acks=$2 cores $3: $rate/s -> $r" >&2
+        if sustained "$rate" "$5" "$r"; then
+            best="$r $rate" pass=$rate
+            rate=$(( rate * 7 / 5 ))
+        else
+            fail=$rate
+            break
+        fi
+    done
+    if [[ -n $fail ]]; then
+        for step in $(seq "$SEARCH_STEPS"); do
+            rate=$(( (pass + fail) / 2 ))
+            r=$(run_autoperf "$1" "$2" "$rate" "$3")
+            echo "    search $1 acks=$2 cores $3: $rate/s -> $r" >&2
+            if sustained "$rate" "$5" "$r"; then best="$r $rate" pass=$rate; else fail=$rate; fi
+        done
+    fi
+    echo "${best:-0 1 0 0 0 0}"
+}
+
+# autoperf's maximum for the comparison: searched from 1.5x Java's rate.
+max_autoperf() { # kind acks cpus java_rate
+    local DURATION=$SEARCH_DURATION
+    search_rate "$1" "$2" "$3" $(( $4 * 3 / 2 )) 97
+}
+
 echo "broker $BOOTSTRAP (pid $BROKER_PID) on core $BROKER_CPU, generators on core $GEN_CPU, $PARTITIONS partitions"
-if [[ $MAX_MODE == open ]]; then MAX_LOAD=$OVERLOAD_RATE; else MAX_LOAD=users:$USERS; fi
-echo "autoperf: $AUTOPERF ($MAX_MODE workload, ${MAX_LOAD}, ${WARMUP}s warm-up + ${DURATION}s)"
+case $MAX_MODE in
+    open) MAX_LOAD=$OVERLOAD_RATE ;;
+    closed) MAX_LOAD=users:$USERS ;;
+    search) MAX_LOAD="highest sustained rate, ${SEARCH_DURATION}s per step" ;;
+    *) echo "MAX_MODE is search, open or closed" >&2; exit 2 ;;
+esac
+echo "autoperf: $AUTOPERF ($MAX_MODE: ${MAX_LOAD}, ${WARMUP}s warm-up + ${DURATION}s)"
 echo "java:     org.apache.kafka.tools.ProducerPerformance --throughput -1, first --num-records $PP_RECORDS, then ${WARMUP}s + ${DURATION}s worth, the first ${WARMUP}s as --warmup-records"
 pin_broker "$BROKER_CPU"
 RESULTS="$WORK/results.txt"
@@ -234,14 +288,20 @@ for case in $CASES; do
     kind=${case%%:*} acks=${case##*:}
     # Not reported: sizes ProducerPerformance's runs to the duration, and
     # gives both the broker's and the JVM's first-run costs somewhere to go.
-    run_java "$kind" "$acks" "$GEN_CPU" >/dev/null
+    java_rate=$(run_java "$kind" "$acks" "$GEN_CPU")
+    java_rate=${java_rate%% *}
     for round in $(seq "$ROUNDS"); do
         if ((round % 2)); then order="java autoperf"; else order="autoperf java"; fi
         for tool in $order; do
             if [[ $tool == java ]]; then
                 r=$(run_java "$kind" "$acks" "$GEN_CPU")
+                java_rate=${r%% *}
             else
-                r=$(run_autoperf "$kind" "$acks" "$MAX_LOAD" "$GEN_CPU")
+                if [[ $MAX_MODE == search ]]; then
+                    r=$(max_autoperf "$kind" "$acks" "$GEN_CPU" "${java_rate:-0}")
+                else
+                    r=$(run_autoperf "$kind" "$acks" "$MAX_LOAD" "$GEN_CPU")
+                fi
             fi
             echo "$kind acks=$acks $round $tool $r" | tee -a "$RESULTS"
         done
@@ -272,30 +332,12 @@ PY
 
 [[ $SLO == 1 ]] || exit 0
 
-# The SLO search: bisection on the configured rate; a rate passes when the
-# acknowledged rate over the measured window is ≥ 95% of it, with no errors.
-# Starts from the closed-workload maximum on the same cores, which bounds it.
+# The SLO search: the highest configured rate of which >= 95% is
+# acknowledged, with no errors (search_rate, from 1,000,000/s).
 slo_search() { # cpus -> highest passing rate
-    local cpus=$1 lo=0 hi r rate acked errs
-    local DURATION=$SLO_DURATION
-    r=$(run_autoperf theodolite all "users:$USERS" "$cpus")
-    hi=$(( ${r%% *} * 12 / 10 ))
-    echo "  cores $cpus: maximum $r -> search 0..$hi" >&2
-    for _ in $(seq "$SLO_STEPS"); do
-        rate=$(( (lo + hi) / 2 ))
-        r=$(run_autoperf theodolite all "$rate" "$cpus")
-        acked=${r%% *}
-        errs=$(echo "$r" | cut -d' ' -f2)
-        if ((errs == 0 && acked * 100 >= rate * 95)); then
-            lo=$rate
-            verdict=pass
-        else
-            hi=$rate
-            verdict=fail
-        fi
-        echo "  cores $cpus: rate $rate/s -> acked $acked/s, errors $errs, on broker $(echo "$r" | cut -d' ' -f3), client CPU $(echo "$r" | cut -d' ' -f4) cores: $verdict" >&2
-    done
-    echo "$lo"
+    local DURATION=$SLO_DURATION r
+    r=$(search_rate theodolite all "$1" 1000000 95)
+    echo "${r##* }"
 }
 
 echo

@@ -162,22 +162,22 @@ pub async fn schedule<T: Transport>(
     // One-request sessions over a transport that can fire: the scheduler
     // sends each arrival itself and a sink records it, no worker per
     // in-flight request.
-    let mut firer = fires(&shared).map(|request| {
-        let user = User::new(
+    let mut firer = fires(&shared).map(|request| Firer {
+        user: User::new(
             shared.clone(),
             recorder.clone(),
             fastrand::Rng::with_seed(seeds.u64(..)),
             shared.transport.new_session(),
-        );
-        let sink: Rc<dyn FireSink> = Rc::new(OpenSink {
+        ),
+        request,
+        sink: Rc::new(OpenSink {
             recorder: recorder.clone(),
             state: state.clone(),
-        });
-        (user, request, sink)
+        }),
+        since_yield: 0,
     });
-    let mut fired_since_yield = 0;
     loop {
-        if let Some((user, request, sink)) = &mut firer {
+        if let Some(firer) = &mut firer {
             // Arrivals that waited for room go first, oldest first.
             loop {
                 let next = {
@@ -191,18 +191,7 @@ pub async fn schedule<T: Transport>(
                     }
                 };
                 let Some(intended) = next else { break };
-                let fired = Fired {
-                    request: *request,
-                    intended,
-                    begin: Instant::now(),
-                    sink: sink.clone(),
-                };
-                user.fire(*request, fired).await;
-                fired_since_yield += 1;
-                if fired_since_yield >= FIRES_PER_YIELD {
-                    fired_since_yield = 0;
-                    tokio::task::yield_now().await;
-                }
+                firer.fire(intended, Instant::now()).await;
             }
         }
         let n = arrivals.pacer.issued();
@@ -237,7 +226,7 @@ pub async fn schedule<T: Transport>(
                 .arrival_lateness
                 .record(nanos(now.saturating_duration_since(intended)));
         }
-        if let Some((user, request, sink)) = &mut firer {
+        if let Some(firer) = &mut firer {
             let room = {
                 let mut st = state.borrow_mut();
                 let room = st.in_flight < arrivals.max_in_flight && st.waiting.is_empty();
@@ -250,21 +239,7 @@ pub async fn schedule<T: Transport>(
                 room
             };
             if room {
-                let fired = Fired {
-                    request: *request,
-                    intended,
-                    begin: now,
-                    sink: sink.clone(),
-                };
-                user.fire(*request, fired).await;
-                fired_since_yield += 1;
-                if fired_since_yield >= FIRES_PER_YIELD {
-                    // A record in its batch is Ready at once: behind
-                    // schedule, the scheduler would never give the
-                    // producer's connections a turn to send and read.
-                    fired_since_yield = 0;
-                    tokio::task::yield_now().await;
-                }
+                firer.fire(intended, now).await;
             }
             continue;
         }
@@ -311,6 +286,36 @@ fn fires<T: Transport>(shared: &Shared<T>) -> Option<RequestId> {
     };
     let plain = scenario.request(request).extracts.is_empty();
     (plain && shared.transport.can_fire()).then_some(request)
+}
+
+/// The scheduler's own sender, for arrivals it fires itself.
+struct Firer<T: Transport> {
+    /// Renders every arrival (feeders, random values): one user for all.
+    user: User<T>,
+    request: RequestId,
+    sink: Rc<OpenSink>,
+    /// Arrivals fired since the scheduler last let other tasks run.
+    since_yield: u32,
+}
+
+impl<T: Transport> Firer<T> {
+    async fn fire(&mut self, intended: Instant, begin: Instant) {
+        let fired = Fired {
+            request: self.request,
+            intended,
+            begin,
+            sink: self.sink.clone(),
+        };
+        self.user.fire(self.request, fired).await;
+        self.since_yield += 1;
+        if self.since_yield >= FIRES_PER_YIELD {
+            // A record in its batch is ready at once: behind schedule, the
+            // scheduler would never give the transport's connections a turn
+            // to send and read.
+            self.since_yield = 0;
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 /// Records fired arrivals as their outcomes come, and frees their room.

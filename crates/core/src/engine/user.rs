@@ -172,27 +172,20 @@ impl<T: Transport> User<T> {
 
     /// The request part of `step`; true when it could not connect.
     async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
-        let scenario = &*self.shared.scenario;
-        let request = scenario.request(current);
-        self.rows.iter_mut().for_each(|r| *r = None);
-        let mut bindings = UserBindings {
-            rng: &mut self.rng,
-            vars: &self.vars,
-            feeders: &scenario.feeders,
-            cursors: &self.shared.feeder_cursors,
-            rows: &mut self.rows,
-        };
+        let shared = self.shared.clone();
+        let request = shared.scenario.request(current);
         let wants_body = !request.extracts.is_empty();
-        let outcome = self
-            .shared
-            .transport
+        let mut body = std::mem::take(&mut self.body);
+        let (transport, session, mut bindings) = self.parts();
+        let outcome = transport
             .call(
-                &mut self.session,
+                session,
                 current,
                 &mut bindings,
-                wants_body.then_some(&mut self.body),
+                wants_body.then_some(&mut body),
             )
             .await;
+        self.body = body;
         let connect_failed = record(
             &mut self.recorder.borrow_mut(),
             current,
@@ -208,20 +201,24 @@ impl<T: Transport> User<T> {
     /// Renders `request` and sends it by `Transport::fire`: `fired.sink`
     /// records it when its outcome comes.
     pub async fn fire(&mut self, request: RequestId, fired: Fired) {
-        let scenario = &*self.shared.scenario;
         self.recorder.borrow_mut().sessions += 1;
+        let (transport, session, mut bindings) = self.parts();
+        transport.fire(session, request, &mut bindings, fired).await;
+    }
+
+    /// What sending a request takes: the transport, this user's session,
+    /// and the bindings its templates render with (a fresh row of each
+    /// feeder).
+    fn parts(&mut self) -> (&T, &mut T::Session, UserBindings<'_>) {
         self.rows.iter_mut().for_each(|r| *r = None);
-        let mut bindings = UserBindings {
+        let bindings = UserBindings {
             rng: &mut self.rng,
             vars: &self.vars,
-            feeders: &scenario.feeders,
+            feeders: &self.shared.scenario.feeders,
             cursors: &self.shared.feeder_cursors,
             rows: &mut self.rows,
         };
-        self.shared
-            .transport
-            .fire(&mut self.session, request, &mut bindings, fired)
-            .await;
+        (&self.shared.transport, &mut self.session, bindings)
     }
 }
 

@@ -134,14 +134,15 @@ impl std::fmt::Display for Endpoint {
 /// `target: {kafka: …}`: the cluster and the producer's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KafkaTarget {
-    /// `host:port[,host:port…]`, as librdkafka's `bootstrap.servers`.
+    /// `host:port[,host:port…]`, as Kafka clients' `bootstrap.servers`.
     pub bootstrap: String,
     pub acks: Acks,
     /// `settings:`, under the names Java's and librdkafka's producers use.
     pub producer: ProducerSettings,
 }
 
-/// How the producer batches; the defaults are librdkafka's.
+/// How the producer batches; the defaults are librdkafka's (Java's
+/// `batch.size` is 16 KiB).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProducerSettings {
     /// `linger.ms`: how long a batch waits for more records.
