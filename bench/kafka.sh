@@ -4,8 +4,9 @@
 # then the SLO search of the load-generator comparison: the highest rate per
 # core at which ≥ 95% of the configured rate arrives.
 #
-#   bash bench/kafka.sh                         # 3 rounds x 10 s, then the SLO search
-#   ROUNDS=1 DURATION=5 SLO=0 bash bench/kafka.sh   # quicker, comparison only
+#   bash bench/kafka.sh                         # 3 rounds per case, then the SLO search
+#   ROUNDS=1 SLO=0 bash bench/kafka.sh          # quicker, comparison only
+#   CASES="" bash bench/kafka.sh                # the SLO search only
 #   AUTOPERF=/path/to/autoperf bash bench/kafka.sh
 #
 # Cases: 100-byte values without key, and Theodolite ActivePowerRecords
@@ -43,7 +44,7 @@ SEARCH_DURATION=${SEARCH_DURATION:-5}
 MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-100000}
 SLO=${SLO:-1}
 SLO_DURATION=${SLO_DURATION:-10}
-CASES=${CASES:-"100b:1 100b:all theodolite:1 theodolite:all"}
+CASES=${CASES-"100b:1 100b:all theodolite:1 theodolite:all"}
 # Its own broker: the tests' (19092) may be running and must not be measured.
 export KAFKA_PORT=${KAFKA_PORT:-19292}
 BOOTSTRAP=127.0.0.1:$KAFKA_PORT

@@ -29,13 +29,10 @@ pub enum ErrorKind {
     /// The Kafka broker answered with an error (not leader, record too
     /// large, not authorised…), or the client failed otherwise.
     KafkaBroker,
-    /// The Kafka producer's local queue was full: the generator produces
-    /// faster than the cluster acknowledges.
-    KafkaQueueFull,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -46,7 +43,6 @@ impl ErrorKind {
         ErrorKind::Http5xx,
         ErrorKind::Encode,
         ErrorKind::KafkaBroker,
-        ErrorKind::KafkaQueueFull,
     ];
 
     pub fn index(self) -> usize {
@@ -65,7 +61,6 @@ impl ErrorKind {
             ErrorKind::Http5xx => "http_5xx",
             ErrorKind::Encode => "encode",
             ErrorKind::KafkaBroker => "kafka_broker",
-            ErrorKind::KafkaQueueFull => "kafka_queue_full",
         }
     }
 
