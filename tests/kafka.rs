@@ -491,3 +491,99 @@ fn closed_users_each_wait_for_their_acknowledgement() {
     // Every acknowledged record is on the broker (the warm-up's too).
     assert!(records_in(&bootstrap, &topic) >= requests, "{level}");
 }
+
+/// A fake broker on 127.0.0.1:0: answers Metadata truthfully (one
+/// partition, led by itself) and every Produce request with the wrong
+/// correlation id, as a broken proxy or a protocol bug would.
+fn out_of_step_broker() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || loop {
+                let mut size = [0u8; 4];
+                if conn.read_exact(&mut size).is_err() {
+                    return;
+                }
+                let mut req = vec![0u8; i32::from_be_bytes(size) as usize];
+                if conn.read_exact(&mut req).is_err() {
+                    return;
+                }
+                let api = i16::from_be_bytes([req[0], req[1]]);
+                let corr = i32::from_be_bytes(req[4..8].try_into().unwrap());
+                let mut body = Vec::new();
+                if api == 3 {
+                    let client = i16::from_be_bytes([req[8], req[9]]) as usize;
+                    let at = 10 + client + 4; // past the client id and the topic count
+                    let len = i16::from_be_bytes([req[at], req[at + 1]]) as usize;
+                    let topic = &req[at + 2..at + 2 + len];
+                    body.extend_from_slice(&corr.to_be_bytes());
+                    body.extend_from_slice(&0i32.to_be_bytes()); // throttle
+                    body.extend_from_slice(&1i32.to_be_bytes()); // one broker
+                    body.extend_from_slice(&1i32.to_be_bytes());
+                    body.extend_from_slice(&9i16.to_be_bytes());
+                    body.extend_from_slice(b"127.0.0.1");
+                    body.extend_from_slice(&i32::from(addr.port()).to_be_bytes());
+                    body.extend_from_slice(&(-1i16).to_be_bytes()); // rack
+                    body.extend_from_slice(&(-1i16).to_be_bytes()); // cluster id
+                    body.extend_from_slice(&1i32.to_be_bytes()); // controller
+                    body.extend_from_slice(&1i32.to_be_bytes()); // one topic
+                    body.extend_from_slice(&0i16.to_be_bytes());
+                    body.extend_from_slice(&(topic.len() as i16).to_be_bytes());
+                    body.extend_from_slice(topic);
+                    body.push(0); // not internal
+                    body.extend_from_slice(&1i32.to_be_bytes()); // one partition
+                    body.extend_from_slice(&0i16.to_be_bytes());
+                    body.extend_from_slice(&0i32.to_be_bytes());
+                    body.extend_from_slice(&1i32.to_be_bytes()); // leader: itself
+                    body.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]); // replicas
+                    body.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]); // in sync
+                } else {
+                    body.extend_from_slice(&corr.wrapping_add(1000).to_be_bytes());
+                    body.extend_from_slice(&0i32.to_be_bytes()); // no topics
+                    body.extend_from_slice(&0i32.to_be_bytes()); // throttle
+                }
+                let mut out = (body.len() as i32).to_be_bytes().to_vec();
+                out.extend_from_slice(&body);
+                if conn.write_all(&out).is_err() {
+                    return;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
+    let addr = out_of_step_broker();
+    let dir = support::scratch_dir("kafka-out-of-step");
+    let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
+    let out = dir.join("results");
+    let began = Instant::now();
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--rate",
+        "500/s",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(began.elapsed() < Duration::from_secs(15));
+    let level = &support::run_json(&out)["levels"][0];
+    // Every record is accounted for, none acknowledged, none left hanging
+    // (they would hold their room and leave arrivals unstarted).
+    assert!(
+        level["errors_by_kind"]["malformed"].as_u64().unwrap() > 500,
+        "{level}"
+    );
+    assert_eq!(level["errors"], level["requests"], "{level}");
+    assert_eq!(level["arrivals"]["unstarted"], 0, "{level}");
+}

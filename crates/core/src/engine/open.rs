@@ -119,6 +119,8 @@ pub struct OpenState {
     /// New workers still opening their connection.
     connecting: u32,
     wake: Rc<Notify>,
+    /// Told when a fired arrival ends while others wait for room.
+    room: Rc<Notify>,
     /// The intended start of the next arrival the scheduler will record;
     /// `None` once it has recorded its last.
     pub next_due: Option<Instant>,
@@ -137,6 +139,7 @@ impl OpenState {
             idle: 0,
             connecting: 0,
             wake: Rc::new(Notify::new()),
+            room: Rc::new(Notify::new()),
             next_due: schedules.then_some(start),
             interval_end: start + Duration::from_secs(1),
         }
@@ -176,41 +179,31 @@ pub async fn schedule<T: Transport>(
         }),
         since_yield: 0,
     });
+    let max_in_flight = arrivals.max_in_flight;
     loop {
         if let Some(firer) = &mut firer {
-            // Arrivals that waited for room go first, oldest first.
-            loop {
-                let next = {
-                    let mut st = state.borrow_mut();
-                    if st.in_flight >= arrivals.max_in_flight {
-                        None
-                    } else {
-                        let next = st.waiting.pop_front();
-                        st.in_flight += u32::from(next.is_some());
-                        next
-                    }
-                };
-                let Some(intended) = next else { break };
-                firer.fire(intended, Instant::now()).await;
-            }
+            firer.fire_waiting(&state, max_in_flight).await;
         }
         let n = arrivals.pacer.issued();
-        let Some(offset) = arrivals.pacer.next_arrival() else {
+        let next = arrivals.pacer.next_arrival().map(|offset| start + offset);
+        let Some(intended) = next.filter(|&t| t < deadline) else {
             state.borrow_mut().next_due = None;
+            // Arrivals still waiting for room go as it frees, to the end.
+            if let Some(firer) = &mut firer {
+                firer.wait_until(deadline, &state, max_in_flight).await;
+            }
             return;
         };
         if n % arrivals.stride != arrivals.first {
             continue;
         }
-        let intended = start + offset;
-        if intended >= deadline {
-            state.borrow_mut().next_due = None;
-            return;
-        }
         state.borrow_mut().next_due = Some(intended);
         let mut now = Instant::now();
         if intended > now {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
+            match &mut firer {
+                Some(firer) => firer.wait_until(intended, &state, max_in_flight).await,
+                None => tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await,
+            }
             now = Instant::now();
         }
         // An arrival counts in the interval it was due in, not the one that
@@ -233,8 +226,9 @@ pub async fn schedule<T: Transport>(
                 if room {
                     st.in_flight += 1;
                 } else {
-                    st.waiting.push_back(intended);
-                    recorder.borrow_mut().arrivals_queued += 1;
+                    let mut rec = recorder.borrow_mut();
+                    rec.arrivals_queued += 1;
+                    wait_or_give_up(&mut st, &mut rec, intended);
                 }
                 room
             };
@@ -245,6 +239,11 @@ pub async fn schedule<T: Transport>(
         }
         let mut st = state.borrow_mut();
         let mut rec = recorder.borrow_mut();
+        if st.waiting.len() >= MAX_WAITING {
+            rec.arrivals_queued += 1;
+            wait_or_give_up(&mut st, &mut rec, intended);
+            continue;
+        }
         st.waiting.push_back(intended);
         if st.idle > 0 {
             // Hand it to an idle worker.
@@ -265,6 +264,21 @@ pub async fn schedule<T: Transport>(
             // for the first one free, counted.
             rec.arrivals_queued += 1;
         }
+    }
+}
+
+/// Arrivals a shard keeps waiting for a slot, at most: far past what any
+/// level can still start in time, and 16 MB of memory. Beyond it, a rate
+/// the generator cannot reach would only grow the queue.
+const MAX_WAITING: usize = 1 << 20;
+
+/// Queues an arrival that found no room; past `MAX_WAITING` it is counted
+/// as never started at once.
+fn wait_or_give_up(st: &mut OpenState, rec: &mut IntervalStats, intended: Instant) {
+    if st.waiting.len() < MAX_WAITING {
+        st.waiting.push_back(intended);
+    } else {
+        rec.arrivals_unstarted += 1;
     }
 }
 
@@ -299,6 +313,37 @@ struct Firer<T: Transport> {
 }
 
 impl<T: Transport> Firer<T> {
+    /// Fires the arrivals that waited for room, oldest first, while there
+    /// is room.
+    async fn fire_waiting(&mut self, state: &RefCell<OpenState>, max_in_flight: u32) {
+        loop {
+            let next = {
+                let mut st = state.borrow_mut();
+                if st.in_flight >= max_in_flight {
+                    None
+                } else {
+                    let next = st.waiting.pop_front();
+                    st.in_flight += u32::from(next.is_some());
+                    next
+                }
+            };
+            let Some(intended) = next else { break };
+            self.fire(intended, Instant::now()).await;
+        }
+    }
+
+    /// Sleeps until `until`, firing waiting arrivals whenever room frees.
+    async fn wait_until(&mut self, until: Instant, state: &RefCell<OpenState>, max_in_flight: u32) {
+        let room = state.borrow().room.clone();
+        let until = tokio::time::Instant::from_std(until);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return,
+                _ = room.notified() => self.fire_waiting(state, max_in_flight).await,
+            }
+        }
+    }
+
     async fn fire(&mut self, intended: Instant, begin: Instant) {
         let fired = Fired {
             request: self.request,
@@ -328,7 +373,11 @@ impl FireSink for OpenSink {
     fn done(&self, request: RequestId, intended: Instant, outcome: CallOutcome, now: Instant) {
         let open = Some((intended, now));
         record(&mut self.recorder.borrow_mut(), request, open, &outcome);
-        self.state.borrow_mut().in_flight -= 1;
+        let mut st = self.state.borrow_mut();
+        st.in_flight -= 1;
+        if !st.waiting.is_empty() {
+            st.room.notify_one();
+        }
     }
 }
 

@@ -328,6 +328,13 @@ impl Producer {
         };
         let partition = &mut t.partitions[p];
         if !room(&partition.batch) {
+            // Full for this record: send it now rather than after the linger.
+            if let Some(b) = partition.batch.queued_at {
+                if !brokers[b].full {
+                    brokers[b].full = true;
+                    brokers[b].wake.notify_one();
+                }
+            }
             return Err(partition.drained.clone());
         }
         let batch = &mut partition.batch;
@@ -480,12 +487,15 @@ impl Producer {
         );
         let request = broker.in_flight.pop_front().ok_or(ErrorKind::Malformed)?;
         if request.correlation != correlation {
+            // The connection is out of step: it is dropped, and this
+            // request fails with the rest in flight.
+            broker.in_flight.push_front(request);
             return Err(ErrorKind::Malformed);
         }
         let mut batches = request.batches;
         let names = &self.0.names;
         let now = Instant::now();
-        wire::produce_response(&body[4..], |topic, partition, code| {
+        let parsed = wire::produce_response(&body[4..], |topic, partition, code| {
             let Some(i) = batches
                 .iter()
                 .position(|s| s.partition == partition && names[s.topic] == topic)
@@ -506,16 +516,16 @@ impl Producer {
             for sender in s.senders {
                 settle(slots, sender, outcome, now);
             }
-        })
-        .map_err(|_| ErrorKind::Malformed)?;
-        // Partitions the answer left out did not get their records.
+        });
+        // Partitions the answer left out (or that a malformed answer did not
+        // reach) did not get their records.
         for s in batches {
             for sender in s.senders {
                 settle(slots, sender, Err(ErrorKind::Malformed), now);
             }
         }
         broker.wake.notify_one();
-        Ok(())
+        parsed.map_err(|_| ErrorKind::Malformed)
     }
 
     /// Fails what is in flight to broker `b` (its connection is gone).
@@ -673,9 +683,10 @@ async fn load_metadata(producer: Producer, topic: usize) {
         let result = fetch_metadata(&config, &name).await;
         let ready = match &result {
             Ok(meta) => meta.topics.iter().find(|t| t.name == name).filter(|t| {
+                let known = |leader: i32| meta.brokers.iter().any(|&(node, _)| node == leader);
                 t.error == 0
                     && !t.partitions.is_empty()
-                    && t.partitions.iter().all(|&(_, leader, _)| leader >= 0)
+                    && t.partitions.iter().all(|&(_, leader, _)| known(leader))
             }),
             Err(_) => None,
         };
@@ -716,12 +727,11 @@ async fn load_metadata(producer: Producer, topic: usize) {
                 .collect();
             if t.partitions.len() == fresh.len() {
                 // A refresh: batches already queued stay with the broker
-                // that holds them and go out from there.
+                // that holds them (`queued_at`) and go out from there; new
+                // ones go to the new leader.
                 for (p, (id, leader)) in t.partitions.iter_mut().zip(fresh) {
                     p.id = id;
-                    if p.batch.queued_at.is_none() {
-                        p.leader = leader;
-                    }
+                    p.leader = leader;
                 }
             } else if t.partitions.iter().all(|p| p.batch.count == 0) {
                 t.partitions = fresh
@@ -735,9 +745,14 @@ async fn load_metadata(producer: Producer, topic: usize) {
                     .collect();
                 t.sticky = None;
             }
-            if !t.partitions.is_empty() {
-                t.meta = Meta::Ready;
-            }
+            t.meta = if t.partitions.is_empty() {
+                Meta::Failed {
+                    kind: ErrorKind::KafkaBroker,
+                    until: Instant::now() + METADATA_RETRY,
+                }
+            } else {
+                Meta::Ready
+            };
         }
         Err(kind) if t.meta != Meta::Ready => {
             t.meta = Meta::Failed {
@@ -806,6 +821,7 @@ fn io_kind(e: &std::io::Error) -> ErrorKind {
     match e.kind() {
         Io::ConnectionReset | Io::BrokenPipe | Io::ConnectionAborted => ErrorKind::Reset,
         Io::UnexpectedEof => ErrorKind::Closed,
+        Io::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::Connect,
     }
 }
@@ -830,9 +846,17 @@ async fn broker_task(producer: Producer, b: usize) {
         let addr = producer.0.state.borrow().brokers[b].addr.clone();
         match connect(&addr, producer.0.config.timeout).await {
             Ok(stream) => {
-                backoff = BACKOFF.0;
+                let opened = Instant::now();
                 let kind = serve(&producer, b, stream).await;
                 producer.fail_in_flight(b, kind);
+                if opened.elapsed() < BACKOFF.1 {
+                    // Accepted, then dropped at once (a port that speaks
+                    // something else, a connection limit): no tight loop.
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(BACKOFF.1);
+                } else {
+                    backoff = BACKOFF.0;
+                }
             }
             Err(kind) => {
                 producer.fail_open(b, kind);
@@ -859,8 +883,13 @@ async fn writer(producer: &Producer, b: usize, mut write: OwnedWriteHalf) -> Err
             Step::Send => {
                 out.clear();
                 producer.drain(b, &mut out);
-                if let Err(e) = write.write_all(&out).await {
-                    return io_kind(&e);
+                // A broker that stops reading must not hold records (with
+                // acks=0, nothing in flight would time out) past the timeout.
+                let timeout = producer.0.config.timeout;
+                match tokio::time::timeout(timeout, write.write_all(&out)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return io_kind(&e),
+                    Err(_) => return ErrorKind::Timeout,
                 }
             }
             Step::Wait(wake, None) => wake.notified().await,
