@@ -54,6 +54,17 @@ impl Drop for OwnBroker {
     }
 }
 
+/// `autoperf run SCENARIO ARGS… --out OUT`, which must exit 0; returns
+/// what it printed on stderr.
+fn run_ok(scenario: &str, args: &[&str], out: &Path) -> String {
+    let mut all = vec!["run", scenario];
+    all.extend_from_slice(args);
+    all.extend(["--out", out.to_str().unwrap()]);
+    let (code, stdout, stderr) = support::autoperf(&all);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    stderr
+}
+
 /// The bundled example, pointed at `bootstrap`, writing to `topic`, with a
 /// fixed schema id instead of a registry.
 fn theodolite(dir: &Path, bootstrap: &str, topic: &str, schema_id: u32) -> PathBuf {
@@ -258,19 +269,11 @@ fn registry_wire_format_decodes_with_confluents_deserializer() {
     let scenario = dir.join("theodolite-kafka.yaml");
     std::fs::write(&scenario, text).unwrap();
     let out = dir.join("results");
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
+    run_ok(
         scenario.to_str().unwrap(),
-        "--rate",
-        "2000/s",
-        "--duration",
-        "3s",
-        "--warmup",
-        "1s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        &["--rate", "2000/s", "--duration", "3s", "--warmup", "1s"],
+        &out,
+    );
     let level = &support::run_json(&out)["levels"][0];
     assert_eq!(level["errors"], 0, "{level}");
     let requests = level["requests"].as_u64().unwrap();
@@ -404,21 +407,20 @@ fn a_kafka_level_spread_over_two_generator_processes_is_one_level() {
     let topic = format!("autoperf-test-spread-{}", std::process::id());
     let scenario = theodolite(&dir, &bootstrap, &topic, 7);
     let out = dir.join("results");
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
+    let stderr = run_ok(
         scenario.to_str().unwrap(),
-        "--rate",
-        "2000/s",
-        "--duration",
-        "3s",
-        "--warmup",
-        "2s",
-        "--generators",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        &[
+            "--rate",
+            "2000/s",
+            "--duration",
+            "3s",
+            "--warmup",
+            "2s",
+            "--generators",
+            "2",
+        ],
+        &out,
+    );
     assert!(stderr.contains("2 generator processes"), "{stderr}");
     let run = support::run_json(&out);
     let level = &run["levels"][0];
@@ -466,19 +468,11 @@ fn closed_users_each_wait_for_their_acknowledgement() {
     )
     .unwrap();
     let out = dir.join("results");
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
+    run_ok(
         scenario.to_str().unwrap(),
-        "--users",
-        "40",
-        "--duration",
-        "3s",
-        "--warmup",
-        "1s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        &["--users", "40", "--duration", "3s", "--warmup", "1s"],
+        &out,
+    );
     let level = &support::run_json(&out)["levels"][0];
     assert_eq!(level["errors"], 0, "{level}");
     let requests = level["requests"].as_u64().unwrap();
@@ -563,19 +557,11 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
     let out = dir.join("results");
     let began = Instant::now();
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
+    run_ok(
         scenario.to_str().unwrap(),
-        "--rate",
-        "500/s",
-        "--duration",
-        "2s",
-        "--warmup",
-        "1s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        &["--rate", "500/s", "--duration", "2s", "--warmup", "1s"],
+        &out,
+    );
     assert!(began.elapsed() < Duration::from_secs(15));
     let level = &support::run_json(&out)["levels"][0];
     // Every record is accounted for, none acknowledged, none left hanging
