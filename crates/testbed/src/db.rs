@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::burn::{burn, Workers};
+use crate::burn::{burn, request_started, Workers};
 use crate::http::{
     self, method_not_allowed, not_found, ok, BadRequest, Body, Handler, Query, Stop,
 };
@@ -102,6 +102,7 @@ impl Handler for Db {
     const BINARY: bool = true;
 
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        request_started();
         self.route(&req)
             .await
             .unwrap_or_else(BadRequest::into_response)
@@ -118,6 +119,7 @@ impl Handler for Db {
                 // The web tier closed the connection.
                 return;
             }
+            request_started();
             let written = match wire::parse(request) {
                 Ok(cpu) => {
                     burn(cpu);

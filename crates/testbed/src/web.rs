@@ -21,7 +21,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
-use crate::burn::{burn, Workers};
+use crate::burn::{burn, request_started, Workers};
 use crate::db_client::DbClient;
 use crate::http::{
     self, json, method_not_allowed, not_found, ok, text, BadRequest, Body, Handler, Query,
@@ -96,6 +96,7 @@ struct Shared {
 
 impl Handler for Web {
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        request_started();
         match self.route(req).await {
             Ok(resp) => resp,
             Err(bad) => bad.into_response(),
