@@ -13,7 +13,8 @@ pub struct RequestPlan {
     /// `METHOD /prefix`
     start: Vec<u8>,
     path: Template,
-    /// ` HTTP/1.1\r\nHost: …\r\n` plus every header without a template.
+    /// ` HTTP/1.1\r\nHost: …\r\nUser-Agent: …\r\n` plus every header
+    /// without a template.
     fixed_headers: Vec<u8>,
     /// `Name: ` and the value's template.
     templated_headers: Vec<(Vec<u8>, Template)>,
@@ -31,18 +32,33 @@ impl RequestPlan {
     pub fn new(request: &HttpRequest, base: &BaseUrl) -> RequestPlan {
         let mut start = Vec::new();
         write!(start, "{} {}", request.method, base.path_prefix).unwrap();
-        let mut fixed_headers = Vec::new();
-        write!(
-            fixed_headers,
-            " HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf/{}\r\n",
-            base.authority(),
-            env!("CARGO_PKG_VERSION")
-        )
-        .unwrap();
+        // The scenario's own Host or User-Agent replaces ours rather than
+        // being sent beside it; an empty User-Agent sends none.
+        let given = |header: &str| {
+            request
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(header))
+        };
+        let mut fixed_headers = b" HTTP/1.1\r\n".to_vec();
+        if !given("host") {
+            write!(fixed_headers, "Host: {}\r\n", base.authority()).unwrap();
+        }
+        if !given("user-agent") {
+            write!(
+                fixed_headers,
+                "User-Agent: autoperf/{}\r\n",
+                env!("CARGO_PKG_VERSION")
+            )
+            .unwrap();
+        }
         let mut templated_headers = Vec::new();
         let mut has_content_type = false;
         for (name, value) in &request.headers {
             has_content_type |= name.eq_ignore_ascii_case("content-type");
+            if name.eq_ignore_ascii_case("user-agent") && value.static_bytes() == Some(&b""[..]) {
+                continue;
+            }
             match value.static_bytes() {
                 Some(v) => {
                     fixed_headers.extend_from_slice(name.as_bytes());
@@ -126,4 +142,74 @@ pub fn form_encode(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{FeederId, VarId};
+
+    /// For requests without templates.
+    struct Unused;
+
+    impl Bindings for Unused {
+        fn random(&mut self, _: i64, _: i64) -> i64 {
+            unreachable!()
+        }
+        fn unit(&mut self) -> f64 {
+            unreachable!()
+        }
+        fn now_ms(&mut self) -> i64 {
+            unreachable!()
+        }
+        fn column(&mut self, _: FeederId, _: usize) -> &[u8] {
+            unreachable!()
+        }
+        fn var(&self, _: VarId) -> &[u8] {
+            unreachable!()
+        }
+    }
+
+    fn rendered(headers: &[(&str, &str)]) -> String {
+        let request = HttpRequest {
+            method: "GET".into(),
+            path: Template::literal("/a"),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), Template::literal(v)))
+                .collect(),
+            body: None,
+        };
+        let base = BaseUrl {
+            host: "127.0.0.1".into(),
+            port: 8080,
+            path_prefix: String::new(),
+        };
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        RequestPlan::new(&request, &base).render(&mut Unused, &mut out, &mut scratch);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn host_and_user_agent_by_default() {
+        assert_eq!(
+            rendered(&[("Accept", "*/*")]),
+            format!(
+                "GET /a HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: autoperf/{}\r\nAccept: */*\r\n\r\n",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+    }
+
+    #[test]
+    fn the_scenarios_host_and_user_agent_replace_the_defaults() {
+        assert_eq!(
+            rendered(&[("user-agent", "wrk"), ("Host", "shop.example")]),
+            "GET /a HTTP/1.1\r\nuser-agent: wrk\r\nHost: shop.example\r\n\r\n"
+        );
+        assert_eq!(
+            rendered(&[("User-Agent", "")]),
+            "GET /a HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+        );
+    }
 }
