@@ -57,7 +57,7 @@ name: bench
 target: {base_url: "http://127.0.0.1:$PORT"}
 think_time: 0s
 requests:
-  get: {path: "/$1"}
+  get: {path: "/$1", headers: {User-Agent: ""}}
 session:
   start: get
 YAML
