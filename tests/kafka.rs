@@ -573,3 +573,79 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     assert_eq!(level["errors"], level["requests"], "{level}");
     assert_eq!(level["arrivals"]["unstarted"], 0, "{level}");
 }
+
+#[test]
+fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-grow");
+    let topic = format!("autoperf-grow-{}", std::process::id());
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let created = runtime
+        .block_on(admin.create_topics(
+            &[NewTopic::new(&topic, 1, TopicReplication::Fixed(1))],
+            &options,
+        ))
+        .unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+
+    let scenario = theodolite(&dir, &bootstrap, &topic, 9);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let settings = r#"settings: {linger.ms: "5"}"#;
+    assert!(text.contains(settings), "{text}");
+    std::fs::write(
+        &scenario,
+        text.replace(
+            settings,
+            "settings: {linger.ms: 5, metadata.max.age.ms: 500}",
+        ),
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let run = {
+        let (scenario, out) = (scenario.clone(), out.clone());
+        std::thread::spawn(move || {
+            run_ok(
+                scenario.to_str().unwrap(),
+                &["--rate", "500/s", "--duration", "5s", "--warmup", "1s"],
+                &out,
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let grown = runtime
+        .block_on(admin.create_partitions(&[NewPartitions::new(&topic, 3)], &options))
+        .unwrap();
+    assert!(grown.iter().all(Result::is_ok), "{grown:?}");
+    run.join().unwrap();
+
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["errors"], 0, "{level}");
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", format!("{topic}-count"))
+        .create()
+        .unwrap();
+    // Keys are spread by murmur2 over the partitions there are: a few
+    // seconds at 500/s over 3 partitions leave hundreds in each new one.
+    for p in 1..3 {
+        let (low, high) = consumer
+            .fetch_watermarks(&topic, p, Duration::from_secs(10))
+            .unwrap();
+        assert!(
+            high - low > 100,
+            "partition {p} holds {} records",
+            high - low
+        );
+    }
+}

@@ -223,7 +223,7 @@ fn target_and_request_kinds_must_agree() {
 
 #[test]
 fn producer_settings_decode_and_unknown_ones_are_named() {
-    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {linger.ms: 0, batch.size: 16384, max.in.flight: 20, client.id: x}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {linger.ms: 0, batch.size: 16384, max.in.flight: 20, client.id: x, metadata.max.age.ms: 1000}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
     let s = ok(text);
     let Endpoint::Kafka(kafka) = &s.target.endpoint else {
         panic!("a Kafka target")
@@ -233,6 +233,7 @@ fn producer_settings_decode_and_unknown_ones_are_named() {
         batch_bytes: 16384,
         max_in_flight: 20,
         client_id: "x".to_string(),
+        metadata_max_age: Duration::from_secs(1),
     };
     assert_eq!(kafka.producer, expected);
     let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {queue.buffering.max.kbytes: 5, linger.ms: soon, compression.type: lz4}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";

@@ -153,6 +153,9 @@ pub struct ProducerSettings {
     pub max_in_flight: u32,
     /// `client.id`.
     pub client_id: String,
+    /// `metadata.max.age.ms`: partitions and leaders are asked again this
+    /// often, so partitions added during a run get their keys' records.
+    pub metadata_max_age: Duration,
 }
 
 impl Default for ProducerSettings {
@@ -162,6 +165,8 @@ impl Default for ProducerSettings {
             batch_bytes: 1_000_000,
             max_in_flight: 5,
             client_id: "autoperf".to_string(),
+            // Java's producer's default.
+            metadata_max_age: Duration::from_secs(300),
         }
     }
 }

@@ -153,6 +153,7 @@ pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Arc<Config> {
         linger: settings.linger,
         batch_bytes: settings.batch_bytes as usize,
         max_in_flight: settings.max_in_flight as usize,
+        metadata_max_age: settings.metadata_max_age,
         timeout,
     })
 }

@@ -22,7 +22,8 @@
 //! a request unanswered past the target's timeout fails as `timeout` and
 //! the connection is replaced. Errors the broker reports are counted as
 //! `kafka_broker` (or `timeout`), and a "not the leader" kind of answer
-//! refreshes the topic's metadata.
+//! refreshes the topic's metadata. So does its age (`metadata.max.age.ms`),
+//! which is how partitions added during a run start getting records.
 
 use std::cell::{RefCell, RefMut};
 use std::collections::VecDeque;
@@ -56,6 +57,8 @@ pub struct Config {
     pub max_in_flight: usize,
     /// Per request, and for connecting and metadata.
     pub timeout: Duration,
+    /// Metadata older than this is asked again.
+    pub metadata_max_age: Duration,
 }
 
 /// How long a shard waits before asking again for metadata that failed.
@@ -94,8 +97,10 @@ enum Meta {
 
 struct Topic {
     meta: Meta,
-    /// A broker said the metadata is out of date; it is being asked again.
+    /// A broker said the metadata is out of date: ask again.
     refreshing: bool,
+    /// Past this, the metadata is asked again (`metadata.max.age.ms`).
+    stale_at: Instant,
     loaded: Rc<Notify>,
     partitions: Vec<Partition>,
     /// Records without a key fill one partition's batch at a time.
@@ -172,6 +177,7 @@ impl Producer {
             .map(|_| Topic {
                 meta: Meta::Unknown,
                 refreshing: false,
+                stale_at: Instant::now(),
                 loaded: Rc::new(Notify::new()),
                 partitions: Vec::new(),
                 sticky: None,
@@ -207,7 +213,7 @@ impl Producer {
         value: &[u8],
         begin: Instant,
     ) -> Result<u16, ErrorKind> {
-        self.metadata(topic).await?;
+        self.metadata(topic, begin).await?;
         let slot = self.0.state.borrow_mut().slots.insert(Slot::default());
         let delivery = Delivery {
             producer: self,
@@ -222,7 +228,7 @@ impl Producer {
     /// Sends one record without waiting for it: `fired.sink` hears how it
     /// went. Returns once the record is in its batch.
     pub async fn fire(&self, topic: usize, key: Option<&[u8]>, value: &[u8], fired: Fired) {
-        if let Err(kind) = self.metadata(topic).await {
+        if let Err(kind) = self.metadata(topic, fired.begin).await {
             let outcome = CallOutcome {
                 result: Err(kind),
                 response_time: fired.begin.elapsed(),
@@ -256,16 +262,20 @@ impl Producer {
         }
     }
 
-    /// Waits until the topic's partitions and leaders are known.
-    async fn metadata(&self, topic: usize) -> Result<(), ErrorKind> {
+    /// Waits until the topic's partitions and leaders are known; asks again
+    /// in the background when a broker said they changed, or they are older
+    /// than `metadata.max.age.ms` at `now`.
+    async fn metadata(&self, topic: usize, now: Instant) -> Result<(), ErrorKind> {
         loop {
             let loaded = {
                 let mut st = self.state();
                 let t = &mut st.topics[topic];
                 match t.meta {
                     Meta::Ready => {
-                        if t.refreshing {
+                        if t.refreshing || now >= t.stale_at {
                             t.refreshing = false;
+                            // Asked again in a second if this one fails.
+                            t.stale_at = now + METADATA_RETRY;
                             tokio::task::spawn_local(load_metadata(self.clone(), topic));
                         }
                         return Ok(());
@@ -725,26 +735,25 @@ async fn load_metadata(producer: Producer, topic: usize) {
                 .iter()
                 .filter_map(|&(id, leader, _)| Some((id, index(leader)?)))
                 .collect();
-            if t.partitions.len() == fresh.len() {
-                // A refresh: batches already queued stay with the broker
-                // that holds them (`queued_at`) and go out from there; new
-                // ones go to the new leader.
-                for (p, (id, leader)) in t.partitions.iter_mut().zip(fresh) {
-                    p.id = id;
-                    p.leader = leader;
-                }
-            } else if t.partitions.iter().all(|p| p.batch.count == 0) {
-                t.partitions = fresh
-                    .into_iter()
-                    .map(|(id, leader)| Partition {
+            // Partitions come sorted by id, and a topic's only ever grow. On a
+            // refresh, batches already queued stay with the broker that holds
+            // them (`queued_at`) and go out from there; new ones go to the new
+            // leader; added partitions start empty.
+            for (i, (id, leader)) in fresh.into_iter().enumerate() {
+                match t.partitions.get_mut(i) {
+                    Some(p) => {
+                        p.id = id;
+                        p.leader = leader;
+                    }
+                    None => t.partitions.push(Partition {
                         id,
                         leader,
                         batch: Batch::default(),
                         drained: Rc::new(Notify::new()),
-                    })
-                    .collect();
-                t.sticky = None;
+                    }),
+                }
             }
+            t.stale_at = Instant::now() + config.metadata_max_age;
             t.meta = if t.partitions.is_empty() {
                 Meta::Failed {
                     kind: ErrorKind::KafkaBroker,

@@ -345,13 +345,17 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                     producer.client_id = v.clone();
                     true
                 }
+                "metadata.max.age.ms" => number(86_400_000)
+                    .filter(|&ms| ms >= 100)
+                    .map(|ms| producer.metadata_max_age = Duration::from_millis(ms))
+                    .is_some(),
                 "compression.type" | "compression.codec" => v == "none",
                 _ => {
                     ctx.error(
                         key.pos,
                         format!(
                             "unknown producer setting `{}`: autoperf's producer takes linger.ms, batch.size, \
-                             max.in.flight.requests.per.connection, client.id and compression.type: none",
+                             max.in.flight.requests.per.connection, client.id, metadata.max.age.ms and compression.type: none",
                             key.name
                         ),
                     );
@@ -362,6 +366,7 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                 let expected = match key.name.as_str() {
                     "linger.ms" | "queue.buffering.max.ms" => "milliseconds from 0 to 60000",
                     "batch.size" => "bytes from 1 to 67108864",
+                    "metadata.max.age.ms" => "milliseconds from 100 to 86400000",
                     "compression.type" | "compression.codec" => {
                         "`none` (autoperf sends uncompressed batches)"
                     }
