@@ -435,8 +435,13 @@ fn a_kafka_level_spread_over_two_generator_processes_is_one_level() {
     assert!(!warnings.contains("generator process"), "{warnings}");
 }
 
-/// Records in `topic` on the broker: the sum of its partitions' end offsets.
+/// Records in `topic` on the broker: the sum of its partitions'.
 fn records_in(bootstrap: &str, topic: &str) -> u64 {
+    records_per_partition(bootstrap, topic).iter().sum()
+}
+
+/// Records in each partition of `topic`, by partition id.
+fn records_per_partition(bootstrap: &str, topic: &str) -> Vec<u64> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", format!("{topic}-count"))
@@ -445,14 +450,14 @@ fn records_in(bootstrap: &str, topic: &str) -> u64 {
     let metadata = consumer
         .fetch_metadata(Some(topic), Duration::from_secs(10))
         .unwrap();
-    let mut total = 0;
-    for p in 0..metadata.topics()[0].partitions().len() as i32 {
-        let (low, high) = consumer
-            .fetch_watermarks(topic, p, Duration::from_secs(10))
-            .unwrap();
-        total += (high - low) as u64;
-    }
-    total
+    (0..metadata.topics()[0].partitions().len() as i32)
+        .map(|p| {
+            let (low, high) = consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(10))
+                .unwrap();
+            (high - low) as u64
+        })
+        .collect()
 }
 
 #[test]
@@ -631,21 +636,11 @@ fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
 
     let level = &support::run_json(&out)["levels"][0];
     assert_eq!(level["errors"], 0, "{level}");
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .set("group.id", format!("{topic}-count"))
-        .create()
-        .unwrap();
     // Keys are spread by murmur2 over the partitions there are: a few
     // seconds at 500/s over 3 partitions leave hundreds in each new one.
-    for p in 1..3 {
-        let (low, high) = consumer
-            .fetch_watermarks(&topic, p, Duration::from_secs(10))
-            .unwrap();
-        assert!(
-            high - low > 100,
-            "partition {p} holds {} records",
-            high - low
-        );
+    let held = records_per_partition(&bootstrap, &topic);
+    assert_eq!(held.len(), 3, "{held:?}");
+    for (p, &records) in held.iter().enumerate().skip(1) {
+        assert!(records > 100, "partition {p} holds {records} records");
     }
 }

@@ -70,7 +70,7 @@ pub fn thread_cpu_time() -> Duration {
 }
 
 /// This thread's CPU outside burns: see the module's documentation.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Ledger {
     /// Thread CPU time when the last burn ended, or when the first request
     /// started; `None` before either.

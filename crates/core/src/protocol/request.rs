@@ -56,10 +56,9 @@ impl RequestPlan {
         let mut has_content_type = false;
         for (name, value) in &request.headers {
             has_content_type |= name.eq_ignore_ascii_case("content-type");
-            if name.eq_ignore_ascii_case("user-agent") && value.static_bytes() == Some(&b""[..]) {
-                continue;
-            }
             match value.static_bytes() {
+                // An empty User-Agent: none at all (ours was left out above).
+                Some([]) if name.eq_ignore_ascii_case("user-agent") => {}
                 Some(v) => {
                     fixed_headers.extend_from_slice(name.as_bytes());
                     fixed_headers.extend_from_slice(b": ");
