@@ -37,13 +37,14 @@ async fn cpu_requests_cost_what_they_ask() {
     let burned = threads_cpu("web-worker") - burn_before;
     let expected = Duration::from_millis(2) * requests;
     eprintln!("{requests} x /cpu?ms=2: process CPU {process:?}, of which the web workers {burned:?}; expected {expected:?}");
-    // The workers spend what was asked, and little more: their own part of
-    // serving the request (reading it, writing the answer).
-    assert!(burned >= expected, "{burned:?} < {expected:?}");
-    assert!(
-        burned <= expected.mul_f64(1.1),
-        "{burned:?} > {expected:?} + 10%"
-    );
+    // The workers spend what was asked, their handling of the requests
+    // included (burn.rs's ledger). The ledger's window is shifted by one
+    // request: the first burn here takes off the handling done before the
+    // window (the warm-up's last reply), and the last reply's handling falls
+    // inside it. The two differ by microseconds, either way.
+    let slack = expected.mul_f64(0.01);
+    assert!(burned >= expected - slack, "{burned:?} < {expected:?} - 1%");
+    assert!(burned <= expected + slack, "{burned:?} > {expected:?} + 1%");
     // The rest is the client's HTTP work on this thread: about 10 % in a
     // debug build, a few % in release.
     assert!(
