@@ -115,6 +115,13 @@ pub struct GeneratorArgs {
     /// target needs more ephemeral ports than one address has).
     #[arg(long, value_delimiter = ',', value_name = "ADDRS")]
     pub local_addresses: Vec<std::net::IpAddr>,
+    /// Wake-up coalescing: a generator thread awaiting two replies or more
+    /// naps this long before it waits on its sockets, so replies arriving
+    /// meanwhile cost one wake-up (of it and of the server's core) instead
+    /// of one each. A reply may be read up to this late; 0 turns it off
+    /// [default: 20us].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub coalesce: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -285,6 +285,7 @@ fn generators(args: Option<&GeneratorArgs>) -> Generators {
         processes: args.and_then(|a| a.generators),
         local_addresses: args.map(|a| a.local_addresses.clone()).unwrap_or_default(),
         program: std::env::current_exe().ok(),
+        coalesce: args.and_then(|a| a.coalesce),
     }
 }
 

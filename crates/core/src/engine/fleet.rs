@@ -58,6 +58,8 @@ pub struct Generators {
     /// The autoperf binary that generator processes run (`None`: this
     /// process only, as in library use and tests of the engine).
     pub program: Option<PathBuf>,
+    /// Wake-up coalescing's nap (`None`: `DEFAULT_NAP`; zero: off).
+    pub coalesce: Option<Duration>,
 }
 
 /// How one level is spread.
@@ -281,6 +283,7 @@ struct Job {
     start_ns: u64,
     deadline_ns: u64,
     seed: u64,
+    nap: Duration,
 }
 
 /// How long after the deadline (or a stop) a generator process may take to
@@ -355,6 +358,7 @@ impl Fleet {
                 start_ns: to_monotonic_ns(clock.start),
                 deadline_ns: to_monotonic_ns(clock.deadline),
                 seed: clock.seed,
+                nap: clock.nap,
             };
             let mut child = Command::new(&program)
                 .arg("generator")
@@ -624,6 +628,7 @@ pub fn serve(
         start: from_monotonic_ns(job.start_ns),
         deadline: from_monotonic_ns(job.deadline_ns),
         seed: job.seed,
+        nap: job.nap,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| -> Result<(), String> {

@@ -2,11 +2,13 @@
 //! workload) — spread over one shard per core, with a warm-up, the measured
 //! window, and a stop that ends the level on time however the server behaves.
 
+mod coalesce;
 pub mod fleet;
 mod open;
 mod shard;
 mod user;
 
+pub use coalesce::DEFAULT_NAP;
 pub use fleet::Generators;
 pub use open::{OpenPlan, DEFAULT_MAX_IN_FLIGHT};
 
@@ -336,6 +338,8 @@ pub(crate) struct Clock {
     pub deadline: Instant,
     /// Per-shard random streams derive from it.
     pub seed: u64,
+    /// Wake-up coalescing's nap (zero: none); see coalesce.rs.
+    pub nap: Duration,
 }
 
 /// Starts the shards (here or in generator processes), collects their
@@ -358,6 +362,7 @@ fn drive(
         start,
         deadline: start + plan.warmup + plan.duration,
         seed: fastrand::u64(..),
+        nap: generators.coalesce.unwrap_or(DEFAULT_NAP),
     };
     let (tx, rx) = mpsc::channel();
     let info = LevelInfo {
@@ -495,6 +500,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
             seed: clock
                 .seed
                 .wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
+            nap: clock.nap,
         };
         let (scenario, workload) = (scenario.clone(), workload.clone());
         let feeder_cursors = cursors.clone();

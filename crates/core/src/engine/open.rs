@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use super::coalesce;
 use super::user::{record, run_arrival, Shared, User};
 use super::Workload;
 use crate::load::{Pacer, RateShape, Spacing};
@@ -345,6 +346,8 @@ impl<T: Transport> Firer<T> {
     }
 
     async fn fire(&mut self, intended: Instant, begin: Instant) {
+        // Until the sink hears its outcome.
+        coalesce::exchange_started();
         let fired = Fired {
             request: self.request,
             intended,
@@ -373,6 +376,7 @@ impl FireSink for OpenSink {
     fn done(&self, request: RequestId, intended: Instant, outcome: CallOutcome, now: Instant) {
         let open = Some((intended, now));
         record(&mut self.recorder.borrow_mut(), request, open, &outcome);
+        coalesce::exchange_ended(Some(outcome.response_time));
         let mut st = self.state.borrow_mut();
         st.in_flight -= 1;
         if !st.waiting.is_empty() {

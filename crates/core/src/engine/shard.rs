@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::LocalSet;
 
+use super::coalesce;
 use super::open::{self, OpenShard, OpenState};
 use super::user::{run_user, Shared};
 use crate::measure::{IntervalStats, Snapshot};
@@ -30,6 +31,8 @@ pub struct ShardPlan {
     pub start: Instant,
     pub deadline: Instant,
     pub seed: u64,
+    /// Wake-up coalescing's nap (zero: none).
+    pub nap: Duration,
 }
 
 const TICK: Duration = Duration::from_secs(1);
@@ -40,8 +43,12 @@ pub fn run_shard<T: Transport>(
     snapshots: Sender<Snapshot>,
     mut stop: watch::Receiver<bool>,
 ) {
+    coalesce::precise_timers();
+    let nap = plan.nap;
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Before it waits on its sockets: see coalesce.rs.
+        .on_thread_park(move || coalesce::before_park(nap))
         .build()
     {
         Ok(rt) => rt,

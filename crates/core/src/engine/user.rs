@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::coalesce::Awaited;
 use super::Workload;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Transport};
@@ -177,6 +178,7 @@ impl<T: Transport> User<T> {
         let wants_body = !request.extracts.is_empty();
         let mut body = std::mem::take(&mut self.body);
         let (transport, session, mut bindings) = self.parts();
+        let awaited = Awaited::begin();
         let outcome = transport
             .call(
                 session,
@@ -185,6 +187,7 @@ impl<T: Transport> User<T> {
                 wants_body.then_some(&mut body),
             )
             .await;
+        awaited.done(outcome.response_time);
         self.body = body;
         let connect_failed = record(
             &mut self.recorder.borrow_mut(),
