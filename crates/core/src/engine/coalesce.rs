@@ -19,10 +19,15 @@
 //! it measures: with two replies awaited or more (with one there is nothing
 //! to coalesce), and while its replies take on average at least
 //! `MIN_RATIO` naps (200 µs). Faster replies are timed as exactly as without
-//! naps: against nginx, 4 users with 49 µs replies would have read them
+//! naps. Against nginx, 4 users with 49 µs replies would have read them
 //! 22 µs late, while 64 users, whose replies take 0.5–1 ms, got 13% more
 //! throughput, a tenth off their p50, and 20% less generator CPU per
 //! request. `--coalesce 0` turns it off.
+//!
+//! Only transports whose every reply comes on a connection of its own nap
+//! (HTTP: `Transport::reply_per_connection`). Kafka's acknowledgements come
+//! many records to a produce response, so there is nothing to gather: at
+//! 20,000 records/s naps only cost 0.025 cores more.
 
 use std::cell::Cell;
 use std::time::Duration;

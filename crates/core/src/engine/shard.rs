@@ -44,7 +44,11 @@ pub fn run_shard<T: Transport>(
     mut stop: watch::Receiver<bool>,
 ) {
     coalesce::precise_timers();
-    let nap = plan.nap;
+    let nap = if shared.transport.reply_per_connection() {
+        plan.nap
+    } else {
+        Duration::ZERO
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Before it waits on its sockets: see coalesce.rs.

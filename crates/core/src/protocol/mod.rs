@@ -70,6 +70,14 @@ pub trait Transport: 'static {
         false
     }
 
+    /// Whether every awaited reply comes on a connection of its own, so
+    /// that replies awaited together wake the generator once each unless
+    /// it coalesces them (engine/coalesce.rs). Kafka's acknowledgements
+    /// come many records to a produce response: nothing to coalesce.
+    fn reply_per_connection(&self) -> bool {
+        false
+    }
+
     /// Sends request `id` and returns once it is on its way (or could not
     /// be): `fired.sink` hears the outcome when it comes. Open workloads of
     /// one-request sessions use it, so a record costs no task, no wake-up
@@ -215,6 +223,11 @@ impl HttpTransport {
 
 impl Transport for HttpTransport {
     type Session = HttpSession;
+
+    /// One keep-alive connection per user.
+    fn reply_per_connection(&self) -> bool {
+        true
+    }
 
     fn new_session(&self) -> HttpSession {
         HttpSession {
