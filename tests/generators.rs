@@ -93,6 +93,9 @@ fn a_level_spread_over_two_processes_and_two_addresses_is_one_exact_level() {
         "2",
         "--local-addresses",
         "127.0.0.1,127.0.0.2",
+        // Goes to the processes with their job.
+        "--coalesce",
+        "50us",
         "--out",
         out.to_str().unwrap(),
     ]);
