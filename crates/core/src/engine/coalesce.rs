@@ -30,7 +30,7 @@
 //! 20,000 records/s naps only cost 0.025 cores more.
 
 use std::cell::Cell;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The nap when the run does not choose one.
 pub const DEFAULT_NAP: Duration = Duration::from_micros(20);
@@ -51,6 +51,25 @@ thread_local! {
     static AWAITED: Cell<u32> = const { Cell::new(0) };
     /// Running mean of its response times, in nanoseconds.
     static MEAN_NS: Cell<u64> = const { Cell::new(0) };
+    /// When the arrival timer (arrival_timer.rs) waiting on this thread is
+    /// due: a nap ends by then.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// The arrival timer's deadline, for as long as it waits.
+pub struct Deadline(());
+
+impl Deadline {
+    pub fn set(at: Instant) -> Deadline {
+        DEADLINE.set(Some(at));
+        Deadline(())
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        DEADLINE.set(None);
+    }
 }
 
 /// Counts an exchange as awaited on this thread until `exchange_ended`.
@@ -104,10 +123,17 @@ pub fn precise_timers() {
 /// naps `nap` when at least two replies are awaited and they take long
 /// enough (see the module's documentation).
 pub fn before_park(nap: Duration) {
-    if !nap.is_zero()
-        && AWAITED.get() >= 2
-        && MEAN_NS.get() >= u64::try_from((nap * MIN_RATIO).as_nanos()).unwrap_or(u64::MAX)
+    if nap.is_zero()
+        || AWAITED.get() < 2
+        || MEAN_NS.get() < u64::try_from((nap * MIN_RATIO).as_nanos()).unwrap_or(u64::MAX)
     {
+        return;
+    }
+    let nap = match DEADLINE.get() {
+        Some(due) => nap.min(due.saturating_duration_since(Instant::now())),
+        None => nap,
+    };
+    if !nap.is_zero() {
         std::thread::sleep(nap);
     }
 }
@@ -115,7 +141,6 @@ pub fn before_park(nap: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
     #[test]
     fn naps_only_with_two_slow_enough_replies_awaited() {
@@ -147,6 +172,11 @@ mod tests {
             let t = Instant::now();
             before_park(Duration::ZERO);
             assert!(t.elapsed() < nap, "turned off");
+            {
+                let _due = Deadline::set(Instant::now());
+                assert!(!naps(), "an arrival due: no nap past it");
+            }
+            assert!(naps(), "the arrival timer gone");
             drop(one);
             assert!(!naps(), "one left");
             exchange_ended(None);

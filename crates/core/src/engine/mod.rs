@@ -2,6 +2,7 @@
 //! workload) — spread over one shard per core, with a warm-up, the measured
 //! window, and a stop that ends the level on time however the server behaves.
 
+mod arrival_timer;
 mod coalesce;
 pub mod fleet;
 mod open;

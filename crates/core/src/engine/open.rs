@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use super::arrival_timer::ArrivalTimer;
 use super::coalesce;
 use super::user::{record, run_arrival, Shared, User};
 use super::Workload;
@@ -181,6 +182,7 @@ pub async fn schedule<T: Transport>(
         since_yield: 0,
     });
     let max_in_flight = arrivals.max_in_flight;
+    let timer = ArrivalTimer::new();
     loop {
         if let Some(firer) = &mut firer {
             firer.fire_waiting(&state, max_in_flight).await;
@@ -191,7 +193,9 @@ pub async fn schedule<T: Transport>(
             state.borrow_mut().next_due = None;
             // Arrivals still waiting for room go as it frees, to the end.
             if let Some(firer) = &mut firer {
-                firer.wait_until(deadline, &state, max_in_flight).await;
+                firer
+                    .wait_until(deadline, &timer, &state, max_in_flight)
+                    .await;
             }
             return;
         };
@@ -202,8 +206,12 @@ pub async fn schedule<T: Transport>(
         let mut now = Instant::now();
         if intended > now {
             match &mut firer {
-                Some(firer) => firer.wait_until(intended, &state, max_in_flight).await,
-                None => tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await,
+                Some(firer) => {
+                    firer
+                        .wait_until(intended, &timer, &state, max_in_flight)
+                        .await
+                }
+                None => timer.sleep_until(intended).await,
             }
             now = Instant::now();
         }
@@ -334,12 +342,17 @@ impl<T: Transport> Firer<T> {
     }
 
     /// Sleeps until `until`, firing waiting arrivals whenever room frees.
-    async fn wait_until(&mut self, until: Instant, state: &RefCell<OpenState>, max_in_flight: u32) {
+    async fn wait_until(
+        &mut self,
+        until: Instant,
+        timer: &ArrivalTimer,
+        state: &RefCell<OpenState>,
+        max_in_flight: u32,
+    ) {
         let room = state.borrow().room.clone();
-        let until = tokio::time::Instant::from_std(until);
         loop {
             tokio::select! {
-                _ = tokio::time::sleep_until(until) => return,
+                _ = timer.sleep_until(until) => return,
                 _ = room.notified() => self.fire_waiting(state, max_in_flight).await,
             }
         }
