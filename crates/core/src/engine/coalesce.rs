@@ -119,22 +119,40 @@ pub fn precise_timers() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
 }
 
-/// The shard runtime's hook before it waits on its sockets and timers:
-/// naps `nap` when at least two replies are awaited and they take long
-/// enough (see the module's documentation).
-pub fn before_park(nap: Duration) {
-    if nap.is_zero()
-        || AWAITED.get() < 2
-        || MEAN_NS.get() < u64::try_from((nap * MIN_RATIO).as_nanos()).unwrap_or(u64::MAX)
-    {
-        return;
+/// A shard's nap, with the mean response time below which it does not
+/// nap worked out once rather than at every park.
+#[derive(Debug, Clone, Copy)]
+pub struct Nap {
+    length: Duration,
+    min_mean_ns: u64,
+}
+
+impl Nap {
+    /// `length` zero: never.
+    pub fn new(length: Duration) -> Nap {
+        Nap {
+            length,
+            min_mean_ns: u64::try_from((length * MIN_RATIO).as_nanos()).unwrap_or(u64::MAX),
+        }
     }
-    let nap = match DEADLINE.get() {
-        Some(due) => nap.min(due.saturating_duration_since(Instant::now())),
-        None => nap,
-    };
-    if !nap.is_zero() {
-        std::thread::sleep(nap);
+
+    /// The shard runtime's hook before it waits on its sockets and timers:
+    /// naps when at least two replies are awaited and they take long
+    /// enough (see the module's documentation), never past the arrival
+    /// timer's deadline.
+    pub fn before_park(self) {
+        if self.length.is_zero() || AWAITED.get() < 2 || MEAN_NS.get() < self.min_mean_ns {
+            return;
+        }
+        let nap = match DEADLINE.get() {
+            Some(due) => self
+                .length
+                .min(due.saturating_duration_since(Instant::now())),
+            None => self.length,
+        };
+        if !nap.is_zero() {
+            std::thread::sleep(nap);
+        }
     }
 }
 
@@ -149,7 +167,7 @@ mod tests {
             let nap = Duration::from_millis(2);
             let naps = || {
                 let t = Instant::now();
-                before_park(nap);
+                Nap::new(nap).before_park();
                 t.elapsed() >= nap
             };
             // Replies faster than ten naps: none, however many are awaited.
@@ -170,7 +188,7 @@ mod tests {
             exchange_started();
             assert!(naps(), "two slow replies awaited");
             let t = Instant::now();
-            before_park(Duration::ZERO);
+            Nap::new(Duration::ZERO).before_park();
             assert!(t.elapsed() < nap, "turned off");
             {
                 let _due = Deadline::set(Instant::now());

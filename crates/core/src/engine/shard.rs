@@ -44,15 +44,15 @@ pub fn run_shard<T: Transport>(
     mut stop: watch::Receiver<bool>,
 ) {
     coalesce::precise_timers();
-    let nap = if shared.transport.reply_per_connection() {
+    let nap = coalesce::Nap::new(if shared.transport.reply_per_connection() {
         plan.nap
     } else {
         Duration::ZERO
-    };
+    });
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Before it waits on its sockets: see coalesce.rs.
-        .on_thread_park(move || coalesce::before_park(nap))
+        .on_thread_park(move || nap.before_park())
         .build()
     {
         Ok(rt) => rt,
