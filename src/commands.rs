@@ -3,20 +3,18 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use autoperf_core::capacity::CapacityController;
-use autoperf_core::engine::{
-    default_warmup, fleet, EngineError, Generators, LevelPlan, OpenPlan, StopSignal, Workload,
-    DEFAULT_MAX_IN_FLIGHT,
-};
-use autoperf_core::load::{RateShape, Spacing, Stage};
-use autoperf_core::profile::{watched_processes, AgentSet, ProfileController};
-use autoperf_core::record::{LevelRecord, RunRecord};
+use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal};
+use autoperf_core::load::Spacing;
+use autoperf_core::profile::{watched_processes, AgentSet};
+use autoperf_core::record::{LevelRecord, Mode, RunRecord, StopReason};
 use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMetrics};
 use autoperf_core::report::{self, text};
 use autoperf_core::results::{read_levels, read_run, write_run_file, ResultsDir};
-use autoperf_core::runner::{run_levels, FixedLevels, LevelController, RunError, RunPlan};
+use autoperf_core::run::capacity::CapacityController;
+use autoperf_core::run::fixed::{single_level, FixedLevels, SingleLevel};
+use autoperf_core::run::profile::ProfileController;
+use autoperf_core::run::{run_levels, LevelController, RunError, RunPlan};
 use autoperf_core::scenario::{self, BaseUrl, Endpoint, RequestId, Scenario};
 use autoperf_core::thresholds;
 
@@ -43,93 +41,31 @@ pub fn check(path: &Path) -> Outcome {
 
 pub fn run(args: RunArgs) -> Outcome {
     let scenario = Arc::new(load(&args.scenario)?);
-    let warmup = args.warmup.unwrap_or_else(|| default_warmup(&scenario));
-    let mut controller = match (args.users, args.rate, &scenario.arrivals) {
-        (Some(0), _, _) => return Err(Failure::bad_input("--users must be at least 1")),
-        (Some(users), _, _) => FixedLevels::new(vec![LevelPlan {
-            index: 1,
-            users,
-            warmup,
-            duration: args.duration.unwrap_or(DEFAULT_DURATION),
-            workload: Workload::Session,
-        }]),
-        (None, Some(rate), _) => {
-            let duration = args.duration.unwrap_or(DEFAULT_DURATION);
-            // --rate replaces the scenario's rate only: its spacing and
-            // in-flight cap still hold.
-            let arrivals = scenario.arrivals.as_ref();
-            let mut plan = OpenPlan::constant(1, rate, warmup, duration);
-            plan.spacing = spacing(
-                args.arrivals
-                    .or(arrivals.map(|a| scenario_spacing(a.spacing)))
-                    .unwrap_or(ArrivalSpacing::Poisson),
-            );
-            plan.max_in_flight = args
-                .max_in_flight
-                .or(arrivals.and_then(|a| a.max_in_flight))
-                .unwrap_or(DEFAULT_MAX_IN_FLIGHT)
-                .max(1);
-            FixedLevels::open(vec![plan])
-        }
-        (None, None, Some(arrivals)) => {
-            // Stages run from the level's start, warm-up included: by
-            // default the level lasts exactly as long as they do.
-            let duration = args.duration.unwrap_or_else(|| {
-                arrivals
-                    .total()
-                    .map_or(DEFAULT_DURATION, |t| t.saturating_sub(warmup).max(Duration::from_secs(1)))
-            });
-            let stages = arrivals
-                .stages
-                .iter()
-                .map(|s| Stage {
-                    rate: s.rate_per_s,
-                    length: s.length.unwrap_or(Duration::ZERO),
-                })
-                .collect();
-            let mut plan = OpenPlan::constant(1, 1.0, warmup, duration);
-            plan.shape = RateShape::stages(stages);
-            plan.spacing = spacing(
-                args.arrivals
-                    .unwrap_or_else(|| scenario_spacing(arrivals.spacing)),
-            );
-            plan.max_in_flight = args
-                .max_in_flight
-                .or(arrivals.max_in_flight)
-                .unwrap_or(DEFAULT_MAX_IN_FLIGHT)
-                .max(1);
-            FixedLevels::open(vec![plan])
-        }
-        (None, None, None) => {
-            return Err(Failure::bad_input(format!(
-                "{}: give --users N (closed workload), --rate R/s (open workload), or `arrivals:` in the scenario",
-                args.scenario.display()
-            )))
-        }
+    let ask = SingleLevel {
+        users: args.users,
+        rate: args.rate,
+        spacing: args.arrivals.map(spacing),
+        max_in_flight: args.max_in_flight,
+        duration: args.duration,
+        warmup: args.warmup,
     };
+    let level = single_level(&scenario, &ask)
+        .map_err(|e| Failure::bad_input(format!("{}: {e}", args.scenario.display())))?;
+    let mut controller = FixedLevels::new(vec![level]);
     let out = out_dir(&args.output.out, &scenario);
     let plan = RunPlan {
-        mode: "run".into(),
+        mode: Mode::Run,
         out: out.clone(),
         use_agents: !args.no_agents,
         resumed: Vec::new(),
         generators: generators(Some(&args.generators)),
     };
     let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
-    let checks = match record.levels.first() {
-        Some(level) => thresholds::evaluate(&scenario, level),
-        None => Vec::new(),
-    };
-    if !checks.is_empty() {
-        record.analysis.insert(
-            "thresholds".into(),
-            serde_json::to_value(&checks).unwrap_or_default(),
-        );
-    }
+    let passed = thresholds::check_run(&scenario, &mut record);
     let summary = match record.levels.first() {
         Some(level) => {
             let mut t = text::level_table(level);
-            for c in &checks {
+            for c in record.analysis.thresholds.iter().flatten() {
                 t.push_str(&format!("{c}\n"));
             }
             t
@@ -137,24 +73,14 @@ pub fn run(args: RunArgs) -> Outcome {
         None => String::new(),
     };
     finish(&out, &record, &args.output, &summary)?;
-    if thresholds::all_passed(&checks) {
+    if passed {
         Ok(exit::OK)
     } else {
         Ok(exit::THRESHOLD_FAILED)
     }
 }
 
-/// A level's measured time when none is given.
-const DEFAULT_DURATION: Duration = Duration::from_secs(30);
-
-/// The scenario's `arrivals.spacing`, as the CLI names it.
-fn scenario_spacing(s: autoperf_core::scenario::ArrivalSpacing) -> ArrivalSpacing {
-    match s {
-        autoperf_core::scenario::ArrivalSpacing::Poisson => ArrivalSpacing::Poisson,
-        autoperf_core::scenario::ArrivalSpacing::Even => ArrivalSpacing::Even,
-    }
-}
-
+/// `--arrivals` as the engine takes it.
 fn spacing(a: ArrivalSpacing) -> Spacing {
     match a {
         ArrivalSpacing::Even => Spacing::Even,
@@ -259,7 +185,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         watched_processes(&scenario, &agents, &first),
     );
     let plan = RunPlan {
-        mode: "demo".into(),
+        mode: Mode::Demo,
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
@@ -462,7 +388,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
     );
     let out = out_dir(&args.output.out, &scenario);
     let plan = RunPlan {
-        mode: "profile".into(),
+        mode: Mode::Profile,
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
@@ -476,7 +402,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         &args.output,
     )?;
     let mut summary = text::demand_table(controller.demands());
-    if record.analysis.get("stop_reason").and_then(|v| v.as_str()) == Some("interrupted") {
+    if record.analysis.stop_reason == StopReason::Interrupted {
         summary.push_str("(interrupted: the table holds the request types measured so far)\n");
     }
     finish(&out, &record, &args.output, &summary)?;
@@ -532,7 +458,7 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
     let record = execute_plan(
         &scenario,
         RunPlan {
-            mode: "capacity".into(),
+            mode: Mode::Capacity,
             out: out.clone(),
             use_agents: !args.no_agents,
             resumed,

@@ -5,11 +5,11 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use autoperf_core::engine::LevelPlan;
+use autoperf_core::engine::Level;
 use autoperf_core::measure::{LevelInfo, Tick, TickSink};
 use autoperf_core::record::LevelRecord;
 use autoperf_core::report::prometheus::SharedMetrics;
-use autoperf_core::runner::RunObserver;
+use autoperf_core::run::RunObserver;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct LiveView {
@@ -20,12 +20,15 @@ pub struct LiveView {
     quiet: bool,
     /// Print one line per finished level (the demo's running table).
     echo_levels: bool,
+    /// The running level's load: "50 users", "200.0 arrivals/s".
+    load: String,
 }
 
 impl LiveView {
     pub fn new(levels: usize, quiet: bool) -> LiveView {
         LiveView {
             bar: None,
+            load: String::new(),
             metrics: None,
             levels,
             quiet,
@@ -68,9 +71,9 @@ impl TickSink for LiveView {
         let elapsed = Duration::from_secs(tick.seq + 1);
         bar.set_position(elapsed.as_secs().min(bar.length().unwrap_or(u64::MAX)));
         bar.set_message(format!(
-            "level {} · {} users · {:.1} req/s · p99 {:.1} ms · errors {}{}",
+            "level {} · {} · {:.1} req/s · p99 {:.1} ms · errors {}{}",
             self.of(level.index),
-            level.users,
+            self.load,
             total.requests as f64 / secs,
             total.quantile_ms(0.99),
             total.errors.total(),
@@ -80,11 +83,12 @@ impl TickSink for LiveView {
 }
 
 impl RunObserver for LiveView {
-    fn level_started(&mut self, plan: &LevelPlan) {
+    fn level_started(&mut self, level: &Level) {
         if !self.interactive() {
             return;
         }
-        let total = (plan.warmup + plan.duration).as_secs().max(1);
+        self.load = load_label(level);
+        let total = (level.warmup() + level.duration()).as_secs().max(1);
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template(
@@ -94,9 +98,9 @@ impl RunObserver for LiveView {
             .progress_chars("=> "),
         );
         bar.set_message(format!(
-            "level {} · {} users · starting",
-            self.of(plan.index),
-            plan.users
+            "level {} · {} · starting",
+            self.of(level.index()),
+            self.load
         ));
         bar.enable_steady_tick(Duration::from_millis(200));
         self.bar = Some(bar);
@@ -115,10 +119,14 @@ impl RunObserver for LiveView {
             bar.finish_and_clear();
         }
         if self.echo_levels && !self.quiet {
+            let load = match (level.users, level.rate_rps) {
+                (Some(users), _) => format!("{users} users"),
+                (None, Some(rate)) => format!("{rate:.1} arrivals/s"),
+                (None, None) => String::new(),
+            };
             eprintln!(
-                "level {}: {} users, {:.1} req/s, mean {:.2} ms, p99 {:.2} ms, errors {}{}",
+                "level {}: {load}, {:.1} req/s, mean {:.2} ms, p99 {:.2} ms, errors {}{}",
                 self.of(level.level),
-                level.users.unwrap_or(0),
                 level.throughput_rps,
                 level.response_time_ms.mean,
                 level.response_time_ms.p99,
@@ -159,5 +167,13 @@ impl RunObserver for LiveView {
             Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
             None => eprintln!("warning: {message}"),
         }
+    }
+}
+
+/// The load of a level as the live line names it: users, or arrivals/s.
+fn load_label(level: &Level) -> String {
+    match level {
+        Level::Closed(plan) => format!("{} users", plan.users),
+        Level::Open(plan) => format!("{:.1} arrivals/s", plan.target_rate()),
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use autoperf_core::engine::{run_level, LevelPlan, StopSignal, Workload};
+use autoperf_core::engine::{run_level, Generators, Level, LevelPlan, StopSignal, Workload};
 use autoperf_core::measure::TickSink;
 use autoperf_core::record::LevelRecord;
 use autoperf_core::scenario::Scenario;
@@ -23,7 +23,15 @@ fn run(scenario: &Arc<Scenario>, users: u32, warmup: u64, secs: u64) -> LevelRec
         workload: Workload::Session,
     };
     let mut sinks: [&mut dyn TickSink; 0] = [];
-    let level = run_level(scenario, &plan, &mut sinks, &StopSignal::default()).unwrap();
+    let level = Level::Closed(plan);
+    let level = run_level(
+        scenario,
+        &level,
+        &Generators::default(),
+        &mut sinks,
+        &StopSignal::default(),
+    )
+    .unwrap();
     LevelRecord::from_run(&level, scenario)
 }
 
@@ -214,7 +222,14 @@ fn stop_signal_ends_a_level_early_and_marks_it_interrupted() {
     };
     let begin = Instant::now();
     let mut sinks: [&mut dyn TickSink; 0] = [];
-    let level = run_level(&s, &plan, &mut sinks, &stop).unwrap();
+    let level = run_level(
+        &s,
+        &Level::Closed(plan),
+        &Generators::default(),
+        &mut sinks,
+        &stop,
+    )
+    .unwrap();
     assert!(begin.elapsed() < Duration::from_secs(5));
     let rec = LevelRecord::from_run(&level, &s);
     assert!(rec.interrupted);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use autoperf_core::engine::{run_open_level, LevelRun, OpenPlan, StopSignal};
+use autoperf_core::engine::{run_level, Generators, Level, LevelRun, OpenPlan, StopSignal};
 use autoperf_core::measure::TickSink;
 use autoperf_core::scenario::{self, Scenario};
 
@@ -79,7 +79,15 @@ fn scenario(name: &str, addr: SocketAddr) -> Arc<Scenario> {
 
 fn run(s: &Arc<Scenario>, plan: &OpenPlan) -> LevelRun {
     let mut sinks: [&mut dyn TickSink; 0] = [];
-    run_open_level(s, plan, &mut sinks, &StopSignal::default()).unwrap()
+    let level = Level::Open(plan.clone());
+    run_level(
+        s,
+        &level,
+        &Generators::default(),
+        &mut sinks,
+        &StopSignal::default(),
+    )
+    .unwrap()
 }
 
 #[test]

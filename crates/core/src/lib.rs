@@ -1,23 +1,42 @@
 //! autoperf's measurement core. It knows nothing of the command line: the
-//! binary turns argv into typed values and calls in here; tests and the
-//! capacity controller drive it through this API.
+//! binary turns argv into typed values and calls in here; tests drive it
+//! through this API.
 //!
 //! ```text
 //! YAML → scenario (located tree → validated Scenario) ─┐
-//!                                                       ├→ engine (shards of closed-loop users) → protocol (http1) → outcome
-//! per-shard recorder ─1 s tick→ Snapshot ──────────────→ collector: level totals + per-second series → sinks (progress, files)
-//! LevelRun → record (versioned run record) → results dir (levels.jsonl, timeseries.csv, run.json) → report (text)
+//! load shapes (pure) ───────────────────────────────────┼→ engine: one Level (closed users | open arrivals)
+//!                                                       │    on per-thread shards (or generator processes)
+//!                                                       │    → protocol (http1 | kafka) → outcome
+//! per-shard recorder ─1 s tick→ Snapshot ──────────────→ collector: level totals + per-second series
+//!                                                          → sinks (live view, results files, controller)
+//! run: a LevelController chooses levels ─→ engine per level ─→ record (level object, typed analysis)
+//!        fixed list | capacity (steady? demands? search) | profile (one request type at a time)
+//! record → results dir (levels.jsonl, timeseries.csv, run.json) → report (text, csv, html, svg)
 //! ```
 //!
+//! Layers, lowest first; a module imports only from layers below it:
+//! `scenario`, `load` → `measure` → `protocol` → `engine` → `capacity`,
+//! `profile` (pure algorithms, the agents' client) → `record`, `thresholds`
+//! → `results`, `report` → `run`.
+//!
 //! - `scenario`: the file format, validation with located diagnostics, templates, the CBMG.
-//! - `engine`: runs one load level: users on per-thread shards, stop and deadline handling.
-//! - `profile`: the agents' client, the per-second sampler, per-tier usage of a level.
-//! - `protocol`: the transport trait and the lean HTTP/1.1 keep-alive client.
+//! - `load`: pure load shapes: arrival pacing, rate stages.
 //! - `measure`: outcomes, mergeable interval statistics, the collector of ticks.
-//! - `record`: the JSON shapes of level objects and `run.json` (the contract in DESIGN.md).
+//! - `protocol`: the transport trait; HTTP/1.1 and Kafka clients of our own.
+//! - `engine`: runs one level: users or arrivals on per-thread shards, spread
+//!   over generator processes when one cannot hold them.
+//! - `capacity`: the capacity analysis's pure state machines and formulas
+//!   (AutoPerf 2.1): steady state, demand convergence, the level search,
+//!   the client-bottleneck rule.
+//! - `profile`: the agents' client, the per-second sampler, per-tier usage,
+//!   per-process demand convergence.
+//! - `record`: the JSON shapes of level objects and `run.json` (the contract
+//!   in DESIGN.md), typed down to the analysis.
+//! - `thresholds`: the scenario's SLOs checked against a level.
 //! - `results`: the results directory, written as the run goes so nothing measured is lost.
-//! - `runner`: runs a planned series of levels and keeps the results directory current.
-//! - `report`: the text summary tables.
+//! - `report`: text tables, levels.csv, the HTML report, Prometheus metrics.
+//! - `run`: drives levels: `run_levels` with a fixed list, the capacity
+//!   controller or the profile controller.
 
 pub mod capacity;
 pub mod engine;
@@ -28,6 +47,6 @@ pub mod protocol;
 pub mod record;
 pub mod report;
 pub mod results;
-pub mod runner;
+pub mod run;
 pub mod scenario;
 pub mod thresholds;

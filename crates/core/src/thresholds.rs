@@ -4,53 +4,8 @@
 //! percentile it does not keep (p75, p99.9) fails as "not measured" rather
 //! than being guessed from a neighbour.
 
-use std::fmt;
-
-use serde::Serialize;
-
-use crate::record::{Latency, LevelRecord};
+use crate::record::{Latency, LevelRecord, RunRecord, ThresholdResult, Unit};
 use crate::scenario::{Metric, Scenario, Threshold};
-
-/// The outcome of one threshold.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ThresholdResult {
-    /// The expression as written in the scenario.
-    pub source: String,
-    pub passed: bool,
-    /// The measured value in `unit`; `None` when the record does not hold it.
-    pub actual: Option<f64>,
-    pub bound: f64,
-    /// "ms", "fraction" (error rate) or "req/s".
-    pub unit: &'static str,
-    /// Why it could not be evaluated, when `actual` is `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-impl fmt::Display for ThresholdResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verdict = if self.passed { "pass" } else { "FAIL" };
-        match (self.actual, &self.note) {
-            (Some(v), _) => write!(
-                f,
-                "{verdict}  {}  (measured {})",
-                self.source,
-                format_value(v, self.unit)
-            ),
-            (None, Some(note)) => write!(f, "{verdict}  {}  ({note})", self.source),
-            (None, None) => write!(f, "{verdict}  {}", self.source),
-        }
-    }
-}
-
-/// Formats a value in a threshold's unit: `12.345 ms`, `0.50%`, `97.3 req/s`.
-pub fn format_value(v: f64, unit: &str) -> String {
-    match unit {
-        "fraction" => format!("{:.2}%", v * 100.0),
-        "req/s" => format!("{v:.1} req/s"),
-        _ => format!("{v:.3} {unit}"),
-    }
-}
 
 /// Evaluates every threshold of `scenario` against `level`, in the order
 /// they are written.
@@ -60,6 +15,21 @@ pub fn evaluate(scenario: &Scenario, level: &LevelRecord) -> Vec<ThresholdResult
         .iter()
         .map(|t| evaluate_one(scenario, t, level))
         .collect()
+}
+
+/// Checks the scenario's thresholds against a run's (first) level and keeps
+/// the results in its analysis; true when every one passed (and so the run
+/// should exit 0).
+pub fn check_run(scenario: &Scenario, record: &mut RunRecord) -> bool {
+    let results = match record.levels.first() {
+        Some(level) => evaluate(scenario, level),
+        None => Vec::new(),
+    };
+    let passed = all_passed(&results);
+    if !results.is_empty() {
+        record.analysis.thresholds = Some(results);
+    }
+    passed
 }
 
 /// True when every result passed (and so the run should exit 0).
@@ -77,9 +47,9 @@ struct Figures<'a> {
 
 fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> ThresholdResult {
     let unit = match t.metric {
-        Metric::ErrorRate => "fraction",
-        Metric::Throughput => "req/s",
-        _ => "ms",
+        Metric::ErrorRate => Unit::Fraction,
+        Metric::Throughput => Unit::PerSecond,
+        _ => Unit::Ms,
     };
     let not_measured = |note: String| ThresholdResult {
         source: t.source.clone(),
@@ -154,6 +124,22 @@ fn per_mille_label(per_mille: u16) -> String {
         format!("{}", per_mille / 10)
     } else {
         format!("{}.{}", per_mille / 10, per_mille % 10)
+    }
+}
+
+impl std::fmt::Display for ThresholdResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.passed { "pass" } else { "FAIL" };
+        match (self.actual, &self.note) {
+            (Some(v), _) => write!(
+                f,
+                "{verdict}  {}  (measured {})",
+                self.source,
+                self.unit.format(v)
+            ),
+            (None, Some(note)) => write!(f, "{verdict}  {}  ({note})", self.source),
+            (None, None) => write!(f, "{verdict}  {}", self.source),
+        }
     }
 }
 
@@ -273,7 +259,7 @@ mod tests {
         assert_eq!(passed, [true, false, true, true, true, true]);
         assert_eq!(r[0].actual, Some(100.0));
         assert_eq!(r[0].bound, 250.0);
-        assert_eq!(r[0].unit, "ms");
+        assert_eq!(r[0].unit, Unit::Ms);
         assert_eq!(r[1].actual, Some(30.0));
     }
 
@@ -282,10 +268,10 @@ mod tests {
         let r = run(&["error_rate < 1%", "error_rate < 0.1%", "throughput > 50/s"]);
         assert!(r[0].passed);
         assert_eq!(r[0].actual, Some(0.005));
-        assert_eq!(r[0].unit, "fraction");
+        assert_eq!(r[0].unit, Unit::Fraction);
         assert!(!r[1].passed);
         assert!(r[2].passed);
-        assert_eq!(r[2].unit, "req/s");
+        assert_eq!(r[2].unit, Unit::PerSecond);
     }
 
     #[test]

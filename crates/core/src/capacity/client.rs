@@ -17,18 +17,86 @@ pub fn achieved_think_time_s(users: u32, throughput_rps: f64, response_time_s: f
     (throughput_rps > 0.0).then(|| users as f64 / throughput_rps - response_time_s)
 }
 
-/// The paper's test: achieved think time above the configured one by more
-/// than `think_gap` (a fraction; `CapacitySettings::think_gap`). With a zero
-/// configured think time any relative gap is infinite, so an absolute floor
-/// of 1 ms keeps measurement noise (`N/X` and `R` are both estimates) from
-/// flagging every level.
-pub fn is_client_bottleneck(configured_s: f64, achieved_s: f64, think_gap: f64) -> bool {
-    const ABSOLUTE_FLOOR_S: f64 = 0.001;
-    achieved_s > configured_s * (1.0 + think_gap) + ABSOLUTE_FLOOR_S
+use crate::scenario::ThinkTime;
+
+/// Think-time excess below which no client bottleneck is called: timers
+/// fire on a 1 ms wheel, so a few ms of lateness on a tiny think time is
+/// resolution, not a generator falling behind.
+const TIMER_RESOLUTION_S: f64 = 0.002;
+
+/// What a level tells about its own generator.
+pub struct ClientEvidence<'a> {
+    pub think: &'a ThinkTime,
+    /// The relative think-time excess that counts (`capacity.think_gap`).
+    pub gap: f64,
+    /// Little's law: `N/X − R`.
+    pub achieved_s: f64,
+    /// The mean pause the users actually took.
+    pub measured_s: f64,
+    pub response_s: f64,
+    pub window_s: f64,
+    pub lateness_p99_s: f64,
+    /// Pauses taken and requests completed in the window: a mean of a few
+    /// random think times is itself noisy.
+    pub thinks: u64,
+    pub requests: u64,
+}
+
+/// The generator was the bottleneck when it could not keep the configured
+/// think time (AutoPerf 2.1.3). Three witnesses, any one suffices:
+/// - Little's law: `N/X − R` exceeds the configured think time — only when
+///   the window holds enough cycles (`MIN_CYCLES`): with responses as long
+///   as the window, requests still outstanding at its end leave `R` short
+///   and `N/X − R` inflated, though nothing is wrong with the generator;
+/// - the pauses the users actually took were longer than asked;
+/// - think timers fired late (p99) by more than the gap allows.
+///
+/// Excesses below the 1 ms timer wheel's resolution never count.
+pub fn client_bottleneck(e: &ClientEvidence) -> bool {
+    let z = e.think.mean().as_secs_f64();
+    let cycles = e.window_s / (e.response_s + z).max(1e-6);
+    // A mean of n draws with coefficient of variation cv strays by cv/√n;
+    // three of those are noise, not a generator falling behind.
+    let noise = |n: u64| NOISE_SIGMAS * e.think.cv() / (n.max(1) as f64).sqrt();
+    let excess = |achieved: f64, n: u64| {
+        think_gap(e.think, achieved, e.response_s) > e.gap + noise(n)
+            && achieved - z > TIMER_RESOLUTION_S
+    };
+    let late = e.lateness_p99_s > TIMER_RESOLUTION_S.max(e.gap * z).max(LATENESS_FLOOR_S);
+    (cycles >= MIN_CYCLES && excess(e.achieved_s, e.requests))
+        || excess(e.measured_s, e.thinks)
+        || late
+}
+
+/// Standard errors of a mean think time that count as sampling noise.
+const NOISE_SIGMAS: f64 = 3.0;
+
+/// Cycles (`R + Z`) a window must hold for Little's law to be trusted.
+const MIN_CYCLES: f64 = 5.0;
+
+/// Timer lateness that is scheduling noise on a shared machine, not a
+/// generator falling behind.
+pub const LATENESS_FLOOR_S: f64 = 0.010;
+
+/// The relative excess of achieved over configured think time. With no
+/// think time configured, the excess is taken relative to the response
+/// time instead, so a generator that cannot keep up still shows.
+pub fn think_gap(configured: &ThinkTime, achieved_s: f64, response_s: f64) -> f64 {
+    let z = configured.mean().as_secs_f64();
+    let base = if z > 0.0 { z } else { response_s.max(1e-3) };
+    (achieved_s - z) / base
+}
+
+/// An open level's generator was the bottleneck when arrivals could not
+/// start at all, or started later than scheduling noise explains.
+pub fn arrivals_bottleneck(unstarted: u64, lateness_p99_s: f64) -> bool {
+    unstarted > 0 || lateness_p99_s > LATENESS_FLOOR_S
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -36,11 +104,74 @@ mod tests {
         // 100 users, 1 s think, 10 ms response: X = 100/1.01.
         let z = achieved_think_time_s(100, 100.0 / 1.01, 0.01).unwrap();
         assert!((z - 1.0).abs() < 1e-9);
-        assert!(!is_client_bottleneck(1.0, z, 0.10));
-        // The generator only manages 60 req/s: Z inflates to 1.657 s.
-        let z = achieved_think_time_s(100, 60.0, 0.01).unwrap();
-        assert!(is_client_bottleneck(1.0, z, 0.10));
         assert_eq!(achieved_think_time_s(10, 0.0, 0.01), None);
-        assert!(!is_client_bottleneck(0.0, 0.0005, 0.10));
+    }
+
+    #[test]
+    fn think_gap_relative_to_configured_or_response() {
+        let z = ThinkTime::Constant(Duration::from_secs(1));
+        assert!((think_gap(&z, 1.2, 0.01) - 0.2).abs() < 1e-9);
+        let zero = ThinkTime::Constant(Duration::ZERO);
+        assert!((think_gap(&zero, 0.002, 0.010) - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn client_bottleneck_needs_a_witness_it_can_trust() {
+        let z = ThinkTime::Constant(Duration::from_millis(500));
+        let base = ClientEvidence {
+            think: &z,
+            gap: 0.1,
+            achieved_s: 0.5,
+            measured_s: 0.5,
+            response_s: 0.01,
+            window_s: 30.0,
+            lateness_p99_s: 0.001,
+            thinks: 1000,
+            requests: 1000,
+        };
+        assert!(!client_bottleneck(&base));
+        assert!(client_bottleneck(&ClientEvidence {
+            achieved_s: 0.7,
+            ..base
+        }));
+        // Responses as long as the window: Little's law is not trusted.
+        assert!(!client_bottleneck(&ClientEvidence {
+            achieved_s: 3.0,
+            response_s: 13.0,
+            window_s: 8.0,
+            ..base
+        }));
+        assert!(client_bottleneck(&ClientEvidence {
+            measured_s: 0.8,
+            ..base
+        }));
+        assert!(client_bottleneck(&ClientEvidence {
+            lateness_p99_s: 0.2,
+            ..base
+        }));
+        // 40 exponential pauses averaging 15% long: sampling noise.
+        let exp = ThinkTime::Exponential {
+            mean: Duration::from_millis(500),
+        };
+        let few = ClientEvidence {
+            think: &exp,
+            measured_s: 0.575,
+            thinks: 40,
+            requests: 40,
+            ..base
+        };
+        assert!(!client_bottleneck(&few));
+        assert!(client_bottleneck(&ClientEvidence {
+            thinks: 10_000,
+            requests: 10_000,
+            ..few
+        }));
+    }
+
+    #[test]
+    fn open_levels_blame_the_generator_for_late_or_missing_arrivals() {
+        assert!(!arrivals_bottleneck(0, 0.001));
+        assert!(arrivals_bottleneck(1, 0.0));
+        assert!(arrivals_bottleneck(0, 0.05));
     }
 }

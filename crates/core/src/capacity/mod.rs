@@ -19,13 +19,13 @@
 //! - `demand`: CPU service demand per request and its global-then-local convergence (2.1.1).
 //! - `range`: the minimum level and Kleinrock's saturation number from per-tier demands.
 //! - `overload`: the power `P = X/R` state machine that confirms overload.
-//! - `client`: achieved think time by Little's law, the client-bottleneck test (2.1.3).
+//! - `client`: achieved think time by Little's law, the one client-bottleneck
+//!   rule (2.1.3) every level is judged by.
 //! - `search`: the level-selection state machine (2.1.2) and its summary.
-//! - `controller`: wires the above to running levels (the runner's
-//!   `LevelController`): steady state, then demand convergence, then the search.
+//!
+//! The controller that wires these to running levels is `run::capacity`.
 
 pub mod client;
-pub mod controller;
 pub mod demand;
 pub mod overload;
 pub mod range;
@@ -35,8 +35,7 @@ pub mod steady;
 #[cfg(test)]
 mod tests;
 
-pub use client::{achieved_think_time_s, is_client_bottleneck};
-pub use controller::CapacityController;
+pub use client::{achieved_think_time_s, client_bottleneck, ClientEvidence};
 pub use demand::{
     expected_throughput_rps, DemandConfig, DemandReading, DemandStatus, DemandTracker,
     ProcessDemand,
@@ -47,4 +46,4 @@ pub use search::{
     Bottleneck, Decision, LevelChosen, LevelOutcome, LevelSearch, SearchConfig, SearchSummary,
     StopReason,
 };
-pub use steady::{SteadyConfig, SteadyState, SteadyVerdict};
+pub use steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};

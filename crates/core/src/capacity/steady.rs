@@ -167,6 +167,29 @@ fn mean(xs: &[f64]) -> f64 {
     }
 }
 
+/// Relative change of throughput between the two halves of the measured
+/// window above which a fixed-length level is not called steady.
+pub const STEADY_HALVES_GAP: f64 = 0.10;
+
+/// A level is steady (`steady_state` in the record, every mode) when the
+/// throughput of its measured window's two halves agree within
+/// `STEADY_HALVES_GAP`. The detector above decides when a capacity level
+/// may end (`capacity.steady_after_s`); this judges any finished window,
+/// fixed-length ones included.
+///
+/// A fixed-length level is steady when the throughput of its two halves
+/// agree within `STEADY_HALVES_GAP`.
+pub fn halves_agree(series: &[f64]) -> bool {
+    if series.len() < 2 {
+        return false;
+    }
+    let mid = series.len() / 2;
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let (a, b) = (mean(&series[..mid]), mean(&series[mid..]));
+    let m = (a + b) / 2.0;
+    m > 0.0 && ((a - b).abs() / m) <= STEADY_HALVES_GAP
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,5 +335,12 @@ mod tests {
             (c.window_s, c.min_duration_s, c.max_duration_s),
             (5, 10, 120)
         );
+    }
+
+    #[test]
+    fn steady_needs_agreeing_halves() {
+        assert!(halves_agree(&[100.0, 101.0, 99.0, 100.0]));
+        assert!(!halves_agree(&[50.0, 60.0, 100.0, 110.0]));
+        assert!(!halves_agree(&[100.0]));
     }
 }

@@ -2,9 +2,11 @@
 //! MVA, a non-CPU bottleneck with a jagged overloaded region, and a load
 //! generator that runs out of breath. No clock, no I/O.
 
-use super::client::{achieved_think_time_s, is_client_bottleneck};
+use super::client::{achieved_think_time_s, client_bottleneck, ClientEvidence};
 use super::range::TierDemand;
 use super::search::{Decision, LevelOutcome, LevelSearch, SearchConfig, StopReason};
+use crate::scenario::ThinkTime;
+use std::time::Duration;
 
 const THINK_S: f64 = 0.5;
 
@@ -110,7 +112,20 @@ fn generator_limited(users: u32) -> LevelOutcome {
         o.throughput_rps = LIMIT;
     }
     let achieved = achieved_think_time_s(users, o.throughput_rps, o.response_time_s).unwrap();
-    o.client_bottleneck = is_client_bottleneck(THINK_S, achieved, 0.10);
+    // The rule every level is judged by, with only Little's law as witness:
+    // a long window, the users' own pauses and timers as asked.
+    let think = ThinkTime::Constant(Duration::from_secs_f64(THINK_S));
+    o.client_bottleneck = client_bottleneck(&ClientEvidence {
+        think: &think,
+        gap: 0.10,
+        achieved_s: achieved,
+        measured_s: THINK_S,
+        response_s: o.response_time_s,
+        window_s: 60.0,
+        lateness_p99_s: 0.0,
+        thinks: 10_000,
+        requests: 10_000,
+    });
     o
 }
 

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{start_shards, Clock, EngineError, LevelPlan, Load, ShardRange, StopSignal, Workload};
+use super::{start_shards, Clock, EngineError, Load, ShardRange, StopSignal, Workload};
 use crate::measure::collector::process_cpu_time;
 use crate::measure::wire::{from_monotonic_ns, to_monotonic_ns, WireSnapshot};
 use crate::measure::{IntervalStats, Snapshot};
@@ -311,7 +311,7 @@ struct Heard {
 impl Fleet {
     pub fn start(
         scenario: &Arc<Scenario>,
-        plan: &LevelPlan,
+        workload: &Workload,
         load: &Load,
         placement: &Placement,
         clock: Clock,
@@ -351,7 +351,7 @@ impl Fleet {
                 scenario_path: scenario.source.clone(),
                 scenario_text: scenario.text.clone(),
                 base_url: base_url.clone(),
-                workload: plan.workload.clone(),
+                workload: workload.clone(),
                 load: part,
                 range,
                 addresses: placement.addresses.clone(),

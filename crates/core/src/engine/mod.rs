@@ -40,6 +40,63 @@ pub struct LevelPlan {
     pub workload: Workload,
 }
 
+/// One load level: a closed population of users, or an open stream of
+/// arrivals.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Level {
+    Closed(LevelPlan),
+    Open(OpenPlan),
+}
+
+impl Level {
+    /// 1-based index of the level in its run.
+    pub fn index(&self) -> u32 {
+        match self {
+            Level::Closed(p) => p.index,
+            Level::Open(p) => p.index,
+        }
+    }
+
+    pub fn warmup(&self) -> Duration {
+        match self {
+            Level::Closed(p) => p.warmup,
+            Level::Open(p) => p.warmup,
+        }
+    }
+
+    /// Measured time after the warm-up (at most).
+    pub fn duration(&self) -> Duration {
+        match self {
+            Level::Closed(p) => p.duration,
+            Level::Open(p) => p.duration,
+        }
+    }
+
+    pub fn workload(&self) -> &Workload {
+        match self {
+            Level::Closed(p) => &p.workload,
+            Level::Open(p) => &p.workload,
+        }
+    }
+
+    /// The users of a closed level.
+    pub fn users(&self) -> Option<u32> {
+        match self {
+            Level::Closed(p) => Some(p.users),
+            Level::Open(_) => None,
+        }
+    }
+
+    /// Connections the level may hold at once: one per user, or one per
+    /// in-flight arrival.
+    pub fn connections(&self) -> u32 {
+        match self {
+            Level::Closed(p) => p.users,
+            Level::Open(p) => p.max_in_flight,
+        }
+    }
+}
+
 /// What each user does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Workload {
@@ -120,11 +177,7 @@ impl StopInner {
 /// A finished level: what was planned and what was measured.
 #[derive(Debug, Clone)]
 pub struct LevelRun {
-    /// For an open level: its index, warm-up, duration and workload, with
-    /// `users` 0 (the arrivals are in `open`).
-    pub plan: LevelPlan,
-    /// The open workload's plan (`None` for a closed level).
-    pub open: Option<OpenPlan>,
+    pub level: Level,
     pub started_at: SystemTime,
     pub totals: LevelTotals,
     /// Trouble with generator processes (one that died mid-level).
@@ -162,64 +215,27 @@ pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Runs `plan` to its end (or until `stop`), feeding every tick to `sinks`,
-/// in this process alone.
+/// Runs `level` to its end (or until `stop`), feeding every tick to
+/// `sinks`, with its users or arrivals spread over the generator processes
+/// `generators` allows and the level needs (`Generators::default()`: this
+/// process alone, unless the level cannot fit in it).
 pub fn run_level(
     scenario: &Arc<Scenario>,
-    plan: &LevelPlan,
-    sinks: &mut [&mut dyn TickSink],
-    stop: &StopSignal,
-) -> Result<LevelRun, EngineError> {
-    run_level_with(scenario, plan, &Generators::default(), sinks, stop)
-}
-
-/// Runs `plan` with its users spread over the generator processes
-/// `generators` allows and the level needs.
-pub fn run_level_with(
-    scenario: &Arc<Scenario>,
-    plan: &LevelPlan,
+    level: &Level,
     generators: &Generators,
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<LevelRun, EngineError> {
-    let load = Load::Closed { users: plan.users };
-    let (totals, started_at, warnings) = drive(scenario, plan, &load, generators, sinks, stop)?;
-    Ok(LevelRun {
-        plan: plan.clone(),
-        open: None,
-        started_at,
-        totals,
-        warnings,
-    })
-}
-
-/// Runs an open-workload level: arrivals at `plan.shape`'s rate, each
-/// starting a session, latency counted from the intended start.
-pub fn run_open_level(
-    scenario: &Arc<Scenario>,
-    plan: &OpenPlan,
-    sinks: &mut [&mut dyn TickSink],
-    stop: &StopSignal,
-) -> Result<LevelRun, EngineError> {
-    run_open_level_with(scenario, plan, &Generators::default(), sinks, stop)
-}
-
-pub fn run_open_level_with(
-    scenario: &Arc<Scenario>,
-    plan: &OpenPlan,
-    generators: &Generators,
-    sinks: &mut [&mut dyn TickSink],
-    stop: &StopSignal,
-) -> Result<LevelRun, EngineError> {
-    let closed = plan.as_level();
-    let load = Load::Open {
-        plan: plan.clone(),
-        seed: fastrand::u64(..),
+    let load = match level {
+        Level::Closed(plan) => Load::Closed { users: plan.users },
+        Level::Open(plan) => Load::Open {
+            plan: plan.clone(),
+            seed: fastrand::u64(..),
+        },
     };
-    let (totals, started_at, warnings) = drive(scenario, &closed, &load, generators, sinks, stop)?;
+    let (totals, started_at, warnings) = drive(scenario, level, &load, generators, sinks, stop)?;
     Ok(LevelRun {
-        plan: closed,
-        open: Some(plan.clone()),
+        level: level.clone(),
         started_at,
         totals,
         warnings,
@@ -293,19 +309,6 @@ impl Load {
     }
 }
 
-impl OpenPlan {
-    /// The level's index, warm-up, duration and workload, with no users.
-    pub fn as_level(&self) -> LevelPlan {
-        LevelPlan {
-            index: self.index,
-            users: 0,
-            warmup: self.warmup,
-            duration: self.duration,
-            workload: self.workload.clone(),
-        }
-    }
-}
-
 fn reseed(spacing: crate::load::Spacing, seed: u64) -> crate::load::Spacing {
     match spacing {
         crate::load::Spacing::Poisson { seed: 0 } => crate::load::Spacing::Poisson { seed },
@@ -347,7 +350,7 @@ pub(crate) struct Clock {
 /// ticks until the level ends.
 fn drive(
     scenario: &Arc<Scenario>,
-    plan: &LevelPlan,
+    level: &Level,
     load: &Load,
     generators: &Generators,
     sinks: &mut [&mut dyn TickSink],
@@ -361,16 +364,16 @@ fn drive(
     let start = Instant::now() + Duration::from_millis(lead);
     let clock = Clock {
         start,
-        deadline: start + plan.warmup + plan.duration,
+        deadline: start + level.warmup() + level.duration(),
         seed: fastrand::u64(..),
         nap: generators.coalesce.unwrap_or(DEFAULT_NAP),
     };
     let (tx, rx) = mpsc::channel();
     let info = LevelInfo {
-        index: plan.index,
-        users: plan.users,
-        warmup: plan.warmup,
-        duration: plan.duration,
+        index: level.index(),
+        users: level.users().unwrap_or(0),
+        warmup: level.warmup(),
+        duration: level.duration(),
     };
     if placement.is_local() {
         let shards = load.local_shards();
@@ -383,7 +386,7 @@ fn drive(
             shards,
             scenario.requests.len(),
             start,
-            plan.warmup,
+            level.warmup(),
             clock.deadline,
         );
         let totals = std::thread::scope(|scope| -> Result<LevelTotals, EngineError> {
@@ -391,7 +394,7 @@ fn drive(
             start_shards(
                 scope,
                 scenario,
-                &plan.workload,
+                level.workload(),
                 load,
                 range,
                 clock,
@@ -403,12 +406,20 @@ fn drive(
         })?;
         return Ok((totals, started_at, Vec::new()));
     }
-    let fleet = fleet::Fleet::start(scenario, plan, load, &placement, clock, tx, stop)?;
+    let fleet = fleet::Fleet::start(
+        scenario,
+        level.workload(),
+        load,
+        &placement,
+        clock,
+        tx,
+        stop,
+    )?;
     let collector = Collector::new(
         fleet.shards(),
         scenario.requests.len(),
         start,
-        plan.warmup,
+        level.warmup(),
         clock.deadline,
     );
     let totals = collector.run(&info, rx, sinks);

@@ -1,15 +1,15 @@
 //! Profiling: the controller's side of the agents (`agents`), the sampler
-//! that reads them every second during a run (`sampler`), and the per-tier
-//! usage of a level computed from those readings (`usage`).
+//! that reads them every second during a run (`sampler`), the per-tier
+//! usage of a level computed from those readings (`usage`), and the
+//! per-process demand convergence a level waits for (`watch`). The profiling
+//! mode's controller is `run::profile`.
 
 pub mod agents;
-pub mod mode;
 pub mod sampler;
 pub mod usage;
 pub mod watch;
 
 pub use agents::{AgentError, AgentSet};
-pub use mode::{ProfileController, TierDemands};
 pub use sampler::{Reading, Sampler};
-pub use usage::{tier_usage, TierUsage};
+pub use usage::tier_usage;
 pub use watch::{watched_processes, DemandWatch, WatchedProcess};

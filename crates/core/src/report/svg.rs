@@ -8,8 +8,6 @@
 
 use std::fmt::Write;
 
-use super::html::esc;
-
 const W: f64 = 520.0;
 const H: f64 = 300.0;
 const LEFT: f64 = 58.0;
@@ -402,6 +400,22 @@ pub fn num(v: f64) -> String {
     } else {
         s.into()
     }
+}
+
+/// Escapes text for HTML content, SVG text and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ pub fn levels_table(levels: &[LevelRecord]) -> String {
 pub fn demand_table(
     demands: &std::collections::BTreeMap<
         String,
-        std::collections::BTreeMap<String, crate::profile::TierDemands>,
+        std::collections::BTreeMap<String, crate::record::TierDemands>,
     >,
 ) -> String {
     let mut out = String::new();
@@ -188,48 +188,41 @@ pub fn demand_table(
 
 /// The verdict of a capacity analysis, from `run.json`'s analysis.
 pub fn capacity_summary(record: &crate::record::RunRecord) -> String {
-    let a = &record.analysis;
-    let num = |k: &str| a.get(k).and_then(|v| v.as_f64());
     let mut out = String::new();
-    let reason = a.get("stop_reason").and_then(|v| v.as_str()).unwrap_or("?");
     let _ = writeln!(
         out,
-        "capacity: {} levels, stopped: {reason}",
-        record.levels.len()
+        "capacity: {} levels, stopped: {}",
+        record.levels.len(),
+        record.analysis.stop_reason
     );
-    if let Some(x) = num("max_throughput_rps") {
-        let at = num("max_throughput_users").map_or(String::new(), |u| format!(" at {u:.0} users"));
-        let _ = writeln!(out, "max throughput {x:.1} req/s{at}");
-    }
-    match num("saturation_users") {
+    let Some(a) = &record.analysis.capacity else {
+        return out;
+    };
+    let at = a
+        .max_throughput_users
+        .map_or(String::new(), |u| format!(" at {u} users"));
+    let _ = writeln!(out, "max throughput {:.1} req/s{at}", a.max_throughput_rps);
+    match a.saturation_users {
         Some(u) => {
-            let _ = writeln!(
-                out,
-                "saturation point: {u:.0} users (95% of max throughput)"
-            );
+            let _ = writeln!(out, "saturation point: {u} users (95% of max throughput)");
         }
         None => {
             let _ = writeln!(out, "saturation point: not determined");
         }
     }
-    if let Some(n) = num("n_star") {
+    if let Some(n) = a.n_star {
         let _ = writeln!(
             out,
             "N* (Kleinrock saturation number from measured demands): {n:.1}"
         );
     }
-    if let Some(b) = a.get("bottleneck").filter(|b| !b.is_null()) {
-        let _ = writeln!(
-            out,
-            "bottleneck: tier {} (process {})",
-            b["tier"].as_str().unwrap_or("?"),
-            b["process"].as_str().unwrap_or("?")
-        );
+    if let Some(b) = &a.bottleneck {
+        let _ = writeln!(out, "bottleneck: tier {} (process {})", b.tier, b.process);
     }
-    if let Some(u) = num("first_client_bottleneck_users") {
+    if let Some(u) = a.first_client_bottleneck_users {
         let _ = writeln!(
             out,
-            "warning: the load generator became the bottleneck at {u:.0} users; throughput beyond that is the generator's limit, not the server's"
+            "warning: the load generator became the bottleneck at {u} users; throughput beyond that is the generator's limit, not the server's"
         );
     }
     out

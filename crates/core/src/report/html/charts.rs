@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde_json::Value;
-
-use super::{esc, fnum, SeriesRow};
+use super::{fnum, SeriesRow};
 use crate::record::{LevelRecord, RunRecord};
+use crate::report::svg::esc;
 use crate::report::svg::{Band, HLine, Highlight, LineChart, Series, VLine};
 
 /// What a legend entry looks like.
@@ -65,13 +64,14 @@ struct Marks {
 
 impl Marks {
     fn of(record: &RunRecord, levels: &[(f64, &LevelRecord)]) -> Marks {
-        let a = &record.analysis;
         let mut vlines = Vec::new();
-        if let Some(n) = a.get("n_star").and_then(Value::as_f64) {
-            vlines.push((n, format!("N* ≈ {}", fnum(n, 0))));
-        }
-        if let Some(n) = a.get("saturation_users").and_then(Value::as_f64) {
-            vlines.push((n, format!("saturation {}", fnum(n, 0))));
+        if let Some(a) = &record.analysis.capacity {
+            if let Some(n) = a.n_star {
+                vlines.push((n, format!("N* ≈ {}", fnum(n, 0))));
+            }
+            if let Some(n) = a.saturation_users.map(f64::from) {
+                vlines.push((n, format!("saturation {}", fnum(n, 0))));
+            }
         }
         let flagged = levels
             .iter()
@@ -223,9 +223,10 @@ fn cpu_chart(
     }
     let bottleneck = record
         .analysis
-        .get("bottleneck")
-        .and_then(|b| b.get("tier"))
-        .and_then(Value::as_str);
+        .capacity
+        .as_ref()
+        .and_then(|a| a.bottleneck.as_ref())
+        .map(|b| b.tier.as_str());
     let mut c = LineChart::new("users", "CPU (busy cores)");
     let names: Vec<String> = tiers
         .keys()

@@ -16,9 +16,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::record::{LevelRecord, RunRecord};
+use crate::record::{Analysis, LevelRecord, Mode, RunRecord};
+use crate::report::svg::esc;
 
 const STYLE: &str = include_str!("style.css");
 
@@ -108,7 +108,11 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
 /// The whole page.
 pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
     let mut h = String::with_capacity(64 * 1024);
-    let title = format!("autoperf {} · {}", record.mode, record.scenario.name);
+    let title = format!(
+        "autoperf {} · {}",
+        record.mode.as_str(),
+        record.scenario.name
+    );
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -120,7 +124,7 @@ pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
         h,
         "<header>\n<h1>{}</h1>\n<p class=\"sub\">{} of <code>{}</code> against <code>{}</code></p>\n</header>\n",
         esc(&record.scenario.name),
-        esc(mode_title(&record.mode)),
+        esc(mode_title(record.mode)),
         esc(&record.scenario.file),
         esc(&record.scenario.target)
     );
@@ -133,9 +137,9 @@ pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
         charts::capacity(&mut h, record);
         tables::levels(&mut h, &record.levels);
     }
-    if let Some(demands) = record.analysis.get("demands").and_then(Value::as_object) {
+    if let Some(profile) = &record.analysis.profile {
         h.push_str("<h2>Resource demands per request</h2>\n");
-        tables::demands(&mut h, demands);
+        tables::demands(&mut h, &profile.demands);
     }
     h.push_str("<h2>Levels</h2>\n");
     if record.levels.is_empty() {
@@ -165,13 +169,12 @@ pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
     h
 }
 
-fn mode_title(mode: &str) -> &str {
+fn mode_title(mode: Mode) -> &'static str {
     match mode {
-        "capacity" => "Capacity analysis",
-        "profile" => "Resource profile",
-        "demo" => "Demo capacity analysis",
-        "run" => "Load run",
-        other => other,
+        Mode::Capacity => "Capacity analysis",
+        Mode::Profile => "Resource profile",
+        Mode::Demo => "Demo capacity analysis",
+        Mode::Run => "Load run",
     }
 }
 
@@ -214,7 +217,7 @@ fn card(h: &mut String, class: &str, label: &str, value_html: &str) {
 
 fn summary(h: &mut String, r: &RunRecord) {
     h.push_str("<dl class=\"cards\">\n");
-    card(h, "", "Mode", &esc(mode_title(&r.mode)));
+    card(h, "", "Mode", &esc(mode_title(r.mode)));
     let when = match &r.finished_at {
         Some(end) => format!(
             "{}<br><small>to {}{}</small>",
@@ -244,43 +247,39 @@ fn summary(h: &mut String, r: &RunRecord) {
         "Tool",
         &format!("{} {}", esc(&r.tool.name), esc(&r.tool.version)),
     );
-    let a = &r.analysis;
-    let stop = a.get("stop_reason").and_then(Value::as_str).unwrap_or("—");
-    card(h, "verdict", "Stop reason", &esc(stop));
-    if a.contains_key("n_star") || a.contains_key("saturation_users") {
-        let users = |k: &str| {
-            a.get(k)
-                .and_then(Value::as_f64)
-                .map_or("—".to_string(), |v| format!("{} users", fnum(v, 0)))
-        };
+    card(
+        h,
+        "verdict",
+        "Stop reason",
+        &esc(r.analysis.stop_reason.as_str()),
+    );
+    if let Some(a) = &r.analysis.capacity {
+        let users =
+            |n: Option<f64>| n.map_or("—".to_string(), |v| format!("{} users", fnum(v, 0)));
         card(
             h,
             "verdict",
             "Saturation point",
-            &esc(&users("saturation_users")),
+            &esc(&users(a.saturation_users.map(f64::from))),
         );
-        card(h, "verdict", "N* (model estimate)", &esc(&users("n_star")));
+        card(h, "verdict", "N* (model estimate)", &esc(&users(a.n_star)));
         let bottleneck = a
-            .get("bottleneck")
-            .map(|b| {
-                let s = |k| b.get(k).and_then(Value::as_str).unwrap_or("?");
-                format!("{} <small>({})</small>", esc(s("tier")), esc(s("process")))
-            })
+            .bottleneck
+            .as_ref()
+            .map(|b| format!("{} <small>({})</small>", esc(&b.tier), esc(&b.process)))
             .unwrap_or_else(|| "—".into());
         card(h, "verdict", "Bottleneck", &bottleneck);
-        let max_x = a.get("max_throughput_rps").and_then(Value::as_f64);
-        let max_u = a.get("max_throughput_users").and_then(Value::as_f64);
-        if let Some(x) = max_x {
-            let at = max_u.map_or(String::new(), |u| format!(" at {} users", fnum(u, 0)));
-            card(
-                h,
-                "verdict",
-                "Max throughput",
-                &format!("{} req/s<small>{at}</small>", fnum(x, 1)),
-            );
-        }
-        if let Some(n) = a.get("n_min").and_then(Value::as_f64) {
-            card(h, "", "N_min", &format!("{} users", fnum(n, 0)));
+        let at = a.max_throughput_users.map_or(String::new(), |u| {
+            format!(" at {} users", fnum(u.into(), 0))
+        });
+        card(
+            h,
+            "verdict",
+            "Max throughput",
+            &format!("{} req/s<small>{at}</small>", fnum(a.max_throughput_rps, 1)),
+        );
+        if let Some(n) = a.n_min {
+            card(h, "", "N_min", &format!("{} users", fnum(n.into(), 0)));
         }
     } else {
         let requests: u64 = r.levels.iter().map(|l| l.requests).sum();
@@ -358,28 +357,22 @@ fn warnings(h: &mut String, r: &RunRecord) {
     h.push_str("</ul>\n");
 }
 
-/// Threshold results, when the run stored them in `analysis.thresholds`
-/// (the serialised `thresholds::ThresholdResult`s).
-fn thresholds(h: &mut String, analysis: &serde_json::Map<String, Value>) {
-    let Some(list) = analysis.get("thresholds").and_then(Value::as_array) else {
+/// Threshold results, when the run stored them in `analysis.thresholds`.
+fn thresholds(h: &mut String, analysis: &Analysis) {
+    let Some(list) = &analysis.thresholds else {
         return;
     };
     h.push_str("<h2>Thresholds</h2>\n<div class=\"table-wrap\"><table>\n<tr><th>Threshold</th><th>Result</th><th>Measured</th><th>Note</th></tr>\n");
     for t in list {
-        let passed = t.get("passed").and_then(Value::as_bool).unwrap_or(false);
-        let unit = t.get("unit").and_then(Value::as_str).unwrap_or("");
-        let actual = t
-            .get("actual")
-            .and_then(Value::as_f64)
-            .map_or("—".into(), |v| crate::thresholds::format_value(v, unit));
+        let actual = t.actual.map_or("—".into(), |v| t.unit.format(v));
         let _ = writeln!(
             h,
             "<tr><td><code>{}</code></td><td class=\"l\"><span class=\"badge {}\">{}</span></td><td>{}</td><td class=\"l\">{}</td></tr>",
-            esc(t.get("source").and_then(Value::as_str).unwrap_or("?")),
-            if passed { "ok" } else { "bad" },
-            if passed { "pass" } else { "fail" },
+            esc(&t.source),
+            if t.passed { "ok" } else { "bad" },
+            if t.passed { "pass" } else { "fail" },
             esc(&actual),
-            esc(t.get("note").and_then(Value::as_str).unwrap_or(""))
+            esc(t.note.as_deref().unwrap_or(""))
         );
     }
     h.push_str("</table></div>\n");
@@ -388,22 +381,6 @@ fn thresholds(h: &mut String, analysis: &serde_json::Map<String, Value>) {
 /// A number with a fixed count of decimals.
 pub(crate) fn fnum(v: f64, decimals: usize) -> String {
     format!("{v:.decimals$}")
-}
-
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! The report's tables: all levels at a glance, each level's requests and
 //! tiers, and the profile's demand table (with its bar chart).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use serde_json::{Map, Value};
-
-use super::{esc, fnum};
-use crate::record::LevelRecord;
+use super::fnum;
+use crate::record::{LevelRecord, TierDemands};
+use crate::report::svg::esc;
 use crate::report::svg::BarChart;
 
 fn head(h: &mut String, columns: &[&str]) {
@@ -197,19 +196,12 @@ pub(super) fn servers(h: &mut String, l: &LevelRecord) {
 }
 
 /// `analysis.demands[request][tier]`: the table and a bar chart of CPU ms.
-pub(super) fn demands(h: &mut String, demands: &Map<String, Value>) {
+pub(super) fn demands(h: &mut String, demands: &BTreeMap<String, BTreeMap<String, TierDemands>>) {
     let tiers: BTreeSet<&str> = demands
         .values()
-        .filter_map(Value::as_object)
         .flat_map(|t| t.keys().map(String::as_str))
         .collect();
-    let get = |req: &str, tier: &str, key: &str| {
-        demands
-            .get(req)
-            .and_then(|t| t.get(tier))
-            .and_then(|d| d.get(key))
-    };
-    let num = |req: &str, tier: &str, key: &str| get(req, tier, key).and_then(Value::as_f64);
+    let get = |req: &str, tier: &str| demands.get(req).and_then(|t| t.get(tier));
     let chart = BarChart {
         x_label: "CPU ms per request".into(),
         categories: demands.keys().cloned().collect(),
@@ -219,7 +211,7 @@ pub(super) fn demands(h: &mut String, demands: &Map<String, Value>) {
             .map(|r| {
                 tiers
                     .iter()
-                    .map(|t| num(r, t, "cpu_ms").unwrap_or(0.0))
+                    .map(|t| get(r, t).map_or(0.0, |d| d.cpu_ms))
                     .collect()
             })
             .collect(),
@@ -254,41 +246,42 @@ pub(super) fn demands(h: &mut String, demands: &Map<String, Value>) {
     );
     for req in demands.keys() {
         for tier in &tiers {
-            let cell = |k: &str, d: usize| num(req, tier, k).map_or("—".into(), |v| fnum(v, d));
-            let per_process = get(req, tier, "cpu_ms_per_process")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(p, v)| format!("{} {}", esc(p), fnum(v.as_f64().unwrap_or(0.0), 3)))
+            let d = get(req, tier);
+            let cell = |v: fn(&TierDemands) -> f64, decimals: usize| {
+                d.map_or("—".into(), |d| fnum(v(d), decimals))
+            };
+            let per_process = d
+                .map(|d| {
+                    d.cpu_ms_per_process
+                        .iter()
+                        .map(|(p, v)| format!("{} {}", esc(p), fnum(*v, 3)))
                         .collect::<Vec<_>>()
                         .join(", ")
                 })
                 .unwrap_or_default();
-            let ignored = get(req, tier, "ignored")
-                .and_then(Value::as_array)
-                .filter(|a| !a.is_empty())
-                .map(|a| {
-                    let names: Vec<String> = a.iter().filter_map(Value::as_str).map(esc).collect();
+            let ignored = d
+                .filter(|d| !d.ignored.is_empty())
+                .map(|d| {
+                    let names: Vec<String> = d.ignored.iter().map(|n| esc(n)).collect();
                     format!(
                         " <span class=\"note\">(ignored: {})</span>",
                         names.join(", ")
                     )
                 })
                 .unwrap_or_default();
-            let converged = get(req, tier, "converged").and_then(Value::as_bool);
             row(
                 h,
                 "",
                 &[
                     esc(req),
                     esc(tier),
-                    cell("cpu_ms", 3),
+                    cell(|d| d.cpu_ms, 3),
                     format!("{per_process}{ignored}"),
-                    cell("net_rx_bytes", 0),
-                    cell("net_tx_bytes", 0),
-                    cell("disk_read_bytes", 0),
-                    cell("disk_write_bytes", 0),
-                    converged.map_or("—".into(), yes_no),
+                    cell(|d| d.net_rx_bytes, 0),
+                    cell(|d| d.net_tx_bytes, 0),
+                    cell(|d| d.disk_read_bytes, 0),
+                    cell(|d| d.disk_write_bytes, 0),
+                    d.map_or("—".into(), |d| yes_no(d.converged)),
                 ],
             );
         }

@@ -107,9 +107,9 @@ fn client_bottleneck_levels_are_warned_and_highlighted() {
     let mut record: RunRecord =
         serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     record.levels[5].client_bottleneck = true;
-    record.analysis.insert(
-        "thresholds".into(),
-        serde_json::json!([{"source": "p99 < 1ms", "passed": false, "actual": 2.5, "bound": 1.0, "unit": "ms"}]),
+    record.analysis.thresholds = Some(
+        serde_json::from_value(serde_json::json!([{"source": "p99 < 1ms", "passed": false, "actual": 2.5, "bound": 1.0, "unit": "ms"}]))
+            .unwrap(),
     );
     let html = render(&record, &[]);
     assert!(html.contains("Client bottleneck at level 6 (143 users)"));

@@ -8,15 +8,18 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::demand::DemandConfig;
-use super::range::{self, TierDemand};
-use super::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
-use super::steady::{SteadyConfig, SteadyState, SteadyVerdict};
-use crate::engine::{default_warmup, LevelPlan, Workload};
+use super::{LevelController, Next};
+use crate::capacity::demand::DemandConfig;
+use crate::capacity::range::{self, TierDemand};
+use crate::capacity::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
+use crate::capacity::steady::{SteadyConfig, SteadyState, SteadyVerdict};
+use crate::engine::{default_warmup, Level, LevelPlan, Workload};
 use crate::measure::{LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
-use crate::record::{CapacityLevel, LevelRecord};
-use crate::runner::{LevelController, Next};
+use crate::record::{
+    Analysis, BottleneckRecord, CapacityAnalysis, CapacityLevel, LevelChoice, LevelRecord,
+    StopReason,
+};
 use crate::scenario::Scenario;
 
 /// Cycles (`R + Z`) a level runs at least before it may end.
@@ -144,13 +147,13 @@ impl CapacityController {
                 None,
             ),
         });
-        Next::Run(LevelPlan {
+        Next::Run(Level::Closed(LevelPlan {
             index: self.index,
             users,
             warmup: self.warmup,
             duration,
             workload: Workload::Session,
-        })
+        }))
     }
 }
 
@@ -160,7 +163,7 @@ impl LevelController for CapacityController {
             let duration = *duration;
             return match queue.pop_front() {
                 Some(users) => self.start_level(users, "manual level (--levels)".into(), duration),
-                None => Next::Finish(crate::runner::STOP_COMPLETED.into()),
+                None => Next::Finish(StopReason::Completed),
             };
         }
         match self.search.next() {
@@ -170,7 +173,7 @@ impl LevelController for CapacityController {
                 let duration = self.scenario.capacity.max_duration;
                 self.start_level(users, reason, duration)
             }
-            Decision::Done { stop_reason } => Next::Finish(stop_reason.as_str().into()),
+            Decision::Done { stop_reason } => Next::Finish(stop_reason.into()),
         }
     }
 
@@ -239,7 +242,6 @@ impl LevelController for CapacityController {
                 demand_ms.insert(format!("{}/{}", p.tier, p.name), (ms * 1e4).round() / 1e4);
             }
         }
-        level.steady_state = cur.steady_at.is_some();
         level.capacity = Some(CapacityLevel {
             reason: cur.reason,
             steady_after_s: cur.steady_at.map(|(_, s)| s),
@@ -262,44 +264,32 @@ impl LevelController for CapacityController {
         }
     }
 
-    fn analysis(&self) -> serde_json::Map<String, serde_json::Value> {
+    fn analysis(&self) -> Analysis {
         let s = self.search.summary();
-        let mut m = serde_json::Map::new();
-        m.insert("n_min".into(), s.n_min.into());
-        m.insert(
-            "n_star".into(),
-            s.n_star.map(|n| (n * 10.0).round() / 10.0).into(),
-        );
-        m.insert(
-            "max_throughput_rps".into(),
-            ((s.max_throughput_rps * 1e3).round() / 1e3).into(),
-        );
-        m.insert("max_throughput_users".into(), s.max_throughput_users.into());
-        m.insert("saturation_users".into(), s.saturation_users.into());
-        m.insert(
-            "bottleneck".into(),
-            match &s.bottleneck {
-                Some(b) => serde_json::json!({"tier": b.tier, "process": b.process}),
-                None => serde_json::Value::Null,
-            },
-        );
-        m.insert(
-            "first_client_bottleneck_users".into(),
-            s.first_client_bottleneck.into(),
-        );
-        m.insert(
-            "levels_chosen".into(),
-            s.levels
-                .iter()
-                .map(|l| serde_json::json!({"users": l.users, "reason": l.reason}))
-                .collect::<Vec<_>>()
-                .into(),
-        );
-        m.insert("manual".into(), self.manual.is_some().into());
-        if let Some(reason) = s.stop_reason {
-            m.insert("stop_reason".into(), reason.as_str().into());
+        Analysis {
+            capacity: Some(CapacityAnalysis {
+                bottleneck: s.bottleneck.map(|b| BottleneckRecord {
+                    tier: b.tier,
+                    process: b.process,
+                }),
+                first_client_bottleneck_users: s.first_client_bottleneck,
+                levels_chosen: s
+                    .levels
+                    .into_iter()
+                    .map(|l| LevelChoice {
+                        users: l.users,
+                        reason: l.reason,
+                    })
+                    .collect(),
+                manual: self.manual.is_some(),
+                max_throughput_rps: (s.max_throughput_rps * 1e3).round() / 1e3,
+                max_throughput_users: s.max_throughput_users,
+                n_min: s.n_min,
+                n_star: s.n_star.map(|n| (n * 10.0).round() / 10.0),
+                saturation_users: s.saturation_users,
+            }),
+            ..Analysis::default()
         }
-        m
     }
 
     fn reason(&self) -> Option<String> {

@@ -8,32 +8,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-use super::sampler::Sampler;
-use super::watch::{DemandWatch, WatchedProcess};
+use super::{LevelController, Next};
 use crate::capacity::demand::DemandConfig;
-use crate::engine::{LevelPlan, Workload};
+use crate::engine::{Level, LevelPlan, Workload};
 use crate::measure::{LevelInfo, Tick};
-use crate::record::LevelRecord;
-use crate::runner::{LevelController, Next, STOP_COMPLETED};
+use crate::profile::{DemandWatch, Sampler, WatchedProcess};
+use crate::record::{Analysis, LevelRecord, ProfileAnalysis, StopReason, TierDemands};
 use crate::scenario::{RequestId, Scenario};
-
-/// One request's demands at one tier, as `analysis.demands[request][tier]`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TierDemands {
-    /// The tier's processes together.
-    pub cpu_ms: f64,
-    pub cpu_ms_per_process: BTreeMap<String, f64>,
-    pub net_rx_bytes: f64,
-    pub net_tx_bytes: f64,
-    pub disk_read_bytes: f64,
-    pub disk_write_bytes: f64,
-    /// Every process of the tier converged (or was ignored as idle).
-    pub converged: bool,
-    /// Processes that stayed near zero and were not waited for.
-    pub ignored: Vec<String>,
-}
 
 pub struct ProfileController {
     scenario: Arc<Scenario>,
@@ -91,7 +72,7 @@ impl ProfileController {
 impl LevelController for ProfileController {
     fn next(&mut self, _finished: &[LevelRecord]) -> Next {
         let Some(request) = self.queue.pop_front() else {
-            return Next::Finish(STOP_COMPLETED.into());
+            return Next::Finish(StopReason::Completed);
         };
         self.levels += 1;
         let prerequisites = self
@@ -112,7 +93,7 @@ impl LevelController for ProfileController {
             ),
             measured_since: None,
         });
-        Next::Run(LevelPlan {
+        Next::Run(Level::Closed(LevelPlan {
             index: self.levels,
             users: self.users,
             warmup: self.warmup,
@@ -121,7 +102,7 @@ impl LevelController for ProfileController {
                 request,
                 prerequisites,
             },
-        })
+        }))
     }
 
     fn on_tick(&mut self, _level: &LevelInfo, tick: &Tick, sampler: Option<&Sampler>) -> bool {
@@ -178,14 +159,14 @@ impl LevelController for ProfileController {
         self.demands.insert(name, tiers);
     }
 
-    fn analysis(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut m = serde_json::Map::new();
-        m.insert(
-            "demands".into(),
-            serde_json::to_value(&self.demands).unwrap_or_default(),
-        );
-        m.insert("profile_users".into(), self.users.into());
-        m
+    fn analysis(&self) -> Analysis {
+        Analysis {
+            profile: Some(ProfileAnalysis {
+                demands: self.demands.clone(),
+                profile_users: self.users,
+            }),
+            ..Analysis::default()
+        }
     }
 
     fn reason(&self) -> Option<String> {

@@ -1,29 +1,36 @@
-//! Runs a series of load levels chosen by a `LevelController` — a fixed
-//! list (`run`, `demo`, the manual override), the profiling mode, or the
-//! capacity search — against a scenario's target, samples the profiler
-//! agents, and keeps the results directory current as it goes.
+//! The run wing: everything that drives load levels. `run_levels` runs the
+//! levels a `LevelController` chooses against a scenario's target, samples
+//! the profiler agents, and keeps the results directory current as it goes.
+//!
+//! - `fixed`: a given list of levels (`run`, the manual override), and the
+//!   plan of `autoperf run`'s one level.
+//! - `capacity`: the capacity analysis (AutoPerf 2.1) as a controller.
+//! - `profile`: the profiling mode (2.1.4) as a controller.
+//!
+//! The pure algorithms these lean on live below this wing, in `capacity/`
+//! and `profile/`; nothing there imports from here.
+
+pub mod capacity;
+pub mod fixed;
+pub mod profile;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::{self, EngineError, LevelPlan, OpenPlan, StopSignal, Workload};
+use crate::engine::{self, EngineError, Level, StopSignal};
 use crate::measure::{LevelInfo, Tick, TickSink};
 use crate::profile::{tier_usage, AgentError, AgentSet, Sampler};
-use crate::record::{now_rfc3339, LevelRecord, RunRecord};
+use crate::record::{now_rfc3339, Analysis, LevelRecord, Mode, RunRecord, StopReason};
 use crate::results::{ResultsDir, ResultsError};
 use crate::scenario::Scenario;
 
 /// How often the agents are read (AutoPerf's profilers report every second).
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 
-/// Why a run ended.
-pub const STOP_COMPLETED: &str = "completed";
-pub const STOP_INTERRUPTED: &str = "interrupted";
-
 /// Hears about a run as it goes (the live view, tests).
 pub trait RunObserver: TickSink {
-    fn level_started(&mut self, _plan: &LevelPlan) {}
+    fn level_started(&mut self, _level: &Level) {}
     fn level_finished(&mut self, _level: &LevelRecord) {}
     fn warning(&mut self, _message: &str) {}
     /// A controller's note on what it does next and why.
@@ -41,11 +48,9 @@ impl RunObserver for Quiet {}
 /// What a controller wants next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Next {
-    Run(LevelPlan),
-    /// An open-workload level (arrivals at a rate).
-    RunOpen(OpenPlan),
+    Run(Level),
     /// No more levels; the reason goes to `analysis.stop_reason`.
-    Finish(String),
+    Finish(StopReason),
 }
 
 /// Chooses the levels of a run and may end a level early.
@@ -63,9 +68,10 @@ pub trait LevelController {
     /// A finished level before it is written: the controller may add to it.
     fn finish_level(&mut self, _level: &mut LevelRecord, _sampler: Option<&Sampler>) {}
 
-    /// Keys for `run.json`'s `analysis`, refreshed after every level.
-    fn analysis(&self) -> serde_json::Map<String, serde_json::Value> {
-        serde_json::Map::new()
+    /// `run.json`'s `analysis` so far, refreshed after every level; the
+    /// runner sets its `stop_reason`.
+    fn analysis(&self) -> Analysis {
+        Analysis::default()
     }
 
     /// Why the controller chose what it is running now, for the live view.
@@ -74,45 +80,8 @@ pub trait LevelController {
     }
 }
 
-/// A fixed list of levels, run in order.
-pub struct FixedLevels {
-    levels: std::vec::IntoIter<Next>,
-}
-
-impl FixedLevels {
-    pub fn new(levels: Vec<LevelPlan>) -> FixedLevels {
-        FixedLevels {
-            levels: levels
-                .into_iter()
-                .map(Next::Run)
-                .collect::<Vec<_>>()
-                .into_iter(),
-        }
-    }
-
-    /// Open-workload levels.
-    pub fn open(levels: Vec<OpenPlan>) -> FixedLevels {
-        FixedLevels {
-            levels: levels
-                .into_iter()
-                .map(Next::RunOpen)
-                .collect::<Vec<_>>()
-                .into_iter(),
-        }
-    }
-}
-
-impl LevelController for FixedLevels {
-    fn next(&mut self, _: &[LevelRecord]) -> Next {
-        self.levels
-            .next()
-            .unwrap_or_else(|| Next::Finish(STOP_COMPLETED.into()))
-    }
-}
-
 pub struct RunPlan {
-    /// "run", "demo", "capacity", "profile"
-    pub mode: String,
+    pub mode: Mode,
     pub out: PathBuf,
     /// Sample the profiler agents named under `servers:` (when there are any).
     pub use_agents: bool,
@@ -167,37 +136,24 @@ pub fn run_levels(
     } else {
         ResultsDir::reopen(&plan.out)?
     };
-    let mut record = RunRecord::new(&plan.mode, scenario);
+    let mut record = RunRecord::new(plan.mode, scenario);
     record.levels = plan.resumed.clone();
     record.analysis = controller.analysis();
-    record
-        .analysis
-        .insert("stop_reason".into(), "running".into());
     dir.write_run(&record)?;
     let reason = loop {
         if stop.is_stopped() {
-            break STOP_INTERRUPTED.to_string();
+            break StopReason::Interrupted;
         }
-        let (level, open) = match controller.next(&record.levels) {
-            Next::Run(level) => (level, None),
-            Next::RunOpen(open) => (
-                LevelPlan {
-                    index: open.index,
-                    users: 0,
-                    warmup: open.warmup,
-                    duration: open.duration,
-                    workload: Workload::Session,
-                },
-                Some(open),
-            ),
+        let level = match controller.next(&record.levels) {
+            Next::Run(level) => level,
             Next::Finish(reason) => break reason,
         };
         if let Some(why) = controller.reason() {
             observer.note(&why);
         }
-        let connections = open.as_ref().map_or(level.users, |o| o.max_in_flight);
-        if let Some(note) = engine::fleet::place(scenario, connections, &plan.generators)?.note() {
-            observer.note(&format!("level {}: {note}", level.index));
+        let placement = engine::fleet::place(scenario, level.connections(), &plan.generators)?;
+        if let Some(note) = placement.note() {
+            observer.note(&format!("level {}: {note}", level.index()));
         }
         observer.level_started(&level);
         let level_stop = stop.child();
@@ -208,22 +164,7 @@ pub fn run_levels(
                 level_stop: level_stop.clone(),
             };
             let mut sinks: [&mut dyn TickSink; 3] = [&mut dir, &mut *observer, &mut watcher];
-            match &open {
-                Some(open) => engine::run_open_level_with(
-                    scenario,
-                    open,
-                    &plan.generators,
-                    &mut sinks,
-                    &level_stop,
-                )?,
-                None => engine::run_level_with(
-                    scenario,
-                    &level,
-                    &plan.generators,
-                    &mut sinks,
-                    &level_stop,
-                )?,
-            }
+            engine::run_level(scenario, &level, &plan.generators, &mut sinks, &level_stop)?
         };
         let mut level_record = LevelRecord::from_run(&run, scenario);
         for w in &run.warnings {
@@ -261,7 +202,8 @@ pub fn run_levels(
             sampler.prune_before(run.totals.measure_end);
         }
         dir.append_level(&level_record)?;
-        if level_record.client_bottleneck && open.is_some() {
+        let open = matches!(level, Level::Open(_));
+        if level_record.client_bottleneck && open {
             let w = format!(
                 "level {} ({} arrivals/s): client bottleneck — arrivals started late (p99 {:.1} ms) or not at all; the generator, not the server, may limit throughput here",
                 level_record.level,
@@ -278,7 +220,7 @@ pub fn run_levels(
             let w = format!(
                 "level {} ({} users): client bottleneck — achieved think time {:.3}s against {:.3}s configured; the generator, not the server, may limit throughput here",
                 level_record.level,
-                level.users,
+                level.users().unwrap_or(0),
                 level_record.think_time_s.achieved,
                 level_record.think_time_s.configured
             );
@@ -288,13 +230,10 @@ pub fn run_levels(
         observer.level_finished(&level_record);
         record.levels.push(level_record);
         record.analysis = controller.analysis();
-        record
-            .analysis
-            .insert("stop_reason".into(), "running".into());
         dir.write_run(&record)?;
     };
     record.analysis = controller.analysis();
-    record.analysis.insert("stop_reason".into(), reason.into());
+    record.analysis.stop_reason = reason;
     record.finished_at = Some(now_rfc3339());
     dir.write_run(&record)?;
     Ok(record)

@@ -1,0 +1,208 @@
+//! `run.json`'s `analysis`: why the run ended and what the mode concluded —
+//! the capacity verdict, the profile's demand table, the thresholds. Typed
+//! here so the reports read fields, not string keys; serde keeps the keys
+//! DESIGN.md names (flattened, in the order the untyped map had them:
+//! alphabetical), so the record version stays 1.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::servers::TierDemands;
+use crate::capacity::search;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Analysis {
+    #[serde(flatten)]
+    pub capacity: Option<CapacityAnalysis>,
+    #[serde(flatten)]
+    pub profile: Option<ProfileAnalysis>,
+    pub stop_reason: StopReason,
+    /// The scenario's SLOs checked against the level (`run` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<ThresholdResult>>,
+}
+
+/// Why a run ended (`running` while it goes on).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    #[default]
+    Running,
+    /// Every planned level ran, or the search found its answer.
+    Completed,
+    /// Ctrl-C.
+    Interrupted,
+    /// The power state machine confirmed overload (AutoPerf 2.1.2).
+    Overload,
+    /// The generator, not the server, limited throughput.
+    ClientBottleneck,
+    MaxLevels,
+    MaxUsers,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Running => "running",
+            StopReason::Completed => "completed",
+            StopReason::Interrupted => "interrupted",
+            StopReason::Overload => "overload",
+            StopReason::ClientBottleneck => "client_bottleneck",
+            StopReason::MaxLevels => "max_levels",
+            StopReason::MaxUsers => "max_users",
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<search::StopReason> for StopReason {
+    fn from(r: search::StopReason) -> StopReason {
+        match r {
+            search::StopReason::Completed => StopReason::Completed,
+            search::StopReason::Overload => StopReason::Overload,
+            search::StopReason::ClientBottleneck => StopReason::ClientBottleneck,
+            search::StopReason::MaxLevels => StopReason::MaxLevels,
+            search::StopReason::MaxUsers => StopReason::MaxUsers,
+        }
+    }
+}
+
+/// The capacity analysis's verdict (DESIGN.md: `n_min`, `n_star`,
+/// `max_throughput_rps`, `saturation_users`, `bottleneck`, `stop_reason`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityAnalysis {
+    pub bottleneck: Option<BottleneckRecord>,
+    /// The first level at which the generator limited throughput.
+    pub first_client_bottleneck_users: Option<u32>,
+    pub levels_chosen: Vec<LevelChoice>,
+    /// The levels were given (`--levels`), not searched.
+    pub manual: bool,
+    pub max_throughput_rps: f64,
+    pub max_throughput_users: Option<u32>,
+    pub n_min: Option<u32>,
+    /// Kleinrock's saturation number from the measured demands.
+    pub n_star: Option<f64>,
+    pub saturation_users: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BottleneckRecord {
+    pub tier: String,
+    pub process: String,
+}
+
+/// A level the search chose, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LevelChoice {
+    pub users: u32,
+    pub reason: String,
+}
+
+/// The profile's demand table: `demands[request][tier]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProfileAnalysis {
+    pub demands: BTreeMap<String, BTreeMap<String, TierDemands>>,
+    pub profile_users: u32,
+}
+
+/// The outcome of one threshold.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdResult {
+    /// The expression as written in the scenario.
+    pub source: String,
+    pub passed: bool,
+    /// The measured value in `unit`; `None` when the record does not hold it.
+    pub actual: Option<f64>,
+    pub bound: f64,
+    pub unit: Unit,
+    /// Why it could not be evaluated, when `actual` is `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The unit of a threshold's figure.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Unit {
+    #[serde(rename = "ms")]
+    Ms,
+    /// An error rate, 0 to 1.
+    #[serde(rename = "fraction")]
+    Fraction,
+    #[serde(rename = "req/s")]
+    PerSecond,
+}
+
+impl Unit {
+    /// Formats a value in this unit: `12.345 ms`, `0.50%`, `97.3 req/s`.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Unit::Fraction => format!("{:.2}%", v * 100.0),
+            Unit::PerSecond => format!("{v:.1} req/s"),
+            Unit::Ms => format!("{v:.3} ms"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys of a capacity analysis as the untyped map wrote them.
+    #[test]
+    fn a_capacity_analysis_keeps_its_keys_and_their_order() {
+        let a = Analysis {
+            capacity: Some(CapacityAnalysis {
+                bottleneck: Some(BottleneckRecord {
+                    tier: "web".into(),
+                    process: "tb-web".into(),
+                }),
+                first_client_bottleneck_users: None,
+                levels_chosen: vec![LevelChoice {
+                    users: 1,
+                    reason: "start".into(),
+                }],
+                manual: false,
+                max_throughput_rps: 250.0,
+                max_throughput_users: Some(140),
+                n_min: Some(1),
+                n_star: Some(126.3),
+                saturation_users: Some(130),
+            }),
+            profile: None,
+            stop_reason: StopReason::Overload,
+            thresholds: None,
+        };
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            text,
+            r#"{"bottleneck":{"tier":"web","process":"tb-web"},"first_client_bottleneck_users":null,"levels_chosen":[{"users":1,"reason":"start"}],"manual":false,"max_throughput_rps":250.0,"max_throughput_users":140,"n_min":1,"n_star":126.3,"saturation_users":130,"stop_reason":"overload"}"#
+        );
+        let back: Analysis = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, a);
+        // A run's analysis: no capacity, no profile.
+        let run: Analysis = serde_json::from_str(r#"{"stop_reason":"completed"}"#).unwrap();
+        assert_eq!(run.capacity, None);
+        assert_eq!(run.profile, None);
+    }
+
+    #[test]
+    fn threshold_units_keep_their_names() {
+        let t = ThresholdResult {
+            source: "throughput > 1/s".into(),
+            passed: true,
+            actual: Some(2.0),
+            bound: 1.0,
+            unit: Unit::PerSecond,
+            note: None,
+        };
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["unit"], "req/s");
+        assert_eq!(Unit::Fraction.format(0.005), "0.50%");
+    }
+}

@@ -1,0 +1,150 @@
+//! The run record: the JSON shapes of a level object (`levels.jsonl`) and of
+//! `run.json`, as DESIGN.md specifies them. Versioned data, and the only
+//! input reports need, so a results directory can be re-rendered later.
+//!
+//! - `level`: a level object, made from a finished level's totals.
+//! - `servers`: what the agents measured: per-tier usage, per-request demands.
+//! - `analysis`: why the run ended and what its mode concluded.
+
+mod analysis;
+mod level;
+mod servers;
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+pub use analysis::{
+    Analysis, BottleneckRecord, CapacityAnalysis, LevelChoice, ProfileAnalysis, StopReason,
+    ThresholdResult, Unit,
+};
+pub use level::{
+    ArrivalsRecord, CapacityLevel, ClientRecord, Latency, LevelRecord, LittleCheck,
+    PerRequestRecord, ThinkRecord, TimerLateness,
+};
+pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
+
+use crate::scenario::Scenario;
+
+/// Bumped when a key changes meaning; keys are only ever added.
+pub const RECORD_VERSION: u32 = 1;
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for ToolInfo {
+    fn default() -> Self {
+        ToolInfo {
+            name: "autoperf".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub file: String,
+    pub text: String,
+    pub target: String,
+}
+
+impl ScenarioInfo {
+    pub fn of(scenario: &Scenario) -> ScenarioInfo {
+        ScenarioInfo {
+            name: scenario.name.clone(),
+            file: scenario.source.display().to_string(),
+            text: scenario.text.clone(),
+            target: scenario.target.endpoint.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cores: u32,
+    pub os: String,
+}
+
+impl HostInfo {
+    pub fn current() -> HostInfo {
+        HostInfo {
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            os: std::env::consts::OS.into(),
+        }
+    }
+}
+
+/// What kind of run a record is of.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// One level (`autoperf run`).
+    Run,
+    /// The capacity analysis of the built-in testbed (`autoperf demo`).
+    Demo,
+    Capacity,
+    Profile,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Run => "run",
+            Mode::Demo => "demo",
+            Mode::Capacity => "capacity",
+            Mode::Profile => "profile",
+        }
+    }
+}
+
+/// `run.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub record_version: u32,
+    pub tool: ToolInfo,
+    pub mode: Mode,
+    pub scenario: ScenarioInfo,
+    pub host: HostInfo,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub levels: Vec<LevelRecord>,
+    pub analysis: Analysis,
+    pub warnings: Vec<String>,
+}
+
+impl RunRecord {
+    pub fn new(mode: Mode, scenario: &Scenario) -> RunRecord {
+        RunRecord {
+            record_version: RECORD_VERSION,
+            tool: ToolInfo::default(),
+            mode,
+            scenario: ScenarioInfo::of(scenario),
+            host: HostInfo::current(),
+            started_at: now_rfc3339(),
+            finished_at: None,
+            levels: Vec::new(),
+            analysis: Analysis::default(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
