@@ -30,7 +30,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{start_shards, Clock, EngineError, Load, ShardRange, StopSignal, Workload};
+use super::error::EngineError;
+use super::level::Workload;
+use super::split::{Load, ShardRange};
+use super::start::{start_shards, Clock};
+use super::stop::StopSignal;
 use crate::measure::collector::process_cpu_time;
 use crate::measure::wire::{from_monotonic_ns, to_monotonic_ns, WireSnapshot};
 use crate::measure::{IntervalStats, Snapshot};

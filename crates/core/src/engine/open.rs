@@ -24,64 +24,13 @@ use tokio::sync::Notify;
 
 use super::arrival_timer::ArrivalTimer;
 use super::coalesce;
+use super::level::Workload;
 use super::user::{record, run_arrival, Shared, User};
-use super::Workload;
-use crate::load::{Pacer, RateShape, Spacing};
+use crate::load::Pacer;
 use crate::measure::stats::nanos;
 use crate::measure::IntervalStats;
 use crate::protocol::{CallOutcome, FireSink, Fired, Transport};
 use crate::scenario::RequestId;
-
-/// One open-workload load level.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct OpenPlan {
-    /// 1-based index of the level in its run.
-    pub index: u32,
-    /// Arrivals per second over time, from the level's start (warm-up
-    /// included).
-    pub shape: RateShape,
-    pub spacing: Spacing,
-    pub warmup: Duration,
-    /// Measured time after the warm-up (at most: a stop may end it sooner).
-    pub duration: Duration,
-    /// Sessions in flight at most, over the whole generator. Arrivals past
-    /// it wait for a slot, and are counted.
-    pub max_in_flight: u32,
-    /// `Session`: each arrival walks one session. `Profile`: each arrival
-    /// sends the one request (prerequisites are not run).
-    pub workload: Workload,
-}
-
-impl OpenPlan {
-    /// A constant rate with evenly spaced arrivals.
-    pub fn constant(index: u32, rate: f64, warmup: Duration, duration: Duration) -> OpenPlan {
-        OpenPlan {
-            index,
-            shape: RateShape::constant(rate),
-            spacing: Spacing::Even,
-            warmup,
-            duration,
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            workload: Workload::Session,
-        }
-    }
-
-    /// Mean target rate over the measured window (arrivals per second).
-    pub fn target_rate(&self) -> f64 {
-        let from = self.warmup;
-        let to = self.warmup + self.duration;
-        let secs = self.duration.as_secs_f64();
-        if secs > 0.0 {
-            (self.shape.count_at(to) - self.shape.count_at(from)) / secs
-        } else {
-            self.shape.rate_at(from)
-        }
-    }
-}
-
-/// Enough for a slow server at a high rate, yet bounded: each in-flight
-/// session holds a connection (a file descriptor) and its buffers.
-pub const DEFAULT_MAX_IN_FLIGHT: u32 = 10_000;
 
 /// Arrivals the scheduler fires in a row before it lets other tasks run.
 const FIRES_PER_YIELD: u32 = 64;

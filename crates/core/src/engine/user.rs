@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::coalesce::Awaited;
-use super::Workload;
+use super::level::Workload;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Transport};
 use crate::scenario::template::Bindings;

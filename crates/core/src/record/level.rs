@@ -7,7 +7,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::servers::TierUsage;
-use super::{round3, round6};
 use crate::capacity::{client, steady};
 use crate::engine::{Level, LevelRun};
 use crate::measure::RequestStats;
@@ -311,4 +310,12 @@ fn owned(m: BTreeMap<&'static str, u64>) -> BTreeMap<String, u64> {
 
 fn ms_of(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }

@@ -19,7 +19,7 @@ pub use analysis::{
     ThresholdResult, Unit,
 };
 pub use level::{
-    ArrivalsRecord, CapacityLevel, ClientRecord, Latency, LevelRecord, LittleCheck,
+    round3, round6, ArrivalsRecord, CapacityLevel, ClientRecord, Latency, LevelRecord, LittleCheck,
     PerRequestRecord, ThinkRecord, TimerLateness,
 };
 pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
@@ -28,14 +28,6 @@ use crate::scenario::Scenario;
 
 /// Bumped when a key changes meaning; keys are only ever added.
 pub const RECORD_VERSION: u32 = 1;
-
-pub fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
-}
-
-pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolInfo {

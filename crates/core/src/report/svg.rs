@@ -402,6 +402,11 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// A number with a fixed count of decimals.
+pub(crate) fn fnum(v: f64, decimals: usize) -> String {
+    format!("{v:.decimals$}")
+}
+
 /// Escapes text for HTML content, SVG text and attribute values.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -16,6 +16,7 @@ pub mod avro;
 pub mod decode;
 pub mod diagnostic;
 pub mod duration;
+pub mod ids;
 pub mod model;
 pub mod rate;
 pub mod session;

@@ -6,39 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use super::ids::{FeederId, RequestId, VarId};
 use super::session::Cbmg;
 use super::template::Template;
-
-/// Index of a request in `Scenario::requests`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub struct RequestId(pub u32);
-
-/// Index of a feeder (a `data:` entry) in `Scenario::feeders`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FeederId(pub u32);
-
-/// Index of a per-user variable (a name bound by some `extract`) in
-/// `Scenario::variables`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct VarId(pub u32);
-
-impl RequestId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-impl FeederId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-impl VarId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Scenario {

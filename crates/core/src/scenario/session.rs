@@ -3,7 +3,7 @@
 //! with the given probabilities; whatever probability is left over
 //! (`1 - Σ p`) ends the session, and the user starts a new one at `start`.
 
-use super::model::RequestId;
+use super::ids::RequestId;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cbmg {

@@ -19,7 +19,7 @@
 use std::io::Write as _;
 
 use super::diagnostic::did_you_mean;
-use super::model::{FeederId, VarId};
+use super::ids::{FeederId, VarId};
 
 /// How expansions are written into the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

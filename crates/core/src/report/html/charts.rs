@@ -6,10 +6,26 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::{fnum, SeriesRow};
+use serde::Deserialize;
+
 use crate::record::{LevelRecord, RunRecord};
-use crate::report::svg::esc;
+use crate::report::svg::{esc, fnum};
 use crate::report::svg::{Band, HLine, Highlight, LineChart, Series, VLine};
+
+/// One row of `timeseries.csv`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SeriesRow {
+    /// Seconds since the run started, at the end of the row's interval.
+    pub t_s: f64,
+    /// The level index (as in `LevelRecord::level`).
+    pub level: u32,
+    pub requests: u64,
+    pub errors: u64,
+    pub throughput_rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub active_users: u32,
+}
 
 /// What a legend entry looks like.
 enum Key<'a> {

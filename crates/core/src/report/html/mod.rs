@@ -10,32 +10,17 @@
 mod charts;
 mod tables;
 
+pub use charts::SeriesRow;
+
 use std::fmt::Write;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::record::{Analysis, LevelRecord, Mode, RunRecord};
-use crate::report::svg::esc;
+use crate::report::svg::{esc, fnum};
 
 const STYLE: &str = include_str!("style.css");
-
-/// One row of `timeseries.csv`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SeriesRow {
-    /// Seconds since the run started, at the end of the row's interval.
-    pub t_s: f64,
-    /// The level index (as in `LevelRecord::level`).
-    pub level: u32,
-    pub requests: u64,
-    pub errors: u64,
-    pub throughput_rps: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub active_users: u32,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -376,11 +361,6 @@ fn thresholds(h: &mut String, analysis: &Analysis) {
         );
     }
     h.push_str("</table></div>\n");
-}
-
-/// A number with a fixed count of decimals.
-pub(crate) fn fnum(v: f64, decimals: usize) -> String {
-    format!("{v:.decimals$}")
 }
 
 #[cfg(test)]

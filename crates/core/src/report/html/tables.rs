@@ -4,10 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::fnum;
 use crate::record::{LevelRecord, TierDemands};
-use crate::report::svg::esc;
 use crate::report::svg::BarChart;
+use crate::report::svg::{esc, fnum};
 
 fn head(h: &mut String, columns: &[&str]) {
     h.push_str("<div class=\"table-wrap\"><table>\n<tr>");

@@ -374,7 +374,7 @@ impl Compiler<'_, '_, '_, '_> {
         let mut b = Builder::new(Escape::None);
         let errors = b.source(value, Escape::None, self.names);
         if !errors.is_empty() {
-            super::requests::report(self.ctx, node, value, errors);
+            super::ctx::report(self.ctx, node, value, errors);
             return;
         }
         let template = b.finish();

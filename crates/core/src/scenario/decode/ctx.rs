@@ -8,8 +8,9 @@ use std::time::Duration;
 use super::super::diagnostic::{did_you_mean, Diagnostic};
 use super::super::duration::parse_duration;
 use super::super::model::RequestId;
+use super::super::template::TemplateError;
 use super::super::threshold::parse_rate;
-use super::super::yaml::{Key, Node, Pos};
+use super::super::yaml::{Key, Node, Pos, Style};
 
 /// The error collector and typed accessors shared by the decoders.
 pub struct Ctx<'a> {
@@ -212,5 +213,37 @@ pub fn lookup_request(ctx: &mut Ctx, node: &Node, names: &[&str], what: &str) ->
             );
             None
         }
+    }
+}
+/// A name a scenario may give a request, feeder or variable: a letter or
+/// `_`, then letters, digits, `_` or `-`.
+pub(super) fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Reports a template's errors at their place in the scalar they came from.
+pub(super) fn report(ctx: &mut Ctx, node: &Node, text: &str, errors: Vec<TemplateError>) {
+    for e in errors {
+        ctx.error_hint(offset_pos(node, text, e.offset), e.message, e.hint);
+    }
+}
+
+/// The position of byte `offset` of a scalar's value. Exact for plain and
+/// quoted scalars on one line without escapes; otherwise the scalar's start.
+fn offset_pos(node: &Node, text: &str, offset: usize) -> Pos {
+    let Node::Scalar { style, pos, .. } = node else {
+        return node.pos();
+    };
+    let before = &text[..offset.min(text.len())];
+    if before.contains('\n') {
+        return *pos;
+    }
+    let chars = before.chars().count();
+    match style {
+        Style::Plain => pos.advance(chars),
+        Style::Quoted => pos.advance(1 + chars),
+        Style::Block => *pos,
     }
 }

@@ -8,9 +8,10 @@ use std::path::Path;
 
 use super::super::model::{Feeder, FeederSource};
 use super::super::yaml::Node;
-use super::ctx::Ctx;
-use super::requests::is_name;
-use super::DATA_KEYS;
+use super::ctx::{is_name, Ctx};
+
+/// The keys of a `data:` entry.
+pub const DATA_KEYS: &[&str] = &["csv", "range"];
 
 /// A feeder and whether its file could be read (if not, its columns are
 /// unknown and templates naming it are not checked further).

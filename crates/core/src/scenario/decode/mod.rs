@@ -12,6 +12,8 @@ use std::time::Duration;
 mod arrivals;
 mod avro;
 pub use avro::AVRO_KEYS;
+pub use data::DATA_KEYS;
+pub use session::SESSION_KEYS;
 mod ctx;
 mod data;
 pub mod requests;
@@ -43,8 +45,6 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
 ];
 pub const TARGET_KEYS: &[&str] = &["base_url", "kafka", "timeout"];
 pub const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
-pub const DATA_KEYS: &[&str] = &["csv", "range"];
-pub const SESSION_KEYS: &[&str] = &["start", "transitions"];
 pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores"];
 pub const CAPACITY_KEYS: &[&str] = &[
     "epsilon",

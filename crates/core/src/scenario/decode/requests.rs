@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use super::super::model::*;
-use super::super::template::{escape, Builder, Escape, Names, Template, TemplateError};
-use super::super::yaml::{Key, Node, Pos, Style};
-use super::ctx::Ctx;
+use super::super::template::{escape, Builder, Escape, Names, Template};
+use super::super::yaml::{Key, Node, Style};
+use super::ctx::{is_name, report, Ctx};
 use super::data::DecodedFeeder;
 
 pub const REQUEST_KEYS: &[&str] = &[
@@ -30,12 +30,6 @@ pub struct DecodedRequests {
     pub variables: Vec<String>,
     /// The request names as written, in `RequestId` order.
     pub keys: Vec<Key>,
-}
-
-pub(super) fn is_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The variable names bound by any request's `extract`, in order of first
@@ -553,28 +547,4 @@ fn template(
     let ok = errors.is_empty();
     report(ctx, node, text, errors);
     ok.then(|| b.finish())
-}
-
-pub(super) fn report(ctx: &mut Ctx, node: &Node, text: &str, errors: Vec<TemplateError>) {
-    for e in errors {
-        ctx.error_hint(offset_pos(node, text, e.offset), e.message, e.hint);
-    }
-}
-
-/// The position of byte `offset` of a scalar's value. Exact for plain and
-/// quoted scalars on one line without escapes; otherwise the scalar's start.
-fn offset_pos(node: &Node, text: &str, offset: usize) -> Pos {
-    let Node::Scalar { style, pos, .. } = node else {
-        return node.pos();
-    };
-    let before = &text[..offset.min(text.len())];
-    if before.contains('\n') {
-        return *pos;
-    }
-    let chars = before.chars().count();
-    match style {
-        Style::Plain => pos.advance(chars),
-        Style::Quoted => pos.advance(1 + chars),
-        Style::Block => *pos,
-    }
 }

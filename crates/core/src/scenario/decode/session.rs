@@ -6,7 +6,9 @@ use super::super::model::RequestId;
 use super::super::session::Cbmg;
 use super::super::yaml::{Key, Node, Pos};
 use super::ctx::{lookup_request, Ctx, Fields};
-use super::SESSION_KEYS;
+
+/// The keys of `session:`.
+pub const SESSION_KEYS: &[&str] = &["start", "transitions"];
 
 pub fn decode_session(
     ctx: &mut Ctx,

@@ -1,0 +1,101 @@
+//! How a level's load is split: over generator processes, then over the
+//! shards (one per core) of each process — users dealt round-robin, or
+//! every shard taking every n-th arrival of one shared schedule.
+
+use serde::{Deserialize, Serialize};
+
+use super::level::OpenPlan;
+use super::open;
+
+/// What a level's load is, split over shards (and processes) by `shard`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Load {
+    Closed {
+        users: u32,
+    },
+    /// `seed` is shared by every shard, so all walk the same schedule.
+    Open {
+        plan: OpenPlan,
+        seed: u64,
+    },
+}
+
+impl Load {
+    /// Connections the level may hold at once (one per user or slot).
+    pub(crate) fn connections(&self) -> u32 {
+        match self {
+            Load::Closed { users } => *users,
+            Load::Open { plan, .. } => plan.max_in_flight,
+        }
+    }
+
+    /// The part of this load one process of a fleet of `processes` runs.
+    pub(crate) fn part(&self, process: u32, processes: u32) -> Load {
+        match self {
+            Load::Closed { users } => Load::Closed {
+                users: share(*users, processes as usize, process as usize),
+            },
+            Load::Open { .. } => self.clone(),
+        }
+    }
+
+    /// Shards for this (part of the) load in one process.
+    pub(crate) fn local_shards(&self) -> usize {
+        match self {
+            Load::Closed { users } => cores().clamp(1, (*users).max(1) as usize),
+            Load::Open { plan, .. } => cores().clamp(1, plan.max_in_flight.max(1) as usize),
+        }
+    }
+
+    /// Shard `local` of `locals` in this process, which is shard `global` of
+    /// `total` in the whole fleet: its users, or its share of the arrivals.
+    pub(crate) fn shard(
+        &self,
+        local: usize,
+        locals: usize,
+        global: usize,
+        total: usize,
+    ) -> (u32, Option<open::OpenShard>) {
+        match self {
+            // Users are dealt round-robin, so shard sizes differ by one at most.
+            Load::Closed { users } => (share(*users, locals, local), None),
+            // Every shard walks the same schedule and takes every total-th
+            // arrival, so together they follow it exactly.
+            Load::Open { plan, seed } => (
+                0,
+                Some(open::OpenShard {
+                    pacer: crate::load::Pacer::new(plan.shape.clone(), reseed(plan.spacing, *seed)),
+                    first: global as u64,
+                    stride: total as u64,
+                    max_in_flight: share(plan.max_in_flight, total, global).max(1),
+                }),
+            ),
+        }
+    }
+}
+
+pub(crate) fn reseed(spacing: crate::load::Spacing, seed: u64) -> crate::load::Spacing {
+    match spacing {
+        crate::load::Spacing::Poisson { seed: 0 } => crate::load::Spacing::Poisson { seed },
+        other => other,
+    }
+}
+
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Part `index` of `total` dealt round-robin over `parts`.
+pub(crate) fn share(total: u32, parts: usize, index: usize) -> u32 {
+    total / parts as u32 + u32::from((index as u32) < total % parts as u32)
+}
+
+/// Where one process's shards sit in the whole fleet.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct ShardRange {
+    /// Global index of this process's first shard.
+    pub first: usize,
+    pub count: usize,
+    /// Shards in the whole fleet.
+    pub total: usize,
+}

@@ -1,0 +1,133 @@
+//! Starting a level's shards in this process: one thread each, with a
+//! transport for the scenario's kind of target, all on one shared clock.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::error::EngineError;
+use super::level::Workload;
+use super::shard::{run_shard, ShardPlan};
+use super::split::{Load, ShardRange};
+use super::stop::StopSignal;
+use super::user::Shared;
+use crate::protocol::{HttpTransport, Transport};
+use crate::scenario::{Endpoint, Scenario};
+
+/// Timing every shard of a level shares, whichever process it runs in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub start: Instant,
+    pub deadline: Instant,
+    /// Per-shard random streams derive from it.
+    pub seed: u64,
+    /// Wake-up coalescing's nap (zero: none); see coalesce.rs.
+    pub nap: Duration,
+}
+
+/// Starts the shards of `range` in this process on threads of `scope`,
+/// each with a transport for the scenario's kind of target and sending its
+/// snapshots to `tx`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_shards<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    scenario: &Arc<Scenario>,
+    workload: &Workload,
+    load: &Load,
+    range: ShardRange,
+    clock: Clock,
+    addresses: &[std::net::IpAddr],
+    tx: mpsc::Sender<crate::measure::Snapshot>,
+    stop: &StopSignal,
+) -> Result<(), EngineError> {
+    let shards = range.first..range.first + range.count;
+    match &scenario.target.endpoint {
+        Endpoint::Http(base) => {
+            // Every shard deals its connections over all the addresses,
+            // from its own starting point, so they share the ephemeral
+            // ports evenly.
+            let transports = shards
+                .map(|i| {
+                    HttpTransport::new(scenario, base)
+                        .map(|t| t.with_local_addresses(addresses.to_vec(), i))
+                        .map(|t| move || t)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            spawn_shards(
+                scope, transports, scenario, workload, load, range, clock, tx, stop,
+            )
+        }
+        #[cfg(feature = "kafka")]
+        Endpoint::Kafka(kafka) => {
+            use crate::protocol::kafka::{self, KafkaTransport, ProducePlans};
+            let plans = ProducePlans::new(scenario)?;
+            let config = kafka::config(kafka, scenario.target.timeout);
+            // Each shard's producer lives on the shard's thread.
+            let transports = shards
+                .map(|i| {
+                    let (config, plans) = (config.clone(), plans.clone());
+                    let seed = clock.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    move || KafkaTransport::new(config, plans, seed)
+                })
+                .collect();
+            spawn_shards(
+                scope, transports, scenario, workload, load, range, clock, tx, stop,
+            )
+        }
+        #[cfg(not(feature = "kafka"))]
+        Endpoint::Kafka(_) => unreachable!("decoding rejects Kafka targets without the feature"),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    transports: Vec<M>,
+    scenario: &Arc<Scenario>,
+    workload: &Workload,
+    load: &Load,
+    range: ShardRange,
+    clock: Clock,
+    tx: mpsc::Sender<crate::measure::Snapshot>,
+    stop: &StopSignal,
+) -> Result<(), EngineError> {
+    let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
+        scenario
+            .feeders
+            .iter()
+            .map(|f| AtomicUsize::new(range.first * f.rows.len() / range.total.max(1)))
+            .collect(),
+    );
+    for (local, transport) in transports.into_iter().enumerate() {
+        let index = range.first + local;
+        let (users, open) = load.shard(local, range.count, index, range.total);
+        let shard_plan = ShardPlan {
+            index,
+            users,
+            open,
+            start: clock.start,
+            deadline: clock.deadline,
+            seed: clock
+                .seed
+                .wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
+            nap: clock.nap,
+        };
+        let (scenario, workload) = (scenario.clone(), workload.clone());
+        let feeder_cursors = cursors.clone();
+        let tx = tx.clone();
+        let stop = stop.subscribe();
+        std::thread::Builder::new()
+            .name(format!("autoperf-shard-{index}"))
+            .spawn_scoped(scope, move || {
+                let shared = Shared {
+                    scenario,
+                    workload,
+                    transport: transport(),
+                    feeder_cursors,
+                };
+                run_shard(shard_plan, shared, tx, stop)
+            })
+            .map_err(|e| EngineError::Start(e.to_string()))?;
+    }
+    Ok(())
+}
