@@ -15,9 +15,10 @@
 //! ```
 //!
 //! Layers, lowest first; a module imports only from layers below it:
-//! `scenario`, `load` → `measure` → `protocol` → `engine` → `capacity`,
-//! `profile` (pure algorithms, the agents' client) → `record`, `thresholds`
-//! → `results`, `report` → `run`.
+//! `scenario`, `load` → `measure` → `protocol` → `engine` → `capacity` (pure
+//! algorithms) → `record` (shapes, and the rules that fill them) → `profile`
+//! (the agents, turned into record shapes) → `thresholds`, `results`,
+//! `report` → `run`.
 //!
 //! - `scenario`: the file format, validation with located diagnostics, templates, the CBMG.
 //! - `load`: pure load shapes: arrival pacing, rate stages.
