@@ -43,6 +43,7 @@ pub mod capacity;
 pub mod engine;
 pub mod load;
 pub mod measure;
+pub mod model;
 pub mod profile;
 pub mod protocol;
 pub mod record;
