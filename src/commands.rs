@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal};
 use autoperf_core::load::Spacing;
+use autoperf_core::model::predict::{self, Ask};
+use autoperf_core::model::Model;
 use autoperf_core::profile::{watched_processes, AgentSet};
 use autoperf_core::record::{LevelRecord, Mode, RunRecord, StopReason};
 use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMetrics};
@@ -19,8 +21,8 @@ use autoperf_core::scenario::{self, BaseUrl, Endpoint, RequestId, Scenario};
 use autoperf_core::thresholds;
 
 use crate::cli::{
-    AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, GeneratorArgs, OutputArgs, ProfileArgs,
-    RunArgs, TestbedArgs, TierArgs,
+    AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, GeneratorArgs, OutputArgs, PredictArgs,
+    ProfileArgs, RunArgs, TestbedArgs, TierArgs,
 };
 use crate::progress::LiveView;
 use crate::{exit, print_out, Failure};
@@ -474,5 +476,88 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
         text::capacity_summary(&record),
     );
     finish(&out, &record, &args.output, &summary)?;
+    Ok(exit::OK)
+}
+
+pub fn predict(args: PredictArgs) -> Outcome {
+    let record = read_run(&args.results).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let scenario = match &args.scenario {
+        Some(path) => load(path)?,
+        None => {
+            let path = PathBuf::from(&record.scenario.file);
+            scenario::parse(&record.scenario.text, &path).map_err(|d| {
+                Failure::bad_input(format!(
+                    "{}: the scenario these results were measured with does not load here ({d}); name it with --scenario FILE",
+                    args.results.display()
+                ))
+            })?
+        }
+    };
+    let bad = |e: autoperf_core::model::ModelError| {
+        Failure::bad_input(format!("{}: {e}", args.results.display()))
+    };
+    let mut model = Model::from_record(&record, &scenario).map_err(bad)?;
+    let what_if = !args.mix.is_empty()
+        || !args.cores.is_empty()
+        || !args.speedup.is_empty()
+        || args.think.is_some();
+    if !args.mix.is_empty() {
+        model = model.with_mix(&args.mix).map_err(bad)?;
+    }
+    for (tier, cores) in &args.cores {
+        model = model.with_cores(tier, *cores).map_err(bad)?;
+    }
+    for (tier, factor) in &args.speedup {
+        model = model.with_speedup(tier, *factor).map_err(bad)?;
+    }
+    if let Some(think) = args.think {
+        model.think_s = think.as_secs_f64();
+    }
+    let measured: Vec<LevelRecord> = match &args.measured {
+        Some(dir) => read_run(dir)
+            .map_err(|e| Failure::bad_input(format!("--measured: {e}")))?
+            .levels
+            .into_iter()
+            .filter(|l| l.users.is_some())
+            .collect(),
+        None if what_if || record.analysis.capacity.is_none() => Vec::new(),
+        None => record.levels.clone(),
+    };
+    let ask = if !args.rate.is_empty() {
+        Ask::Rates(args.rate.clone())
+    } else {
+        let users = args.users.clone().map(|u| u.0).unwrap_or_else(|| {
+            let n_star = predict::bounds(&model).n_star;
+            let top = measured
+                .iter()
+                .filter_map(|l| l.users)
+                .max()
+                .unwrap_or(0)
+                .max((2.0 * n_star).ceil().min(100_000.0) as u32)
+                .max(10);
+            let mut users = predict::user_steps(1, top, 200);
+            users.extend(measured.iter().filter_map(|l| l.users));
+            users.sort_unstable();
+            users.dedup();
+            users
+        });
+        Ask::Users(users)
+    };
+    let prediction = predict::predict(&model, &ask, &measured);
+    let out = args.out.clone().unwrap_or_else(|| args.results.clone());
+    let path = out.join("prediction.json");
+    let text = serde_json::to_string_pretty(&prediction).unwrap_or_default();
+    std::fs::create_dir_all(&out)
+        .and_then(|_| std::fs::write(&path, format!("{text}\n")))
+        .map_err(|e| Failure::cannot_proceed(format!("cannot write {}: {e}", path.display())))?;
+    if args.json {
+        print_out(&format!("{text}\n"));
+    } else {
+        print_out(&format!(
+            "{}\nprediction: {}\n",
+            text::prediction_table(&prediction, 20),
+            path.display()
+        ));
+    }
     Ok(exit::OK)
 }

@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         Command::Report { results } => commands::report(&results),
         Command::Capacity(args) => commands::capacity(args),
         Command::Profile(args) => commands::profile(args),
+        Command::Predict(args) => commands::predict(args),
         Command::Demo(args) => commands::demo(args),
         Command::Testbed(args) => commands::testbed(args),
         Command::Agent(args) => commands::agent(args),

@@ -2,7 +2,21 @@
 //! sections 1 and 4: demands are measured so that models can extrapolate
 //! to what was not tested).
 //!
+//! ```text
+//! run.json (profile demands | capacity levels) + scenario (CBMG, Z, cores)
+//!     → network::Model ── what-ifs (mix, cores, speedup, think) ──→ predict
+//!        closed: mva::exact per N │ open: M/M/c per rate │ bounds │ vs measured
+//! ```
+//!
 //! - `mva`: mean value analysis of closed networks — exact single-class
 //!   with multi-server stations, exact and Schweitzer multi-class.
+//! - `network`: the application's network from a results record.
+//! - `predict`: points, bounds and the comparison with measured levels
+//!   (`prediction.json`).
 
 pub mod mva;
+pub mod network;
+pub mod predict;
+
+pub use network::{Model, ModelError, Tier};
+pub use predict::Prediction;

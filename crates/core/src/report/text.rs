@@ -186,6 +186,91 @@ pub fn demand_table(
     out
 }
 
+/// A prediction: the bounds, a table of at most `rows` points, and the
+/// model against the measured levels when there are any.
+pub fn prediction_table(p: &crate::model::Prediction, rows: usize) -> String {
+    let mut out = String::new();
+    let tiers: Vec<&String> = p.model.tiers.keys().collect();
+    let _ = writeln!(out, "model: {}", p.model.kind);
+    for (tier, t) in &p.model.tiers {
+        let _ = writeln!(
+            out,
+            "  {tier}: {:.3} ms CPU per request on {} core{}",
+            t.cpu_ms_per_request,
+            t.cores,
+            if t.cores == 1 { "" } else { "s" }
+        );
+    }
+    for shared in &p.model.shared_hosts {
+        let _ = writeln!(out, "  {} share one host's cores", shared.join(" and "));
+    }
+    let _ = writeln!(
+        out,
+        "bounds: X ≤ {:.1} req/s (bottleneck {}), R ≥ {:.3} ms, N* = {:.1}",
+        p.bounds.max_throughput_rps,
+        p.bounds.bottleneck,
+        p.bounds.min_response_time_ms,
+        p.bounds.n_star
+    );
+    let _ = write!(out, "\n{:>10} {:>11} {:>11}", "load", "req/s", "R ms");
+    for t in &tiers {
+        let _ = write!(out, " {:>10}", format!("{t} cores"));
+    }
+    let _ = writeln!(out, "  bottleneck");
+    let step = p.points.len().div_ceil(rows.max(1)).max(1);
+    let last = p.points.len().saturating_sub(1);
+    for (i, point) in p.points.iter().enumerate() {
+        if i % step != 0 && i != last {
+            continue;
+        }
+        let load = match (point.users, point.rate_rps) {
+            (Some(u), _) => format!("{u} users"),
+            (None, Some(r)) => format!("{r:.1}/s"),
+            _ => String::new(),
+        };
+        let r = if point.saturated {
+            "saturated".to_string()
+        } else {
+            format!("{:.3}", point.response_time_ms)
+        };
+        let _ = write!(out, "{load:>10} {:>11.1} {r:>11}", point.throughput_rps);
+        for t in &tiers {
+            let _ = write!(
+                out,
+                " {:>10.3}",
+                point.utilization.get(*t).copied().unwrap_or(0.0)
+            );
+        }
+        let _ = writeln!(out, "  {}", point.bottleneck);
+    }
+    if !p.measured.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nmodel against the measured levels:\n{:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}",
+            "users", "X measured", "X model", "error", "R measured", "R model", "error"
+        );
+        for c in &p.measured {
+            let _ = writeln!(
+                out,
+                "{:>7} {:>12.1} {:>12.1} {:>7.1}% {:>12.3} {:>12.3} {:>7.1}%{}",
+                c.users,
+                c.measured_throughput_rps,
+                c.model_throughput_rps,
+                c.throughput_error * 100.0,
+                c.measured_response_time_ms,
+                c.model_response_time_ms,
+                c.response_time_error * 100.0,
+                if c.model_untrusted {
+                    "  (measured far below the model: a limit it cannot see)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    out
+}
+
 /// The verdict of a capacity analysis, from `run.json`'s analysis.
 pub fn capacity_summary(record: &crate::record::RunRecord) -> String {
     let mut out = String::new();

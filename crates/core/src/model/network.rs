@@ -1,0 +1,323 @@
+//! The queueing network of a measured application: its tiers as CPU
+//! stations, the request classes with their demands at each tier, the mix
+//! of classes and the think time — built from a results directory's record
+//! (a profile's per-request demand table, or a capacity analysis's
+//! per-level demands) and changed by what-ifs (another mix, more cores, a
+//! faster tier, another think time).
+//!
+//! A user cycles through one request and one think time, as autoperf's
+//! users do, so one "average request" class carries the mix: its demand at
+//! tier `k` is `D_k = Σ_c f_c · D_ck` with `f_c` the share of class `c`
+//! among requests (the scenario's CBMG visit ratios, or `--mix`). The
+//! throughput of each class is `f_c · X`, and by the arrival theorem a
+//! class-`c` request spends `D_ck · R_k / D_k` at tier `k`.
+
+use std::collections::BTreeMap;
+
+use crate::record::{Mode, RunRecord};
+use crate::scenario::Scenario;
+
+/// A tier: one CPU station of the network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tier {
+    pub name: String,
+    /// Cores the tier may use at once (its servers in the model).
+    pub cores: u32,
+    /// The agent that measured it: tiers with one agent share a host.
+    pub host: String,
+}
+
+/// The network and its workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    /// Request classes (the scenario's request names, or `mix` for a
+    /// capacity analysis, whose demands are already of the mix).
+    pub classes: Vec<String>,
+    /// Share of each class among requests; sums to 1.
+    pub mix: Vec<f64>,
+    pub tiers: Vec<Tier>,
+    /// `demand_s[class][tier]`: CPU seconds per request.
+    pub demand_s: Vec<Vec<f64>>,
+    /// `process_share[tier]`: each process's fraction of its tier's demand.
+    pub process_share: Vec<BTreeMap<String, f64>>,
+    /// Mean think time between a user's requests.
+    pub think_s: f64,
+    /// Host cores as the agents reported them, by agent (known only for
+    /// hosts with a tier whose cores the scenario left to the agent).
+    pub host_cores: BTreeMap<String, u32>,
+}
+
+/// Why a model could not be built or changed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("the results hold no measured demands: run `autoperf profile` (per request) or `autoperf capacity` with agents (`servers:` in the scenario) first")]
+    NoDemands,
+    #[error("--mix names `{0}`, which the profile did not measure (it has: {1})")]
+    UnknownClass(String, String),
+    #[error("--mix needs per-request demands, from `autoperf profile`: a capacity analysis measures the scenario's mix as a whole")]
+    MixNeedsProfile,
+    #[error("`{0}` is not a tier of the model (it has: {1})")]
+    UnknownTier(String, String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Model {
+    /// The model of a profile's or capacity analysis's record; `scenario`
+    /// (the one the record was measured with) gives the visit ratios, the
+    /// think time and the cores configured per tier.
+    pub fn from_record(record: &RunRecord, scenario: &Scenario) -> Result<Model, ModelError> {
+        let mut tiers: Vec<Tier> = Vec::new();
+        let mut host_cores = BTreeMap::new();
+        for server in &scenario.servers {
+            let measured = record
+                .levels
+                .iter()
+                .rev()
+                .find_map(|l| l.servers.get(&server.tier));
+            let cores = server
+                .cores
+                .or(measured.map(|u| u.cores))
+                .unwrap_or(1)
+                .max(1);
+            // Without configured cores the agent reports its host's.
+            if let (None, Some(u)) = (server.cores, measured) {
+                host_cores.insert(u.agent.clone(), u.cores);
+            }
+            if !tiers.iter().any(|t| t.name == server.tier) {
+                tiers.push(Tier {
+                    name: server.tier.clone(),
+                    cores,
+                    host: server.agent.clone(),
+                });
+            }
+        }
+        let think_s = scenario.think_time.mean().as_secs_f64();
+        let mut shares = vec![BTreeMap::new(); tiers.len()];
+        let (classes, mix, demand_s) = match (&record.analysis.profile, record.mode) {
+            (Some(profile), _) => {
+                let visits = scenario.session.expected_visits();
+                let mut classes = Vec::new();
+                let mut weights = Vec::new();
+                let mut demand_s = Vec::new();
+                for (i, request) in scenario.requests.iter().enumerate() {
+                    let Some(by_tier) = profile.demands.get(&request.name) else {
+                        continue;
+                    };
+                    classes.push(request.name.clone());
+                    weights.push(
+                        visits
+                            .get(i)
+                            .copied()
+                            .filter(|v| v.is_finite())
+                            .unwrap_or(0.0),
+                    );
+                    demand_s.push(
+                        tiers
+                            .iter()
+                            .enumerate()
+                            .map(|(t, tier)| {
+                                let Some(d) = by_tier.get(&tier.name) else {
+                                    return 0.0;
+                                };
+                                for (p, ms) in &d.cpu_ms_per_process {
+                                    *shares[t].entry(p.clone()).or_insert(0.0) += ms;
+                                }
+                                d.cpu_ms / 1e3
+                            })
+                            .collect(),
+                    );
+                }
+                // Requests the session never visits (profiled alone) still
+                // get a what-if share through --mix; with none visited, all
+                // count alike.
+                if weights.iter().sum::<f64>() <= 0.0 {
+                    weights = vec![1.0; classes.len()];
+                }
+                (classes, weights, demand_s)
+            }
+            (None, Mode::Capacity | Mode::Demo) => {
+                // The demands of every level whose demands converged, the
+                // median per tier: robust to a level at the edges (too
+                // little load, or past saturation).
+                let mut per_tier: Vec<Vec<f64>> = vec![Vec::new(); tiers.len()];
+                for level in &record.levels {
+                    let Some(cap) = level.capacity.as_ref().filter(|c| c.demands_converged) else {
+                        continue;
+                    };
+                    for (t, tier) in tiers.iter().enumerate() {
+                        let mut total = 0.0;
+                        let mut seen = false;
+                        for (key, ms) in &cap.demand_ms {
+                            if let Some((name, process)) = key.split_once('/') {
+                                if name == tier.name {
+                                    total += ms;
+                                    seen = true;
+                                    *shares[t].entry(process.to_string()).or_insert(0.0) += ms;
+                                }
+                            }
+                        }
+                        if seen {
+                            per_tier[t].push(total / 1e3);
+                        }
+                    }
+                }
+                if per_tier.iter().all(Vec::is_empty) {
+                    return Err(ModelError::NoDemands);
+                }
+                let demands = per_tier.into_iter().map(median).collect();
+                (vec!["mix".to_string()], vec![1.0], vec![demands])
+            }
+            (None, _) => return Err(ModelError::NoDemands),
+        };
+        if classes.is_empty() || demand_s.iter().flatten().all(|d: &f64| *d <= 0.0) {
+            return Err(ModelError::NoDemands);
+        }
+        for share in &mut shares {
+            let total: f64 = share.values().sum();
+            for v in share.values_mut() {
+                *v = if total > 0.0 { *v / total } else { 0.0 };
+            }
+        }
+        let total: f64 = mix.iter().sum();
+        Ok(Model {
+            classes,
+            mix: mix.iter().map(|w| w / total).collect(),
+            tiers,
+            demand_s,
+            process_share: shares,
+            think_s,
+            host_cores,
+        })
+    }
+
+    /// Another request mix: `shares` by class name, normalised to 1;
+    /// classes not named get none.
+    pub fn with_mix(mut self, shares: &[(String, f64)]) -> Result<Model, ModelError> {
+        if self.classes == ["mix"] {
+            return Err(ModelError::MixNeedsProfile);
+        }
+        let mut mix = vec![0.0; self.classes.len()];
+        for (name, share) in shares {
+            let Some(i) = self.classes.iter().position(|c| c == name) else {
+                return Err(ModelError::UnknownClass(
+                    name.clone(),
+                    self.classes.join(", "),
+                ));
+            };
+            mix[i] = *share;
+        }
+        let total: f64 = mix.iter().sum();
+        if total <= 0.0 {
+            return Err(ModelError::Invalid("--mix: the shares add up to 0".into()));
+        }
+        self.mix = mix.into_iter().map(|m| m / total).collect();
+        Ok(self)
+    }
+
+    fn tier_index(&self, name: &str) -> Result<usize, ModelError> {
+        self.tiers
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.tiers.iter().map(|t| t.name.as_str()).collect();
+                ModelError::UnknownTier(name.into(), names.join(", "))
+            })
+    }
+
+    /// `tier` with `cores` cores.
+    pub fn with_cores(mut self, tier: &str, cores: u32) -> Result<Model, ModelError> {
+        if cores == 0 {
+            return Err(ModelError::Invalid(format!(
+                "--cores {tier}=0: a tier needs at least one core"
+            )));
+        }
+        let t = self.tier_index(tier)?;
+        self.tiers[t].cores = cores;
+        Ok(self)
+    }
+
+    /// `tier`'s CPU `factor` times faster: its demands divided by it.
+    pub fn with_speedup(mut self, tier: &str, factor: f64) -> Result<Model, ModelError> {
+        if !(factor > 0.0 && factor.is_finite()) {
+            return Err(ModelError::Invalid(format!(
+                "--speedup {tier}={factor}: expected a factor above 0"
+            )));
+        }
+        let t = self.tier_index(tier)?;
+        for d in &mut self.demand_s {
+            d[t] /= factor;
+        }
+        Ok(self)
+    }
+
+    /// The mix's demand per request at each tier, `Σ_c f_c · D_ck`.
+    pub fn mean_demand_s(&self) -> Vec<f64> {
+        (0..self.tiers.len())
+            .map(|t| {
+                self.demand_s
+                    .iter()
+                    .zip(&self.mix)
+                    .map(|(d, f)| d[t] * f)
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// The CPU stations: one per tier, except that tiers on one host whose
+    /// cores add up to more than the host has are one station with the
+    /// host's cores, since they take turns on the same CPUs. Returns, per
+    /// station, the tiers it holds.
+    pub fn stations(&self) -> Vec<Vec<usize>> {
+        let mut by_host: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (t, tier) in self.tiers.iter().enumerate() {
+            by_host.entry(tier.host.as_str()).or_default().push(t);
+        }
+        let mut stations = Vec::new();
+        for (t, tier) in self.tiers.iter().enumerate() {
+            let group = &by_host[tier.host.as_str()];
+            let wanted: u32 = group.iter().map(|&i| self.tiers[i].cores).sum();
+            let shared = group.len() > 1
+                && self
+                    .host_cores
+                    .get(&tier.host)
+                    .is_some_and(|&host| wanted > host);
+            if !shared {
+                stations.push(vec![t]);
+            } else if group[0] == t {
+                stations.push(group.clone());
+            }
+        }
+        stations
+    }
+
+    /// Servers of a station: its tier's cores, or the host's for tiers
+    /// that share it.
+    pub fn station_cores(&self, station: &[usize]) -> u32 {
+        match station {
+            [t] => self.tiers[*t].cores,
+            group => {
+                let host = &self.tiers[group[0]].host;
+                let wanted: u32 = group.iter().map(|&i| self.tiers[i].cores).sum();
+                self.host_cores
+                    .get(host)
+                    .copied()
+                    .unwrap_or(wanted)
+                    .min(wanted)
+            }
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
