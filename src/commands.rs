@@ -162,6 +162,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         server.agent = agent.url();
     }
     scenario.target.endpoint = Endpoint::Http(BaseUrl {
+        tls: false,
         host: testbed.web_addr.ip().to_string(),
         port: testbed.web_addr.port(),
         path_prefix: String::new(),

@@ -132,8 +132,13 @@ impl<T: Transport> User<T> {
 
     /// Opens the user's connection ahead of its first request.
     pub async fn prepare(&mut self) {
-        if let Some(took) = self.shared.transport.prepare(&mut self.session).await {
-            self.recorder.borrow_mut().connect.add(took);
+        if let Some(opened) = self.shared.transport.prepare(&mut self.session).await {
+            let mut rec = self.recorder.borrow_mut();
+            rec.connect.add(opened.connect);
+            if let Some(tls) = opened.tls {
+                rec.tls.add(tls.took);
+                rec.tls_resumed += u64::from(tls.resumed);
+            }
         }
     }
 
@@ -243,6 +248,10 @@ pub fn record(
     };
     if let Some(c) = outcome.connect_time {
         rec.connect.add(c);
+    }
+    if let Some(tls) = outcome.tls {
+        rec.tls.add(tls.took);
+        rec.tls_resumed += u64::from(tls.resumed);
     }
     if intended.is_some()
         && outcome

@@ -29,10 +29,13 @@ pub enum ErrorKind {
     /// The Kafka broker answered with an error (not leader, record too
     /// large, not authorised…), or the client failed otherwise.
     KafkaBroker,
+    /// The TLS handshake failed (a certificate not trusted, expired or for
+    /// another name; no protocol in common).
+    Tls,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -43,6 +46,7 @@ impl ErrorKind {
         ErrorKind::Http5xx,
         ErrorKind::Encode,
         ErrorKind::KafkaBroker,
+        ErrorKind::Tls,
     ];
 
     pub fn index(self) -> usize {
@@ -61,6 +65,7 @@ impl ErrorKind {
             ErrorKind::Http5xx => "http_5xx",
             ErrorKind::Encode => "encode",
             ErrorKind::KafkaBroker => "kafka_broker",
+            ErrorKind::Tls => "tls",
         }
     }
 

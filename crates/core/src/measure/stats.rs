@@ -128,6 +128,10 @@ pub struct IntervalStats {
     pub timer_lateness: Histogram<u64>,
     /// TCP connection set-up times (kept apart from response times).
     pub connect: DurationSum,
+    /// TLS handshakes after the TCP connect, timed apart from it.
+    pub tls: DurationSum,
+    /// Of those, handshakes that resumed an earlier session.
+    pub tls_resumed: u64,
     /// Sessions begun.
     pub sessions: u64,
     /// Open workloads only: response times from the moment each request
@@ -153,6 +157,8 @@ impl IntervalStats {
             think: DurationSum::default(),
             timer_lateness: new_histogram(),
             connect: DurationSum::default(),
+            tls: DurationSum::default(),
+            tls_resumed: 0,
             sessions: 0,
             service_time: new_histogram(),
             arrivals: 0,
@@ -171,6 +177,8 @@ impl IntervalStats {
             .add(&other.timer_lateness)
             .expect("auto-resizing histograms always add");
         self.connect.merge(&other.connect);
+        self.tls.merge(&other.tls);
+        self.tls_resumed += other.tls_resumed;
         self.sessions += other.sessions;
         self.service_time
             .add(&other.service_time)
@@ -188,6 +196,8 @@ impl IntervalStats {
         self.think = DurationSum::default();
         self.timer_lateness.reset();
         self.connect = DurationSum::default();
+        self.tls = DurationSum::default();
+        self.tls_resumed = 0;
         self.sessions = 0;
         self.service_time.reset();
         self.arrivals = 0;

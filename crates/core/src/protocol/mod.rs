@@ -7,6 +7,7 @@ pub mod http1;
 pub mod kafka;
 pub mod registry;
 pub mod request;
+pub mod tls;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -32,6 +33,23 @@ pub struct CallOutcome {
     pub response_time: Duration,
     /// Set when the call had to open a connection first.
     pub connect_time: Option<Duration>,
+    /// Set when that connection also shook hands in TLS.
+    pub tls: Option<Handshake>,
+}
+
+/// A TLS handshake, timed apart from the TCP connect before it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Handshake {
+    pub took: Duration,
+    /// The session of an earlier connection was resumed.
+    pub resumed: bool,
+}
+
+/// A connection opened ahead of a user's first request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Opened {
+    pub connect: Duration,
+    pub tls: Option<Handshake>,
 }
 
 /// A request sent by `Transport::fire`, and who hears how it went.
@@ -60,7 +78,7 @@ pub trait Transport: 'static {
     /// Opens the session's connection ahead of its first request, when the
     /// transport has one; returns how long connecting took (`None` when
     /// there was nothing to do or it failed: the next call will say why).
-    fn prepare(&self, _session: &mut Self::Session) -> impl Future<Output = Option<Duration>> {
+    fn prepare(&self, _session: &mut Self::Session) -> impl Future<Output = Option<Opened>> {
         std::future::ready(None)
     }
 
@@ -103,9 +121,11 @@ pub trait Transport: 'static {
     ) -> impl Future<Output = CallOutcome>;
 }
 
-/// HTTP/1.1 over keep-alive TCP connections, one per user.
+/// HTTP/1.1 over keep-alive TCP (or TLS) connections, one per user.
 pub struct HttpTransport {
     addr: SocketAddr,
+    /// Set for `https://` targets.
+    tls: Option<tls::Tls>,
     plans: Vec<RequestPlan>,
     timeout: Duration,
     /// Source address of every connection (`None`: the OS chooses).
@@ -131,6 +151,10 @@ pub enum TargetError {
     /// Nothing accepted a connection at the start of the run.
     #[error("target {authority} is unreachable: {reason} (is the server running? check target.base_url)")]
     Unreachable { authority: String, reason: String },
+    /// The TLS client could not be set up, or the target's handshake
+    /// failed at the start of the run; `reason` names the fix.
+    #[error("target {authority}: {reason}")]
+    Tls { authority: String, reason: String },
     /// No Kafka broker answered at the bootstrap addresses.
     #[error("Kafka at {bootstrap} is unreachable: {reason} (is the broker running? check target.kafka.bootstrap)")]
     Kafka { bootstrap: String, reason: String },
@@ -157,8 +181,18 @@ impl HttpTransport {
                 authority: authority.clone(),
                 reason: "no address".into(),
             })?;
+        let tls = match base.tls {
+            true => Some(tls::Tls::new(base, &scenario.target.tls).map_err(|reason| {
+                TargetError::Tls {
+                    authority: authority.clone(),
+                    reason,
+                }
+            })?),
+            false => None,
+        };
         Ok(HttpTransport {
             addr,
+            tls,
             plans: scenario
                 .requests
                 .iter()
@@ -197,26 +231,81 @@ impl HttpTransport {
         self.addr
     }
 
-    /// Opens and closes one connection, so a run against a dead target
+    /// Opens and closes one connection (with its TLS handshake), so a run
+    /// against a dead target, or one whose certificate will not verify,
     /// fails at once with a clear message instead of counting errors.
     pub async fn probe(&self) -> Result<(), TargetError> {
         let unreachable = |reason: String| TargetError::Unreachable {
             authority: self.addr.to_string(),
             reason,
         };
-        match tokio::time::timeout(
+        let conn = match tokio::time::timeout(
             self.timeout,
             http1::connect(self.addr, self.local_address()),
         )
         .await
         {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(ErrorKind::ConnectRefused)) => {
+                return Err(unreachable("connection refused".into()))
+            }
+            Ok(Err(kind)) => return Err(unreachable(kind.name().into())),
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer to connect within {:?}",
+                    self.timeout
+                )))
+            }
+        };
+        let Some(tls) = &self.tls else {
+            return Ok(());
+        };
+        match tokio::time::timeout(self.timeout, conn.start_tls(tls)).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(ErrorKind::ConnectRefused)) => Err(unreachable("connection refused".into())),
-            Ok(Err(kind)) => Err(unreachable(kind.name().into())),
-            Err(_) => Err(unreachable(format!(
-                "no answer to connect within {:?}",
-                self.timeout
-            ))),
+            Ok(Err(e)) => Err(TargetError::Tls {
+                authority: self.addr.to_string(),
+                reason: tls::explain(&e, &tls.name),
+            }),
+            Err(_) => Err(TargetError::Tls {
+                authority: self.addr.to_string(),
+                reason: format!("no TLS handshake within {:?}", self.timeout),
+            }),
+        }
+    }
+
+    /// Opens a connection, TLS included: the connection and its timings.
+    async fn open(&self) -> (Result<http1::Connection, ErrorKind>, Opened) {
+        let begin = Instant::now();
+        let connected = tokio::time::timeout(
+            self.timeout,
+            http1::connect(self.addr, self.local_address()),
+        )
+        .await;
+        let mut opened = Opened {
+            connect: begin.elapsed(),
+            tls: None,
+        };
+        let conn = match connected {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(kind)) => return (Err(kind), opened),
+            Err(_) => return (Err(ErrorKind::Connect), opened),
+        };
+        let Some(tls) = &self.tls else {
+            return (Ok(conn), opened);
+        };
+        let begin = Instant::now();
+        let shaken = tokio::time::timeout(self.timeout, conn.start_tls(tls)).await;
+        let took = begin.elapsed();
+        match shaken {
+            Ok(Ok((conn, resumed))) => {
+                opened.tls = Some(Handshake { took, resumed });
+                (Ok(conn), opened)
+            }
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                (Err(ErrorKind::Tls), opened)
+            }
+            Ok(Err(_)) => (Err(ErrorKind::Reset), opened),
+            Err(_) => (Err(ErrorKind::Timeout), opened),
         }
     }
 }
@@ -238,20 +327,14 @@ impl Transport for HttpTransport {
         }
     }
 
-    async fn prepare(&self, session: &mut HttpSession) -> Option<Duration> {
+    async fn prepare(&self, session: &mut HttpSession) -> Option<Opened> {
         if session.conn.is_some() {
             return None;
         }
-        let begin = Instant::now();
-        match tokio::time::timeout(
-            self.timeout,
-            http1::connect(self.addr, self.local_address()),
-        )
-        .await
-        {
-            Ok(Ok(conn)) => {
+        match self.open().await {
+            (Ok(conn), opened) => {
                 session.conn = Some(conn);
-                Some(begin.elapsed())
+                Some(opened)
             }
             _ => None,
         }
@@ -266,25 +349,18 @@ impl Transport for HttpTransport {
     ) -> CallOutcome {
         let plan = &self.plans[id.index()];
         plan.render(bindings, &mut session.out, &mut session.scratch);
-        let mut connect_time = None;
+        let mut opened = None;
         // A reused connection the server closed while idle gets one retry on
         // a fresh connection; anything else is reported as it happened.
         for attempt in 0..2 {
             let conn = match session.conn.as_mut() {
                 Some(conn) => conn,
                 None => {
-                    let begin = Instant::now();
-                    let connected = tokio::time::timeout(
-                        self.timeout,
-                        http1::connect(self.addr, self.local_address()),
-                    )
-                    .await;
-                    let elapsed = begin.elapsed();
-                    connect_time = Some(elapsed);
+                    let (connected, o) = self.open().await;
+                    opened = Some(o);
                     match connected {
-                        Ok(Ok(conn)) => session.conn.insert(conn),
-                        Ok(Err(kind)) => return failed(kind, Duration::ZERO, connect_time),
-                        Err(_) => return failed(ErrorKind::Connect, Duration::ZERO, connect_time),
+                        Ok(conn) => session.conn.insert(conn),
+                        Err(kind) => return failed(kind, Duration::ZERO, opened),
                     }
                 }
             };
@@ -311,7 +387,8 @@ impl Transport for HttpTransport {
                     return CallOutcome {
                         result,
                         response_time: elapsed,
-                        connect_time,
+                        connect_time: opened.map(|o| o.connect),
+                        tls: opened.and_then(|o| o.tls),
                     };
                 }
                 Ok(Err(failure)) => {
@@ -319,13 +396,13 @@ impl Transport for HttpTransport {
                     if failure.stale && attempt == 0 {
                         continue;
                     }
-                    return failed(failure.kind, elapsed, connect_time);
+                    return failed(failure.kind, elapsed, opened);
                 }
                 Err(_) => {
                     // The response may still arrive later: the connection is
                     // out of step, so it is dropped.
                     session.conn = None;
-                    return failed(ErrorKind::Timeout, elapsed, connect_time);
+                    return failed(ErrorKind::Timeout, elapsed, opened);
                 }
             }
         }
@@ -364,10 +441,11 @@ async fn within<F: Future>(
     .await
 }
 
-fn failed(kind: ErrorKind, response_time: Duration, connect_time: Option<Duration>) -> CallOutcome {
+fn failed(kind: ErrorKind, response_time: Duration, opened: Option<Opened>) -> CallOutcome {
     CallOutcome {
         result: Err(kind),
         response_time,
-        connect_time,
+        connect_time: opened.map(|o| o.connect),
+        tls: opened.and_then(|o| o.tls),
     }
 }

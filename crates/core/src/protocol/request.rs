@@ -180,6 +180,7 @@ mod tests {
             body: None,
         };
         let base = BaseUrl {
+            tls: false,
             host: "127.0.0.1".into(),
             port: 8080,
             path_prefix: String::new(),

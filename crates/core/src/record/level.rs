@@ -58,6 +58,14 @@ pub struct ClientRecord {
     /// Open workloads: how late arrivals started past their intended time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_lateness_ms: Option<TimerLateness>,
+    /// `https://` targets: mean TLS handshake time after the TCP connect,
+    /// handshakes done, and how many resumed an earlier session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshakes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_resumed: Option<u64>,
 }
 
 /// What became of an open level's arrivals.
@@ -246,6 +254,9 @@ impl LevelRecord {
                 connect_ms: round3(t.stats.connect.mean().map_or(0.0, ms_of)),
                 connects: t.stats.connect.count,
                 arrival_lateness_ms: None,
+                tls_handshake_ms: t.stats.tls.mean().map(|d| round3(ms_of(d))),
+                tls_handshakes: (t.stats.tls.count > 0).then_some(t.stats.tls.count),
+                tls_resumed: (t.stats.tls.count > 0).then_some(t.stats.tls_resumed),
             },
             achieved_rate_rps: None,
             service_time_ms: None,

@@ -83,6 +83,23 @@ pub struct Target {
     /// Per-request timeout: from the first byte written to the last byte
     /// read (HTTP), or from the send to the broker's acknowledgement (Kafka).
     pub timeout: Duration,
+    /// How an `https://` target is verified and what the client shows it.
+    pub tls: TlsSettings,
+}
+
+/// `target.tls`: certificate verification is on unless `insecure`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// Trust these CA certificates (PEM) instead of the platform's roots.
+    pub ca_file: Option<PathBuf>,
+    /// Accept any certificate (test systems only).
+    pub insecure: bool,
+    /// The name sent in SNI and checked against the certificate (default:
+    /// the base URL's host).
+    pub server_name: Option<String>,
+    /// A client certificate chain and its key (PEM), for mutual TLS.
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
 }
 
 /// Where requests go: one HTTP server, or one Kafka cluster.
@@ -163,9 +180,12 @@ impl Acks {
     }
 }
 
-/// `http://host:port/prefix`: only plain HTTP/1.1 for now.
+/// `http://host:port/prefix` or `https://…`, spoken in HTTP/1.1.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BaseUrl {
+    /// `https://`: connections are TLS.
+    #[serde(default)]
+    pub tls: bool,
     pub host: String,
     pub port: u16,
     /// Path prefix without a trailing slash ("" for the root).
@@ -185,7 +205,8 @@ impl BaseUrl {
 
 impl std::fmt::Display for BaseUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}{}", self.authority(), self.path_prefix)
+        let scheme = if self.tls { "https" } else { "http" };
+        write!(f, "{scheme}://{}{}", self.authority(), self.path_prefix)
     }
 }
 

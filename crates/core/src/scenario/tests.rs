@@ -338,8 +338,14 @@ fn missing_required_keys_point_at_the_parent() {
 #[test]
 fn bad_base_urls_and_methods() {
     expect(
-        "target: {base_url: 'https://h'}\nrequests: {a: {path: /}}\n",
-        "only `http://` is supported",
+        "target: {base_url: 'ftp://h'}\nrequests: {a: {path: /}}\n",
+        "expected a base URL like `http://127.0.0.1:8080`",
+        1,
+        20,
+    );
+    expect(
+        "target: {base_url: 'http://h/a b'}\nrequests: {a: {path: /}}\n",
+        "no spaces",
         1,
         20,
     );
@@ -579,6 +585,7 @@ fn schema_matches_decoder_keys() {
     let defs = &schema["$defs"];
     assert_eq!(keys(&defs["target"]), sorted(decode::TARGET_KEYS));
     assert_eq!(keys(&defs["kafka"]), sorted(decode::KAFKA_KEYS));
+    assert_eq!(keys(&defs["tls"]), sorted(decode::TLS_KEYS));
     assert_eq!(keys(&defs["feeder"]), sorted(decode::DATA_KEYS));
     assert_eq!(
         keys(&defs["produce"]),

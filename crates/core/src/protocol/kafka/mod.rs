@@ -282,6 +282,7 @@ impl Transport for KafkaTransport {
                 result: Ok(partition),
                 response_time: elapsed,
                 connect_time: None,
+                tls: None,
             },
             Err(kind) => failed(kind, elapsed, None),
         }

@@ -15,7 +15,7 @@ use super::super::model::{AvroFraming, AvroValue};
 use super::super::template::{Builder, Escape, Names};
 use super::super::yaml::{Node, Style};
 use super::ctx::Ctx;
-use super::parse_base_url;
+use super::url::parse_plain_base_url;
 
 pub const AVRO_KEYS: &[&str] = &["schema", "schema_file", "registry", "schema_id", "record"];
 pub const REGISTRY_KEYS: &[&str] = &["url", "subject"];
@@ -127,7 +127,7 @@ fn decode_registry(ctx: &mut Ctx, node: &Node, topic: Option<&str>) -> Option<Av
     let fields = ctx.map(node, "`registry`", REGISTRY_KEYS)?;
     let url = fields.required(ctx, "url").and_then(|n| {
         let text = ctx.string(n, "a registry URL like `http://127.0.0.1:8081`")?;
-        parse_base_url(&text)
+        parse_plain_base_url(&text)
             .map_err(|e| ctx.error(n.pos(), e.replace("a base URL", "a registry URL")))
             .ok()
     });

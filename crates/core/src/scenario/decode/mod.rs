@@ -14,10 +14,12 @@ mod avro;
 pub use avro::AVRO_KEYS;
 pub use data::DATA_KEYS;
 pub use session::SESSION_KEYS;
+pub use url::parse_base_url;
 mod ctx;
 mod data;
 pub mod requests;
 mod session;
+mod url;
 
 use super::diagnostic::{did_you_mean, Diagnostic};
 use super::model::*;
@@ -43,7 +45,14 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "capacity",
     "arrivals",
 ];
-pub const TARGET_KEYS: &[&str] = &["base_url", "kafka", "timeout"];
+pub const TARGET_KEYS: &[&str] = &["base_url", "kafka", "timeout", "tls"];
+pub const TLS_KEYS: &[&str] = &[
+    "ca_file",
+    "client_cert",
+    "client_key",
+    "insecure",
+    "server_name",
+];
 pub const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
 pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores"];
 pub const CAPACITY_KEYS: &[&str] = &[
@@ -110,14 +119,14 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
                 .unwrap_or_else(|| "scenario".into()),
         ),
     };
+    let base_dir = file.parent().unwrap_or(Path::new("."));
     let target = top
         .required(&mut ctx, "target")
-        .and_then(|n| decode_target(&mut ctx, n));
+        .and_then(|n| decode_target(&mut ctx, n, base_dir));
     let think_time = match top.get("think_time") {
         Some(node) => decode_think_time(&mut ctx, node),
         None => Some(ThinkTime::Constant(Duration::ZERO)),
     };
-    let base_dir = file.parent().unwrap_or(Path::new("."));
     let feeders = top
         .get("data")
         .map(|n| decode_data(&mut ctx, n, base_dir))
@@ -226,7 +235,7 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
     }
 }
 
-fn decode_target(ctx: &mut Ctx, node: &Node) -> Option<Target> {
+fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> {
     let fields = ctx.map(node, "`target`", TARGET_KEYS)?;
     let endpoint = match (fields.get("base_url"), fields.get("kafka")) {
         (Some(_), Some(_)) => {
@@ -264,9 +273,90 @@ fn decode_target(ctx: &mut Ctx, node: &Node) -> Option<Target> {
         }),
         None => Some(Duration::from_secs(10)),
     };
+    let tls = match fields.get("tls") {
+        Some(n) => {
+            let tls = decode_tls(ctx, n, base_dir);
+            if let Some(Endpoint::Http(base)) = &endpoint {
+                if !base.tls {
+                    ctx.error_hint(
+                        n.pos(),
+                        "`tls` settings for a plain `http://` base URL",
+                        Some("write the base URL as `https://…`".into()),
+                    );
+                }
+            }
+            tls?
+        }
+        None => TlsSettings::default(),
+    };
     Some(Target {
         endpoint: endpoint?,
         timeout: timeout?,
+        tls,
+    })
+}
+
+/// `tls: {ca_file, insecure, server_name, client_cert, client_key}`; files
+/// relative to the scenario, read now so a missing one is reported here.
+fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings> {
+    let fields = ctx.map(node, "`tls`", TLS_KEYS)?;
+    let mut ok = true;
+    let mut pem = |ctx: &mut Ctx, key: &str, marker: &str, what: &str| {
+        let n = fields.get(key)?;
+        let name = ctx.string(n, "a file path")?;
+        let path = base_dir.join(&name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.contains(marker) => Some(path),
+            Ok(_) => {
+                ctx.error(
+                    n.pos(),
+                    format!("`{name}` holds no {what} (expected PEM text with `{marker}`)"),
+                );
+                ok = false;
+                None
+            }
+            Err(e) => {
+                ctx.error(n.pos(), format!("cannot read `{}`: {e}", path.display()));
+                ok = false;
+                None
+            }
+        }
+    };
+    let ca_file = pem(ctx, "ca_file", "-----BEGIN CERTIFICATE-----", "certificate");
+    let client_cert = pem(
+        ctx,
+        "client_cert",
+        "-----BEGIN CERTIFICATE-----",
+        "certificate",
+    );
+    let client_key = pem(ctx, "client_key", "PRIVATE KEY-----", "private key");
+    let insecure = match fields.get("insecure") {
+        Some(n) => match n {
+            Node::Scalar { value, .. } if value == "true" => true,
+            Node::Scalar { value, .. } if value == "false" => false,
+            other => {
+                ctx.error(other.pos(), "expected `true` or `false` for `insecure`");
+                return None;
+            }
+        },
+        None => false,
+    };
+    let server_name = fields
+        .get("server_name")
+        .and_then(|n| ctx.string(n, "a host name"));
+    if client_cert.is_some() != client_key.is_some() {
+        ctx.error(
+            fields.pos,
+            "`client_cert` and `client_key` go together: give both, or neither",
+        );
+        return None;
+    }
+    ok.then_some(TlsSettings {
+        ca_file,
+        insecure,
+        server_name,
+        client_cert,
+        client_key,
     })
 }
 
@@ -386,50 +476,6 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
     })
 }
 
-/// `http://host[:port][/prefix]`.
-pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
-    let expected = "expected a base URL like `http://127.0.0.1:8080`";
-    let Some(rest) = text.trim().strip_prefix("http://") else {
-        return Err(if text.starts_with("https://") {
-            format!("{expected}, found `{text}`: only `http://` is supported for now")
-        } else {
-            format!("{expected}, found `{text}`")
-        });
-    };
-    if rest.contains(['?', '#']) {
-        return Err(format!(
-            "{expected} without a query or fragment, found `{text}`"
-        ));
-    }
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("{expected}, found `{text}`"))?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        }
-    };
-    if host.is_empty() || host.contains(['@', ' ']) {
-        return Err(format!("{expected}, found `{text}` (no valid host)"));
-    }
-    let port =
-        match port {
-            None => 80,
-            Some(p) => p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
-                format!("{expected}, found `{text}` (port `{p}` is not in 1..65535)")
-            })?,
-        };
-    Ok(BaseUrl {
-        host: host.to_string(),
-        port,
-        path_prefix: path.trim_end_matches('/').to_string(),
-    })
-}
-
 fn decode_think_time(ctx: &mut Ctx, node: &Node) -> Option<ThinkTime> {
     if let Node::Scalar { .. } = node {
         return ctx.duration(node).map(ThinkTime::Constant);
@@ -505,7 +551,7 @@ fn decode_servers(ctx: &mut Ctx, node: &Node) -> Vec<ServerSpec> {
         });
         let agent = fields.required(ctx, "agent").and_then(|n| {
             let agent = ctx.string(n, "an agent URL like `http://127.0.0.1:9870`")?;
-            if let Err(e) = parse_base_url(&agent) {
+            if let Err(e) = url::parse_plain_base_url(&agent) {
                 ctx.error(n.pos(), e.replace("a base URL", "an agent URL"));
                 return None;
             }

@@ -1,0 +1,179 @@
+//! TLS for `https://` targets, with rustls: the client configuration made
+//! once per transport from `target.tls` (its session cache is what lets a
+//! user's reconnects resume instead of handshaking in full), and the
+//! reasons a handshake failed, in words that name the fix.
+//!
+//! Verification is on by default against the platform's roots (the
+//! system's certificate store, as curl and browsers use); `ca_file`
+//! replaces them with the given CAs; `insecure` accepts any certificate.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::scenario::{BaseUrl, TlsSettings};
+
+/// What a transport needs to open TLS connections.
+#[derive(Clone)]
+pub struct Tls {
+    pub connector: tokio_rustls::TlsConnector,
+    pub server_name: ServerName<'static>,
+    /// The server name as written, for messages.
+    pub name: String,
+}
+
+impl Tls {
+    /// The client of `base` under `settings`; an error names the setting
+    /// to fix.
+    pub fn new(base: &BaseUrl, settings: &TlsSettings) -> Result<Tls, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS set-up: {e}"))?;
+        let builder = if settings.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        } else {
+            builder.with_root_certificates(roots(settings)?)
+        };
+        let mut config = match (&settings.client_cert, &settings.client_key) {
+            (Some(cert), Some(key)) => {
+                let chain = read_certs(cert)?;
+                let key = read_key(key)?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| format!("target.tls.client_cert/client_key: {e}"))?
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let name = settings
+            .server_name
+            .clone()
+            .unwrap_or_else(|| base.host.clone());
+        let server_name = ServerName::try_from(name.clone()).map_err(|_| {
+            format!("`{name}` is not a valid TLS server name (target.tls.server_name)")
+        })?;
+        Ok(Tls {
+            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            server_name,
+            name,
+        })
+    }
+}
+
+fn roots(settings: &TlsSettings) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    match &settings.ca_file {
+        Some(path) => {
+            for cert in read_certs(path)? {
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("target.tls.ca_file {}: {e}", path.display()))?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            for cert in found.certs {
+                // A store may hold certificates rustls cannot use; the
+                // others still verify.
+                let _ = roots.add(cert);
+            }
+        }
+    }
+    Ok(roots)
+}
+
+fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{} holds no PEM certificate", path.display()));
+    }
+    Ok(certs)
+}
+
+fn read_key(path: &std::path::Path) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| format!("{}: no usable private key ({e})", path.display()))
+}
+
+/// Why a handshake failed, with the fix, for the message that stops a run
+/// at its start.
+pub fn explain(error: &std::io::Error, host: &str) -> String {
+    let rustls_error = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>());
+    use rustls::{CertificateError, Error};
+    match rustls_error {
+        Some(Error::InvalidCertificate(CertificateError::UnknownIssuer)) => format!(
+            "the certificate of {host} is not signed by a trusted CA (self-signed?): give its CA as target.tls.ca_file, or set target.tls.insecure: true for a test system"
+        ),
+        Some(Error::InvalidCertificate(CertificateError::Expired))
+        | Some(Error::InvalidCertificate(CertificateError::ExpiredContext { .. })) => format!(
+            "the certificate of {host} has expired: renew it, or set target.tls.insecure: true for a test system"
+        ),
+        Some(Error::InvalidCertificate(CertificateError::NotValidForName))
+        | Some(Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })) => format!(
+            "the certificate of {host} is not valid for that name: aim base_url at a name it holds, or set target.tls.server_name to one"
+        ),
+        Some(e) => format!("TLS handshake with {host} failed: {e}"),
+        None => format!("TLS handshake with {host} failed: {error}"),
+    }
+}
+
+/// `target.tls.insecure: true`: every certificate is accepted, but the
+/// handshake's signatures are still checked (a server must hold the key of
+/// whatever certificate it shows).
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
