@@ -42,8 +42,7 @@ pub struct Model {
     pub process_share: Vec<BTreeMap<String, f64>>,
     /// Mean think time between a user's requests.
     pub think_s: f64,
-    /// Host cores as the agents reported them, by agent (known only for
-    /// hosts with a tier whose cores the scenario left to the agent).
+    /// Host cores as the agents reported them, by agent.
     pub host_cores: BTreeMap<String, u32>,
 }
 
@@ -80,9 +79,16 @@ impl Model {
                 .or(measured.map(|u| u.cores))
                 .unwrap_or(1)
                 .max(1);
-            // Without configured cores the agent reports its host's.
-            if let (None, Some(u)) = (server.cores, measured) {
-                host_cores.insert(u.agent.clone(), u.cores);
+            // The host's cores; records older than `host_cores` have them
+            // only where the scenario left a tier's cores to the agent.
+            match (measured, server.cores) {
+                (Some(u), _) if u.host_cores > 0 => {
+                    host_cores.insert(u.agent.clone(), u.host_cores);
+                }
+                (Some(u), None) => {
+                    host_cores.insert(u.agent.clone(), u.cores);
+                }
+                _ => {}
             }
             if !tiers.iter().any(|t| t.name == server.tier) {
                 tiers.push(Tier {

@@ -108,6 +108,7 @@ fn usage(
     TierUsage {
         agent: agent.to_string(),
         cores: server.cores.unwrap_or(last.host.cores),
+        host_cores: last.host.cores,
         cpu_util_cores: round(per_process_util.values().sum(), 4),
         cpu_util_cores_per_process: per_process_util,
         cpu_ms_per_request: cpu_ms,

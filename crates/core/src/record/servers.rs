@@ -24,6 +24,10 @@ pub struct TierUsage {
     pub agent: String,
     /// Cores the tier may use (configured, or the agent host's).
     pub cores: u32,
+    /// Cores of the agent's host, which co-located tiers share (0 in
+    /// records written before it was kept).
+    #[serde(default)]
+    pub host_cores: u32,
     /// CPU of the tier's processes together, in busy cores.
     pub cpu_util_cores: f64,
     pub cpu_util_cores_per_process: BTreeMap<String, f64>,
