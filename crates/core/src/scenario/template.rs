@@ -35,6 +35,11 @@ pub enum Escape {
     Json,
     /// CR and LF removed, so a value cannot end the header.
     Header,
+    /// `${raw(…)}` in a path: verbatim (`/`, `?`, `%`, `=` kept), except
+    /// bytes no URI may hold — controls, space, non-ASCII and `"<>\^`{|}` —
+    /// which are percent-encoded, so a value can never break the request
+    /// line.
+    Uri,
 }
 
 /// A dynamic part of a template.
@@ -52,6 +57,9 @@ struct Part {
     /// Offset in `Template::text` where the expansion goes.
     at: usize,
     value: Dynamic,
+    /// `${raw(…)}`: the value goes in as it is, as far as its context
+    /// allows (see `Escape::raw`).
+    raw: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +87,19 @@ pub trait Bindings {
     fn column(&mut self, feeder: FeederId, column: usize) -> &[u8];
     /// The variable's value; empty when not yet extracted.
     fn var(&self, var: VarId) -> &[u8];
+}
+
+impl Escape {
+    /// What `${raw(…)}` does in a template escaped as `self`: verbatim in
+    /// bodies (their length is counted after rendering), URI-safe in paths,
+    /// still without CR or LF in headers.
+    pub fn raw(self) -> Escape {
+        match self {
+            Escape::Path | Escape::Uri => Escape::Uri,
+            Escape::Header => Escape::Header,
+            Escape::None | Escape::Form | Escape::Json => Escape::None,
+        }
+    }
 }
 
 impl Template {
@@ -131,12 +152,20 @@ impl Template {
                     let _ = write!(out, "{}", bindings.now_ms());
                 }
                 Dynamic::Column { feeder, column } => {
-                    escape(self.escape, bindings.column(feeder, column), out)
+                    escape(self.escape_of(part), bindings.column(feeder, column), out)
                 }
-                Dynamic::Var(var) => escape(self.escape, bindings.var(var), out),
+                Dynamic::Var(var) => escape(self.escape_of(part), bindings.var(var), out),
             }
         }
         out.extend_from_slice(&self.text[from..]);
+    }
+
+    fn escape_of(&self, part: &Part) -> Escape {
+        if part.raw {
+            self.escape.raw()
+        } else {
+            self.escape
+        }
     }
 
     /// The one expression this template is made of, with no text around
@@ -239,10 +268,30 @@ impl Builder {
                         return errors;
                     };
                     let inner = &src[i + 2..i + 2 + len];
-                    match expansion(inner, names) {
+                    let (raw, expr) = match raw_argument(inner) {
+                        Some(expr) => (true, expr),
+                        None => (false, inner),
+                    };
+                    match expansion(expr, names) {
+                        Ok(value @ (Dynamic::Column { .. } | Dynamic::Var(_))) => {
+                            self.parts.push(Part {
+                                at: self.text.len(),
+                                value,
+                                raw,
+                            })
+                        }
+                        Ok(_) if raw => errors.push(TemplateError {
+                            offset: i,
+                            message: format!(
+                                "`raw(…)` takes a data column or a variable, found `{}`",
+                                expr.trim()
+                            ),
+                            hint: Some("numbers and times need no escaping: drop `raw`".into()),
+                        }),
                         Ok(value) => self.parts.push(Part {
                             at: self.text.len(),
                             value,
+                            raw,
                         }),
                         Err((message, hint)) => errors.push(TemplateError {
                             offset: i,
@@ -282,6 +331,16 @@ fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The argument of `raw(…)`, when `inner` is one.
+fn raw_argument(inner: &str) -> Option<&str> {
+    inner
+        .trim()
+        .strip_prefix("raw")
+        .map(str::trim_start)
+        .and_then(|a| a.strip_prefix('('))
+        .and_then(|a| a.strip_suffix(')'))
 }
 
 /// Resolves the inside of `${…}`.
@@ -362,7 +421,7 @@ fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<Stri
 
 fn bad_expansion(inner: &str) -> (String, Option<String>) {
     (
-        format!("expected `${{random(lo, hi)}}`, `${{now_ms()}}`, `${{feeder.column}}` or `${{variable}}`, found `${{{inner}}}`"),
+        format!("expected `${{random(lo, hi)}}`, `${{now_ms()}}`, `${{feeder.column}}`, `${{variable}}` or `${{raw(feeder.column)}}`, found `${{{inner}}}`"),
         Some("write `$${` for a literal `${`".into()),
     )
 }
@@ -451,6 +510,15 @@ pub fn escape(how: Escape, bytes: &[u8], out: &mut Vec<u8>) {
             }
         }
         Escape::Header => out.extend(bytes.iter().copied().filter(|&b| b != b'\r' && b != b'\n')),
+        Escape::Uri => {
+            for &b in bytes {
+                if b.is_ascii_graphic() && !b"\"<>\\^`{|}".contains(&b) {
+                    out.push(b)
+                } else {
+                    percent(b, out)
+                }
+            }
+        }
     }
 }
 
@@ -500,6 +568,30 @@ mod tests {
         let mut out = b"prefix:".to_vec();
         t.render(&mut b, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn raw_keeps_a_path_as_written_but_never_breaks_the_line() {
+        // The value is `A b/"c"` CR LF `&=`.
+        assert_eq!(
+            render("/${raw(actors.name)}", Escape::Path),
+            "prefix:/A%20b/%22c%22%0D%0A&="
+        );
+        assert_eq!(
+            render("/${actors.name}", Escape::Path),
+            "prefix:/A%20b%2F%22c%22%0D%0A%26%3D"
+        );
+        assert_eq!(render("${ raw( token ) }", Escape::Path), "prefix:x%20y");
+        // In a body, raw is verbatim; in a header, still without CR LF.
+        assert_eq!(
+            render("{\"a\": ${raw(actors.name)}}", Escape::Json),
+            "prefix:{\"a\": A b/\"c\"\r\n&=}"
+        );
+        assert_eq!(render("${raw(actors.name)}", Escape::Header), "prefix:A b/\"c\"&=");
+        let columns = vec!["name".to_string()];
+        let err = Template::compile("/${raw(random(1, 2))}", Escape::Path, &names(&columns, &[]))
+            .unwrap_err();
+        assert!(err[0].message.contains("`raw(…)` takes"), "{err:?}");
     }
 
     #[test]

@@ -350,6 +350,12 @@ fn bad_base_urls_and_methods() {
         20,
     );
     expect(
+        "target: {base_url: 'http://h'}\nrequests: {a: {path: /, headers: {X-A: \"1\\r\\nHost: evil\"}}}\n",
+        "holds a line break",
+        2,
+        40,
+    );
+    expect(
         "target: {base_url: 'http://h:99999'}\nrequests: {a: {path: /}}\n",
         "port `99999`",
         1,

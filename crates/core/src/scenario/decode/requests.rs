@@ -217,6 +217,18 @@ fn decode_request(
             let Some(text) = ctx.string(value, "a header value") else {
                 continue;
             };
+            // A line break would end the header and start another (or a
+            // second request): never sent, whatever the server makes of it.
+            if text.contains(['\r', '\n']) {
+                ctx.error(
+                    value.pos(),
+                    format!(
+                        "header `{}` holds a line break, which would end the header early",
+                        name.name
+                    ),
+                );
+                continue;
+            }
             if let Some(t) = template(ctx, value, &text, Escape::Header, Escape::None, names) {
                 headers.push((name.name.clone(), t));
             }
