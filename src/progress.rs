@@ -168,6 +168,13 @@ impl RunObserver for LiveView {
             None => eprintln!("warning: {message}"),
         }
     }
+
+    fn alarm(&mut self, message: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("WARNING: {message}")),
+            None => eprintln!("WARNING: {message}"),
+        }
+    }
 }
 
 /// The load of a level as the live line names it: users, or arrivals/s.

@@ -43,11 +43,19 @@ struct Figures<'a> {
     errors: u64,
     throughput_rps: f64,
     latency: &'a Latency,
+    /// Checks passed and run.
+    checks: (u64, u64),
+}
+
+fn checks<'a>(requests: impl Iterator<Item = &'a crate::record::PerRequestRecord>) -> (u64, u64) {
+    requests
+        .flat_map(|r| r.checks.values())
+        .fold((0, 0), |(p, n), c| (p + c.passed, n + c.passed + c.failed))
 }
 
 fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> ThresholdResult {
     let unit = match t.metric {
-        Metric::ErrorRate => Unit::Fraction,
+        Metric::ErrorRate | Metric::Checks => Unit::Fraction,
         Metric::Throughput => Unit::PerSecond,
         _ => Unit::Ms,
     };
@@ -65,6 +73,7 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
             errors: level.errors,
             throughput_rps: level.throughput_rps,
             latency: &level.response_time_ms,
+            checks: checks(level.per_request.values()),
         },
         Some(id) => {
             let name = &scenario.request(id).name;
@@ -74,6 +83,7 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
                     errors: r.errors,
                     throughput_rps: r.throughput_rps,
                     latency: &r.response_time_ms,
+                    checks: checks(std::iter::once(r)),
                 },
                 None => return not_measured(format!("request `{name}` was not measured")),
             }
@@ -86,6 +96,10 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
             return not_measured("no requests were made".into())
         }
         Metric::ErrorRate => figures.errors as f64 / figures.requests as f64,
+        Metric::Checks => match figures.checks {
+            (_, 0) => return not_measured("no check ran (`check:` on a request)".into()),
+            (passed, all) => passed as f64 / all as f64,
+        },
         Metric::Throughput => figures.throughput_rps,
         Metric::Percentile(per_mille) => match percentile(figures.latency, per_mille) {
             Some(v) => v,
@@ -172,6 +186,7 @@ mod tests {
                 throughput_rps: 10.0,
                 response_time_ms: latency(3.0),
                 errors_by_kind: BTreeMap::new(),
+                checks: BTreeMap::new(),
             },
         );
         per_request.insert(
@@ -182,6 +197,7 @@ mod tests {
                 throughput_rps: 90.0,
                 response_time_ms: latency(1.0),
                 errors_by_kind: BTreeMap::new(),
+                checks: BTreeMap::new(),
             },
         );
         LevelRecord {

@@ -3,6 +3,7 @@
 //! window, and a stop that ends the level on time however the server behaves.
 
 mod arrival_timer;
+mod checks;
 mod coalesce;
 mod error;
 pub mod fleet;

@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::checks;
 use super::coalesce::Awaited;
 use super::level::Workload;
 use crate::measure::{ErrorKind, IntervalStats};
-use crate::protocol::{CallOutcome, Fired, Transport};
+use crate::protocol::{CallOutcome, Fired, Response, Transport};
 use crate::scenario::template::Bindings;
 use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, RequestId, Scenario, VarId};
 
@@ -108,7 +109,9 @@ pub struct User<T: Transport> {
     session: T::Session,
     vars: Vec<Vec<u8>>,
     rows: Vec<Option<usize>>,
-    body: Vec<u8>,
+    /// The last response kept (head and body), for checks and extracts;
+    /// reused so a user allocates it once.
+    response: Response,
 }
 
 impl<T: Transport> User<T> {
@@ -122,7 +125,7 @@ impl<T: Transport> User<T> {
         User {
             vars: vec![Vec::new(); scenario.variables.len()],
             rows: vec![None; scenario.feeders.len()],
-            body: Vec::new(),
+            response: Response::default(),
             session,
             shared,
             recorder,
@@ -180,28 +183,39 @@ impl<T: Transport> User<T> {
     async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
         let shared = self.shared.clone();
         let request = shared.scenario.request(current);
-        let wants_body = !request.extracts.is_empty();
-        let mut body = std::mem::take(&mut self.body);
+        let reads = request.reads_response();
+        let mut response = std::mem::take(&mut self.response);
         let (transport, session, mut bindings) = self.parts();
         let awaited = Awaited::begin();
-        let outcome = transport
+        let mut outcome = transport
             .call(
                 session,
                 current,
                 &mut bindings,
-                wants_body.then_some(&mut body),
+                reads.then_some(&mut response),
             )
             .await;
         awaited.done(outcome.response_time);
-        self.body = body;
+        self.response = response;
+        let mut rec = self.recorder.borrow_mut();
+        if !request.checks.is_empty() && outcome.status != 0 {
+            outcome.result = checks::judge(
+                &request.checks,
+                outcome.status,
+                outcome.result,
+                &self.response,
+                &mut rec.per_request[current.index()],
+            );
+        }
         let connect_failed = record(
-            &mut self.recorder.borrow_mut(),
+            &mut rec,
             current,
             intended.map(|t| (t, Instant::now())),
             &outcome,
         );
-        if wants_body && outcome.result.is_ok() {
-            extract(request, &self.body, &mut self.vars);
+        drop(rec);
+        if !request.extracts.is_empty() && outcome.result.is_ok() {
+            extract(request, &self.response.body, &mut self.vars);
         }
         connect_failed
     }

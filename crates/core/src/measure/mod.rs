@@ -11,7 +11,7 @@ use std::time::Instant;
 
 pub use collector::{Collector, LevelInfo, LevelTotals, Tick, TickSink};
 pub use outcome::{ErrorCounts, ErrorKind};
-pub use stats::{DurationSum, IntervalStats, RequestStats};
+pub use stats::{CheckCount, DurationSum, IntervalStats, RequestStats};
 
 /// One shard's statistics for one interval, sent to the collector.
 #[derive(Debug)]

@@ -32,10 +32,12 @@ pub enum ErrorKind {
     /// The TLS handshake failed (a certificate not trusted, expired or for
     /// another name; no protocol in common).
     Tls,
+    /// A complete response that failed one of the request's `check:`s.
+    CheckFailed,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -47,6 +49,7 @@ impl ErrorKind {
         ErrorKind::Encode,
         ErrorKind::KafkaBroker,
         ErrorKind::Tls,
+        ErrorKind::CheckFailed,
     ];
 
     pub fn index(self) -> usize {
@@ -66,12 +69,16 @@ impl ErrorKind {
             ErrorKind::Encode => "encode",
             ErrorKind::KafkaBroker => "kafka_broker",
             ErrorKind::Tls => "tls",
+            ErrorKind::CheckFailed => "check_failed",
         }
     }
 
     /// A complete response came back (so it has a response time).
     pub fn has_response(self) -> bool {
-        matches!(self, ErrorKind::Http4xx | ErrorKind::Http5xx)
+        matches!(
+            self,
+            ErrorKind::Http4xx | ErrorKind::Http5xx | ErrorKind::CheckFailed
+        )
     }
 
     pub fn from_status(status: u16) -> Option<ErrorKind> {

@@ -30,6 +30,16 @@ pub struct RequestStats {
     /// Response time (first byte written to last byte read) of every attempt
     /// that got a complete response, including 4xx/5xx.
     pub response_time: Histogram<u64>,
+    /// Per check of the request (in the scenario's order): passed, failed.
+    /// Empty for requests without checks.
+    pub checks: Vec<CheckCount>,
+}
+
+/// How often one check passed and failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckCount {
+    pub passed: u64,
+    pub failed: u64,
 }
 
 impl Default for RequestStats {
@@ -38,6 +48,7 @@ impl Default for RequestStats {
             requests: 0,
             errors: ErrorCounts::default(),
             response_time: new_histogram(),
+            checks: Vec::new(),
         }
     }
 }
@@ -58,9 +69,30 @@ impl RequestStats {
         }
     }
 
+    /// Counts check `index` of the request.
+    pub fn record_check(&mut self, index: usize, passed: bool) {
+        if self.checks.len() <= index {
+            self.checks.resize(index + 1, CheckCount::default());
+        }
+        let c = &mut self.checks[index];
+        if passed {
+            c.passed += 1;
+        } else {
+            c.failed += 1;
+        }
+    }
+
     pub fn merge(&mut self, other: &RequestStats) {
         self.requests += other.requests;
         self.errors.merge(&other.errors);
+        if self.checks.len() < other.checks.len() {
+            self.checks
+                .resize(other.checks.len(), CheckCount::default());
+        }
+        for (a, b) in self.checks.iter_mut().zip(&other.checks) {
+            a.passed += b.passed;
+            a.failed += b.failed;
+        }
         self.response_time
             .add(&other.response_time)
             .expect("auto-resizing histograms always add");
@@ -70,6 +102,9 @@ impl RequestStats {
         self.requests = 0;
         self.errors = ErrorCounts::default();
         self.response_time.reset();
+        self.checks
+            .iter_mut()
+            .for_each(|c| *c = CheckCount::default());
     }
 
     pub fn mean_ms(&self) -> f64 {

@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::outcome::ErrorKind;
-use super::stats::{new_histogram, DurationSum, IntervalStats, RequestStats};
+use super::stats::{new_histogram, CheckCount, DurationSum, IntervalStats, RequestStats};
 use super::Snapshot;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -53,6 +53,9 @@ struct WireRequest {
     /// By `ErrorKind::name`, so both sides need not agree on the order.
     errors: BTreeMap<String, u64>,
     response_time: Vec<u8>,
+    /// Passed and failed per check.
+    #[serde(default)]
+    checks: Vec<(u64, u64)>,
 }
 
 /// A snapshot the parent could not read back.
@@ -83,6 +86,7 @@ impl WireSnapshot {
                             .map(|(k, v)| (k.to_string(), v))
                             .collect(),
                         response_time: encode(&r.response_time),
+                        checks: r.checks.iter().map(|c| (c.passed, c.failed)).collect(),
                     })
                     .collect(),
                 think: sum_to_wire(&s.think),
@@ -109,6 +113,11 @@ impl WireSnapshot {
             let mut stats = RequestStats {
                 requests: r.requests,
                 response_time: decode(&r.response_time)?,
+                checks: r
+                    .checks
+                    .iter()
+                    .map(|&(passed, failed)| CheckCount { passed, failed })
+                    .collect(),
                 ..RequestStats::default()
             };
             for (name, n) in r.errors {

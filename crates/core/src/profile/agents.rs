@@ -141,11 +141,12 @@ impl AgentEndpoint {
                 );
             }
             let c = conn.as_mut().expect("just connected");
-            let mut body = Vec::new();
+            let mut response = crate::protocol::Response::default();
             let reply = c
-                .exchange(&self.request, false, Some(&mut body))
+                .exchange(&self.request, false, Some(&mut response))
                 .await
                 .map_err(|f| f.kind.name().replace('_', " "))?;
+            let body = response.body;
             if reply.close {
                 *conn = None;
             }

@@ -198,7 +198,7 @@ impl Connection {
         &mut self,
         request: &[u8],
         head_request: bool,
-        mut body: Option<&mut Vec<u8>>,
+        response: Option<&mut super::Response>,
     ) -> Result<Reply, Failure> {
         let reused = self.served > 0;
         let stale = |kind: ErrorKind, got_nothing: bool| Failure {
@@ -232,6 +232,13 @@ impl Connection {
                     return Err(stale(io_kind(&e), nothing));
                 }
             }
+        };
+        let mut body = match response {
+            Some(r) => {
+                r.head.extend_from_slice(&self.buf[..head.len]);
+                Some(&mut r.body)
+            }
+            None => None,
         };
         let body_len = match head.framing {
             Framing::None => {

@@ -29,6 +29,9 @@ pub struct CallOutcome {
     /// `Ok(status)` for a complete response with a non-error status (for
     /// Kafka, the partition the record was written to).
     pub result: Result<u16, ErrorKind>,
+    /// The HTTP status of a complete response, error statuses included
+    /// (0 when none came, and for Kafka).
+    pub status: u16,
     /// First byte written to last byte read (zero when nothing was sent).
     pub response_time: Duration,
     /// Set when the call had to open a connection first.
@@ -50,6 +53,25 @@ pub struct Handshake {
 pub struct Opened {
     pub connect: Duration,
     pub tls: Option<Handshake>,
+}
+
+/// What a caller keeps of a response, to check or extract from: the head
+/// (status line and headers, as received) and the decoded body.
+#[derive(Debug, Default)]
+pub struct Response {
+    pub head: Vec<u8>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The value of the first header called `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let head = std::str::from_utf8(&self.head).ok()?;
+        head.split("\r\n").skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
 }
 
 /// A request sent by `Transport::fire`, and who hears how it went.
@@ -110,14 +132,14 @@ pub trait Transport: 'static {
         async { unreachable!("fire() on a transport that cannot") }
     }
 
-    /// Sends request `id`, rendered with `bindings`; appends the response
-    /// body to `body` when given.
+    /// Sends request `id`, rendered with `bindings`; keeps the response's
+    /// head and body in `response` when given.
     fn call(
         &self,
         session: &mut Self::Session,
         id: RequestId,
         bindings: &mut impl Bindings,
-        body: Option<&mut Vec<u8>>,
+        response: Option<&mut Response>,
     ) -> impl Future<Output = CallOutcome>;
 }
 
@@ -345,7 +367,7 @@ impl Transport for HttpTransport {
         session: &mut HttpSession,
         id: RequestId,
         bindings: &mut impl Bindings,
-        mut body: Option<&mut Vec<u8>>,
+        mut response: Option<&mut Response>,
     ) -> CallOutcome {
         let plan = &self.plans[id.index()];
         plan.render(bindings, &mut session.out, &mut session.scratch);
@@ -364,14 +386,15 @@ impl Transport for HttpTransport {
                     }
                 }
             };
-            if let Some(b) = body.as_deref_mut() {
-                b.clear();
+            if let Some(r) = response.as_deref_mut() {
+                r.head.clear();
+                r.body.clear();
             }
             let begin = Instant::now();
             let exchanged = within(
                 &mut session.watchdog,
                 begin + self.timeout,
-                conn.exchange(&session.out, plan.head, body.as_deref_mut()),
+                conn.exchange(&session.out, plan.head, response.as_deref_mut()),
             )
             .await;
             let elapsed = begin.elapsed();
@@ -386,6 +409,7 @@ impl Transport for HttpTransport {
                     };
                     return CallOutcome {
                         result,
+                        status: reply.status,
                         response_time: elapsed,
                         connect_time: opened.map(|o| o.connect),
                         tls: opened.and_then(|o| o.tls),
@@ -444,6 +468,7 @@ async fn within<F: Future>(
 fn failed(kind: ErrorKind, response_time: Duration, opened: Option<Opened>) -> CallOutcome {
     CallOutcome {
         result: Err(kind),
+        status: 0,
         response_time,
         connect_time: opened.map(|o| o.connect),
         tls: opened.and_then(|o| o.tls),

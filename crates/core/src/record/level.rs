@@ -97,6 +97,15 @@ pub struct PerRequestRecord {
     pub response_time_ms: Latency,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// The request's `check:`s by name: how often each passed and failed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, CheckRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckRecord {
+    pub passed: u64,
+    pub failed: u64,
 }
 
 /// Little's law as measured: `users` against `throughput × (R + Z)` with
@@ -197,6 +206,18 @@ impl LevelRecord {
                         throughput_rps: round3(s.requests as f64 / secs),
                         response_time_ms: Latency::of(s),
                         errors_by_kind: owned(s.errors.by_name()),
+                        checks: req
+                            .checks
+                            .iter()
+                            .zip(&s.checks)
+                            .map(|(check, count)| {
+                                let record = CheckRecord {
+                                    passed: count.passed,
+                                    failed: count.failed,
+                                };
+                                (check.name.clone(), record)
+                            })
+                            .collect(),
                     },
                 )
             })

@@ -19,8 +19,8 @@ pub use analysis::{
     ThresholdResult, Unit,
 };
 pub use level::{
-    round3, round6, ArrivalsRecord, CapacityLevel, ClientRecord, Latency, LevelRecord, LittleCheck,
-    PerRequestRecord, ThinkRecord, TimerLateness,
+    round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
+    LittleCheck, PerRequestRecord, ThinkRecord, TimerLateness,
 };
 pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
 

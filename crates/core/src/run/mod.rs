@@ -33,6 +33,11 @@ pub trait RunObserver: TickSink {
     fn level_started(&mut self, _level: &Level) {}
     fn level_finished(&mut self, _level: &LevelRecord) {}
     fn warning(&mut self, _message: &str) {}
+    /// A warning no one may miss (every request failed): shown even when
+    /// the observer is otherwise quiet.
+    fn alarm(&mut self, message: &str) {
+        self.warning(message)
+    }
     /// A controller's note on what it does next and why.
     fn note(&mut self, _message: &str) {}
 }
@@ -197,6 +202,10 @@ pub fn run_levels(
             observer.warning(&w);
             record.warnings.push(w);
         }
+        if let Some(w) = all_failed(&level_record) {
+            observer.alarm(&w);
+            record.warnings.push(w);
+        }
         controller.finish_level(&mut level_record, sampler.as_ref());
         if let Some(sampler) = &sampler {
             sampler.prune_before(run.totals.measure_end);
@@ -237,6 +246,27 @@ pub fn run_levels(
     record.finished_at = Some(now_rfc3339());
     dir.write_run(&record)?;
     Ok(record)
+}
+
+/// Says so when every request of a level failed: its response times, if
+/// any, are those of errors, and nothing it measured describes a working
+/// system, whatever the thresholds say.
+fn all_failed(level: &LevelRecord) -> Option<String> {
+    if level.requests == 0 || level.errors < level.requests {
+        return None;
+    }
+    let kinds: Vec<String> = level
+        .errors_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    Some(format!(
+        "level {}: EVERY request failed ({} of {}: {}); nothing here measures a working system",
+        level.level,
+        level.errors,
+        level.requests,
+        kinds.join(", ")
+    ))
 }
 
 /// Says so when requests got no answer at all (refused, reset, timed out,

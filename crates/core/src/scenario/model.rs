@@ -281,6 +281,47 @@ pub struct Request {
     pub action: Action,
     /// Empty for `produce` requests (a broker's acknowledgement has no body).
     pub extracts: Vec<Extract>,
+    /// `check:`: what a correct response looks like (HTTP only).
+    pub checks: Vec<Check>,
+}
+
+impl Request {
+    /// Whether the response's head and body must be kept (to check or
+    /// extract from them); other responses are only measured.
+    pub fn reads_response(&self) -> bool {
+        !self.extracts.is_empty() || !self.checks.is_empty()
+    }
+}
+
+/// One check of a response; a request whose check fails counts as an
+/// error of kind `check_failed`.
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// How the record names it: `status`, `body_contains`, `body_regex`,
+    /// `header Location`, `json $.user.id`.
+    pub name: String,
+    pub kind: CheckKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum CheckKind {
+    /// The status is one of these (which then count as success, 4xx and
+    /// 5xx included).
+    Status(Vec<u16>),
+    BodyContains(Vec<u8>),
+    BodyRegex(regex::bytes::Regex),
+    /// The header is present and its value matches.
+    Header {
+        name: String,
+        regex: regex::Regex,
+    },
+    /// The JSON body has a value at the path equal to `expected` (a string
+    /// compares with a JSON string's text, anything else with the value's
+    /// JSON text).
+    Json {
+        path: serde_json_path::JsonPath,
+        expected: String,
+    },
 }
 
 /// What a request does: an HTTP exchange, or a record sent to Kafka.
@@ -418,6 +459,8 @@ pub enum Metric {
     /// A percentile, in per-mille to keep it exact: p99 is 990, p99.9 is 999.
     Percentile(u16),
     ErrorRate,
+    /// The share of `check:`s that passed.
+    Checks,
     Throughput,
 }
 

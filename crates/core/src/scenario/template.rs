@@ -587,7 +587,10 @@ mod tests {
             render("{\"a\": ${raw(actors.name)}}", Escape::Json),
             "prefix:{\"a\": A b/\"c\"\r\n&=}"
         );
-        assert_eq!(render("${raw(actors.name)}", Escape::Header), "prefix:A b/\"c\"&=");
+        assert_eq!(
+            render("${raw(actors.name)}", Escape::Header),
+            "prefix:A b/\"c\"&="
+        );
         let columns = vec!["name".to_string()];
         let err = Template::compile("/${raw(random(1, 2))}", Escape::Path, &names(&columns, &[]))
             .unwrap_err();

@@ -592,6 +592,7 @@ fn schema_matches_decoder_keys() {
     assert_eq!(keys(&defs["target"]), sorted(decode::TARGET_KEYS));
     assert_eq!(keys(&defs["kafka"]), sorted(decode::KAFKA_KEYS));
     assert_eq!(keys(&defs["tls"]), sorted(decode::TLS_KEYS));
+    assert_eq!(keys(&defs["check"]), sorted(decode::requests::CHECK_KEYS));
     assert_eq!(keys(&defs["feeder"]), sorted(decode::DATA_KEYS));
     assert_eq!(
         keys(&defs["produce"]),

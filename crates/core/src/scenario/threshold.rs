@@ -3,15 +3,16 @@
 //!
 //! Grammar: `[request "."] metric op value`, where metric is `mean`, `max`,
 //! `pN` (`p50`, `p90`, `p95`, `p99`, `p99.9`, … with at most one decimal),
-//! `error_rate` or `throughput`, and op is `<`, `<=`, `>` or `>=`. Times take
-//! a duration and are kept in milliseconds; `error_rate` takes a percent or a
-//! fraction and is kept as a fraction; `throughput` takes `100/s` or a plain
-//! number, in requests per second.
+//! `error_rate`, `checks` or `throughput`, and op is `<`, `<=`, `>` or `>=`.
+//! Times take a duration and are kept in milliseconds; `error_rate` and
+//! `checks` (the share of checks passed) take a percent or a fraction and
+//! are kept as a fraction; `throughput` takes `100/s` or a plain number, in
+//! requests per second.
 
 use super::duration::parse_duration;
 use super::model::{Comparison, Metric, RequestId, Threshold};
 
-const METRICS: &str = "mean, max, p50, p90, p95, p99, p99.9, error_rate or throughput";
+const METRICS: &str = "mean, max, p50, p90, p95, p99, p99.9, error_rate, checks or throughput";
 
 pub fn parse_threshold(
     expr: &str,
@@ -66,7 +67,7 @@ pub fn parse_threshold(
             .map_err(|_| {
                 format!("expected a duration like `250ms` after `{op_text}`, found `{right}`")
             })?,
-        Metric::ErrorRate => parse_rate(right).ok_or_else(|| {
+        Metric::ErrorRate | Metric::Checks => parse_rate(right).ok_or_else(|| {
             format!("expected a percentage like `1%` or a fraction like `0.01` after `{op_text}`, found `{right}`")
         })?,
         Metric::Throughput => right
@@ -94,6 +95,7 @@ fn parse_metric(text: &str) -> Option<Metric> {
         "mean" => Some(Metric::Mean),
         "max" => Some(Metric::Max),
         "error_rate" => Some(Metric::ErrorRate),
+        "checks" => Some(Metric::Checks),
         "throughput" => Some(Metric::Throughput),
         _ => {
             let number = text.strip_prefix('p')?;

@@ -262,7 +262,7 @@ impl Transport for KafkaTransport {
         session: &mut KafkaSession,
         id: RequestId,
         bindings: &mut impl Bindings,
-        _body: Option<&mut Vec<u8>>,
+        _response: Option<&mut super::Response>,
     ) -> CallOutcome {
         let plan = &self.plans.plans[id.index()];
         if let Err(kind) = plan.render(session, bindings) {
@@ -282,6 +282,7 @@ impl Transport for KafkaTransport {
                 result: Ok(partition),
                 response_time: elapsed,
                 connect_time: None,
+                status: 0,
                 tls: None,
             },
             Err(kind) => failed(kind, elapsed, None),

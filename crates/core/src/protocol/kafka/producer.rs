@@ -233,6 +233,7 @@ impl Producer {
                 result: Err(kind),
                 response_time: fired.begin.elapsed(),
                 connect_time: None,
+                status: 0,
                 tls: None,
             };
             let now = Instant::now();
@@ -622,6 +623,7 @@ fn settle(slots: &mut Slab<Slot>, sender: Sender, outcome: Result<u16, ErrorKind
                 result: outcome,
                 response_time: now.saturating_duration_since(fired.begin),
                 connect_time: None,
+                status: 0,
                 tls: None,
             };
             fired.sink.done(fired.request, fired.intended, outcome, now);

@@ -11,8 +11,9 @@ use super::ctx::{is_name, report, Ctx};
 use super::data::DecodedFeeder;
 
 pub const REQUEST_KEYS: &[&str] = &[
-    "method", "path", "headers", "form", "json", "body", "extract", "produce",
+    "method", "path", "headers", "form", "json", "body", "extract", "check", "produce",
 ];
+pub const CHECK_KEYS: &[&str] = &["status", "body_contains", "body_regex", "header", "json"];
 pub const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
 pub const VALUE_KEYS: &[&str] = &["json", "raw", "avro"];
 
@@ -151,6 +152,7 @@ fn placeholder(name: &str) -> Request {
             body: None,
         }),
         extracts: Vec::new(),
+        checks: Vec::new(),
     }
 }
 
@@ -281,6 +283,11 @@ fn decode_request(
         }
     }
 
+    let checks = match fields.get("check") {
+        Some(node) => decode_checks(ctx, node).unwrap_or_default(),
+        None => Vec::new(),
+    };
+
     if ctx.errors.len() > errors_before {
         return None;
     }
@@ -293,7 +300,127 @@ fn decode_request(
             body,
         }),
         extracts,
+        checks,
     })
+}
+
+/// `check: {status: [200, 302], body_contains, body_regex, header: {Name:
+/// regex}, json: {"$.path": value}}`.
+fn decode_checks(ctx: &mut Ctx, node: &Node) -> Option<Vec<Check>> {
+    let fields = ctx.map(node, "`check`", CHECK_KEYS)?;
+    let mut checks = Vec::new();
+    for (key, value) in fields.entries {
+        match key.name.as_str() {
+            "status" => {
+                let items: Vec<&Node> = match value {
+                    Node::Seq { items, .. } => items.iter().collect(),
+                    scalar => vec![scalar],
+                };
+                let mut codes = Vec::new();
+                for item in items {
+                    let code = ctx.integer(item, 100, "an HTTP status like 200")?;
+                    if code > 599 {
+                        ctx.error(
+                            item.pos(),
+                            format!("expected an HTTP status in 100..599, found `{code}`"),
+                        );
+                        return None;
+                    }
+                    codes.push(code as u16);
+                }
+                checks.push(Check {
+                    name: "status".into(),
+                    kind: CheckKind::Status(codes),
+                });
+            }
+            "body_contains" => {
+                let text = ctx.string(value, "the text the body must contain")?;
+                checks.push(Check {
+                    name: "body_contains".into(),
+                    kind: CheckKind::BodyContains(text.into_bytes()),
+                });
+            }
+            "body_regex" => {
+                let text = ctx.string(value, "a regular expression")?;
+                let regex = compile_regex(ctx, value, &text, |t| {
+                    regex::bytes::Regex::new(t).map_err(|e| e.to_string())
+                })?;
+                checks.push(Check {
+                    name: "body_regex".into(),
+                    kind: CheckKind::BodyRegex(regex),
+                });
+            }
+            "header" => {
+                for (name, pattern) in ctx.named_map(value, "`check.header`")? {
+                    let text = ctx.string(pattern, "a regular expression")?;
+                    let regex = compile_regex(ctx, pattern, &text, |t| {
+                        regex::Regex::new(t).map_err(|e| e.to_string())
+                    })?;
+                    checks.push(Check {
+                        name: format!("header {}", name.name),
+                        kind: CheckKind::Header {
+                            name: name.name.clone(),
+                            regex,
+                        },
+                    });
+                }
+            }
+            "json" => {
+                for (path, expected) in ctx.named_map(value, "`check.json`")? {
+                    let parsed = match serde_json_path::JsonPath::parse(&path.name) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            ctx.error(
+                                path.pos,
+                                format!(
+                                    "expected a JSONPath like `$.user.id`, found `{}`: {e}",
+                                    path.name
+                                ),
+                            );
+                            return None;
+                        }
+                    };
+                    let Node::Scalar { value: text, .. } = expected else {
+                        ctx.error(
+                            expected.pos(),
+                            "expected the value the path must hold (a string, number or boolean)",
+                        );
+                        return None;
+                    };
+                    checks.push(Check {
+                        name: format!("json {}", path.name),
+                        kind: CheckKind::Json {
+                            path: parsed,
+                            expected: text.clone(),
+                        },
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(checks)
+}
+
+/// A regular expression, or its error at `node` with the regex crate's
+/// last line of explanation.
+fn compile_regex<R>(
+    ctx: &mut Ctx,
+    node: &Node,
+    text: &str,
+    compile: impl Fn(&str) -> Result<R, String>,
+) -> Option<R> {
+    match compile(text) {
+        Ok(re) => Some(re),
+        Err(e) => {
+            let detail = e.lines().last().unwrap_or_default().trim().to_string();
+            ctx.error(
+                node.pos(),
+                format!("expected a valid regular expression, found `{text}`: {detail}"),
+            );
+            None
+        }
+    }
 }
 
 /// `produce: {topic, key, value}`.
@@ -374,6 +501,7 @@ fn decode_produce(
             value: value?,
         }),
         extracts: Vec::new(),
+        checks: Vec::new(),
     })
 }
 
@@ -395,23 +523,10 @@ fn decode_extract(ctx: &mut Ctx, var: &str, node: &Node) -> Option<ExtractFrom> 
     let (key, value) = &fields.entries[0];
     let text = ctx.string(value, "a pattern")?;
     match key.name.as_str() {
-        "regex" => match regex::bytes::Regex::new(&text) {
-            Ok(re) => Some(ExtractFrom::Regex(re)),
-            Err(e) => {
-                let detail = e
-                    .to_string()
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-                ctx.error(
-                    value.pos(),
-                    format!("expected a valid regular expression, found `{text}`: {detail}"),
-                );
-                None
-            }
-        },
+        "regex" => compile_regex(ctx, value, &text, |t| {
+            regex::bytes::Regex::new(t).map_err(|e| e.to_string())
+        })
+        .map(ExtractFrom::Regex),
         "json" => {
             if !(text.is_empty() || text.starts_with('/')) {
                 ctx.error(
