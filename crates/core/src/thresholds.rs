@@ -187,6 +187,7 @@ mod tests {
                 response_time_ms: latency(3.0),
                 errors_by_kind: BTreeMap::new(),
                 checks: BTreeMap::new(),
+                redirects: 0,
             },
         );
         per_request.insert(
@@ -198,6 +199,7 @@ mod tests {
                 response_time_ms: latency(1.0),
                 errors_by_kind: BTreeMap::new(),
                 checks: BTreeMap::new(),
+                redirects: 0,
             },
         );
         LevelRecord {

@@ -6,6 +6,7 @@ mod arrival_timer;
 mod checks;
 mod coalesce;
 mod error;
+mod extract;
 pub mod fleet;
 mod level;
 mod open;

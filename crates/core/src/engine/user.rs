@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use super::checks;
 use super::coalesce::Awaited;
+use super::extract;
 use super::level::Workload;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
 use crate::scenario::template::Bindings;
-use crate::scenario::{ExtractFrom, Feeder, FeederId, Request, RequestId, Scenario, VarId};
+use crate::scenario::{Feeder, FeederId, RequestId, Scenario, VarId};
 
 /// After a failed connect the user waits at least this long, so a dead
 /// target with zero think time does not turn the generator into a spin loop.
@@ -54,6 +55,7 @@ pub async fn run_user<T: Transport>(
                     None => break,
                 }
             }
+            user.shared.transport.end_session(&mut user.session);
         },
         Workload::Profile {
             request,
@@ -93,6 +95,7 @@ pub async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
                     None => break,
                 }
             }
+            user.shared.transport.end_session(&mut user.session);
         }
         Workload::Profile { request, .. } => {
             let request = *request;
@@ -112,6 +115,8 @@ pub struct User<T: Transport> {
     /// The last response kept (head and body), for checks and extracts;
     /// reused so a user allocates it once.
     response: Response,
+    /// The variables `cookie.NAME` templates read, with the cookie names.
+    cookie_vars: Vec<(VarId, String)>,
 }
 
 impl<T: Transport> User<T> {
@@ -126,6 +131,15 @@ impl<T: Transport> User<T> {
             vars: vec![Vec::new(); scenario.variables.len()],
             rows: vec![None; scenario.feeders.len()],
             response: Response::default(),
+            cookie_vars: scenario
+                .variables
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| {
+                    let name = v.strip_prefix("cookie.")?;
+                    Some((VarId(i as u32), name.to_string()))
+                })
+                .collect(),
             session,
             shared,
             recorder,
@@ -197,7 +211,8 @@ impl<T: Transport> User<T> {
             .await;
         awaited.done(outcome.response_time);
         self.response = response;
-        let mut rec = self.recorder.borrow_mut();
+        let recorder = self.recorder.clone();
+        let mut rec = recorder.borrow_mut();
         if !request.checks.is_empty() && outcome.status != 0 {
             outcome.result = checks::judge(
                 &request.checks,
@@ -207,17 +222,36 @@ impl<T: Transport> User<T> {
                 &mut rec.per_request[current.index()],
             );
         }
-        let connect_failed = record(
+        if !request.extracts.is_empty() && outcome.result.is_ok() {
+            let transport = &self.shared.transport;
+            let session = &self.session;
+            let found = extract::extract(
+                request,
+                &self.response,
+                |name| transport.cookie(session, name),
+                &mut self.vars,
+            );
+            if !found {
+                outcome.result = Err(ErrorKind::ExtractMissing);
+            }
+        }
+        self.refresh_cookie_vars();
+        record(
             &mut rec,
             current,
             intended.map(|t| (t, Instant::now())),
             &outcome,
-        );
-        drop(rec);
-        if !request.extracts.is_empty() && outcome.result.is_ok() {
-            extract(request, &self.response.body, &mut self.vars);
+        )
+    }
+
+    /// `${cookie.NAME}`: the implicit variables follow the user's jar.
+    fn refresh_cookie_vars(&mut self) {
+        for &(var, ref name) in &self.cookie_vars {
+            let value = self.shared.transport.cookie(&self.session, name);
+            let slot = &mut self.vars[var.index()];
+            slot.clear();
+            slot.extend_from_slice(value.unwrap_or_default().as_bytes());
         }
-        connect_failed
     }
 
     /// Renders `request` and sends it by `Transport::fire`: `fired.sink`
@@ -277,6 +311,7 @@ pub fn record(
             .record(crate::measure::stats::nanos(outcome.response_time).max(1));
     }
     let stats = &mut rec.per_request[request.index()];
+    stats.redirects += u64::from(outcome.redirects);
     match outcome.result {
         Ok(_) => {
             stats.record_response(latency);
@@ -294,30 +329,6 @@ fn initial_think(scenario: &Scenario, rng: &mut fastrand::Rng) -> Duration {
     match scenario.think_time {
         ThinkTime::Constant(d) => d.mul_f64(rng.f64()),
         other => other.sample(rng.f64()),
-    }
-}
-
-/// Binds values extracted from `body` to the user's variables.
-fn extract(request: &Request, body: &[u8], vars: &mut [Vec<u8>]) {
-    let mut json: Option<Option<serde_json::Value>> = None;
-    for ex in &request.extracts {
-        let value: Option<Vec<u8>> = match &ex.from {
-            ExtractFrom::Regex(re) => re
-                .captures(body)
-                .and_then(|c| c.get(1).or_else(|| c.get(0)).map(|m| m.as_bytes().to_vec())),
-            ExtractFrom::JsonPointer(pointer) => {
-                let doc = json.get_or_insert_with(|| serde_json::from_slice(body).ok());
-                doc.as_ref()
-                    .and_then(|d| d.pointer(pointer))
-                    .map(|v| match v {
-                        serde_json::Value::String(s) => s.as_bytes().to_vec(),
-                        other => other.to_string().into_bytes(),
-                    })
-            }
-        };
-        if let Some(v) = value {
-            vars[ex.var.index()] = v;
-        }
     }
 }
 

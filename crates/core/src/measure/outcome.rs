@@ -34,10 +34,17 @@ pub enum ErrorKind {
     Tls,
     /// A complete response that failed one of the request's `check:`s.
     CheckFailed,
+    /// More than 10 redirects in a row.
+    RedirectLimit,
+    /// A value an extract must find (`on_missing: fail`) was not there.
+    ExtractMissing,
+    /// A redirect to another host, port or scheme than the target's:
+    /// autoperf sends traffic only where it was aimed, so it stops there.
+    RedirectOffTarget,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -50,6 +57,9 @@ impl ErrorKind {
         ErrorKind::KafkaBroker,
         ErrorKind::Tls,
         ErrorKind::CheckFailed,
+        ErrorKind::RedirectLimit,
+        ErrorKind::RedirectOffTarget,
+        ErrorKind::ExtractMissing,
     ];
 
     pub fn index(self) -> usize {
@@ -70,6 +80,9 @@ impl ErrorKind {
             ErrorKind::KafkaBroker => "kafka_broker",
             ErrorKind::Tls => "tls",
             ErrorKind::CheckFailed => "check_failed",
+            ErrorKind::RedirectLimit => "redirect_limit",
+            ErrorKind::RedirectOffTarget => "redirect_off_target",
+            ErrorKind::ExtractMissing => "extract_missing",
         }
     }
 
@@ -77,7 +90,12 @@ impl ErrorKind {
     pub fn has_response(self) -> bool {
         matches!(
             self,
-            ErrorKind::Http4xx | ErrorKind::Http5xx | ErrorKind::CheckFailed
+            ErrorKind::Http4xx
+                | ErrorKind::Http5xx
+                | ErrorKind::CheckFailed
+                | ErrorKind::RedirectLimit
+                | ErrorKind::RedirectOffTarget
+                | ErrorKind::ExtractMissing
         )
     }
 

@@ -33,6 +33,8 @@ pub struct RequestStats {
     /// Per check of the request (in the scenario's order): passed, failed.
     /// Empty for requests without checks.
     pub checks: Vec<CheckCount>,
+    /// Redirects followed on the way to the final responses.
+    pub redirects: u64,
 }
 
 /// How often one check passed and failed.
@@ -49,6 +51,7 @@ impl Default for RequestStats {
             errors: ErrorCounts::default(),
             response_time: new_histogram(),
             checks: Vec::new(),
+            redirects: 0,
         }
     }
 }
@@ -84,6 +87,7 @@ impl RequestStats {
 
     pub fn merge(&mut self, other: &RequestStats) {
         self.requests += other.requests;
+        self.redirects += other.redirects;
         self.errors.merge(&other.errors);
         if self.checks.len() < other.checks.len() {
             self.checks
@@ -100,6 +104,7 @@ impl RequestStats {
 
     pub fn clear(&mut self) {
         self.requests = 0;
+        self.redirects = 0;
         self.errors = ErrorCounts::default();
         self.response_time.reset();
         self.checks

@@ -56,6 +56,8 @@ struct WireRequest {
     /// Passed and failed per check.
     #[serde(default)]
     checks: Vec<(u64, u64)>,
+    #[serde(default)]
+    redirects: u64,
 }
 
 /// A snapshot the parent could not read back.
@@ -87,6 +89,7 @@ impl WireSnapshot {
                             .collect(),
                         response_time: encode(&r.response_time),
                         checks: r.checks.iter().map(|c| (c.passed, c.failed)).collect(),
+                        redirects: r.redirects,
                     })
                     .collect(),
                 think: sum_to_wire(&s.think),
@@ -118,6 +121,7 @@ impl WireSnapshot {
                     .iter()
                     .map(|&(passed, failed)| CheckCount { passed, failed })
                     .collect(),
+                redirects: r.redirects,
                 ..RequestStats::default()
             };
             for (name, n) in r.errors {

@@ -143,7 +143,7 @@ impl AgentEndpoint {
             let c = conn.as_mut().expect("just connected");
             let mut response = crate::protocol::Response::default();
             let reply = c
-                .exchange(&self.request, false, Some(&mut response))
+                .exchange(&self.request, false, Some(&mut response), &mut Vec::new())
                 .await
                 .map_err(|f| f.kind.name().replace('_', " "))?;
             let body = response.body;

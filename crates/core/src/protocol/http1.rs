@@ -29,6 +29,15 @@ pub struct Reply {
     pub body_len: u64,
     /// The connection cannot carry another request.
     pub close: bool,
+    /// The response sets cookies.
+    pub set_cookie: bool,
+}
+
+impl Reply {
+    /// A redirect the client may follow (RFC 9110 15.4).
+    pub fn redirects(&self) -> bool {
+        matches!(self.status, 301 | 302 | 303 | 307 | 308)
+    }
 }
 
 /// Why an exchange failed, and whether a fresh connection may try again.
@@ -188,17 +197,22 @@ struct Head {
     len: usize,
     framing: Framing,
     close: bool,
+    set_cookie: bool,
 }
 
 impl Connection {
     /// Sends `request` (a complete HTTP/1.1 request) and reads the response.
-    /// `head_request` marks a HEAD, whose response has no body. When `body`
-    /// is given, the (de-chunked) body is appended to it.
+    /// `head_request` marks a HEAD, whose response has no body. When
+    /// `response` is given, the head and the (de-chunked) body are kept in
+    /// it; otherwise the head of a response that redirects or sets cookies
+    /// is kept in `notable` (the client acts on those), and nothing of the
+    /// others.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
         response: Option<&mut super::Response>,
+        notable: &mut Vec<u8>,
     ) -> Result<Reply, Failure> {
         let reused = self.served > 0;
         let stale = |kind: ErrorKind, got_nothing: bool| Failure {
@@ -238,7 +252,13 @@ impl Connection {
                 r.head.extend_from_slice(&self.buf[..head.len]);
                 Some(&mut r.body)
             }
-            None => None,
+            None => {
+                notable.clear();
+                if head.set_cookie || matches!(head.status, 301 | 302 | 303 | 307 | 308) {
+                    notable.extend_from_slice(&self.buf[..head.len]);
+                }
+                None
+            }
         };
         let body_len = match head.framing {
             Framing::None => {
@@ -257,6 +277,7 @@ impl Connection {
             status: head.status,
             body_len,
             close: head.close || head.framing == Framing::UntilClose,
+            set_cookie: head.set_cookie,
         })
     }
 
@@ -468,6 +489,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
     let mut close = http10;
     let mut length = None;
     let mut chunked = false;
+    let mut set_cookie = false;
     let mut pos = eol + 1;
     let len = loop {
         let Some(i) = find_byte(b'\n', &buf[pos..]) else {
@@ -499,6 +521,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
                     .next_back()
                     .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
             }
+            10 if name.eq_ignore_ascii_case(b"set-cookie") => set_cookie = true,
             10 if name.eq_ignore_ascii_case(b"connection") => {
                 for token in value().split(|&c| c == b',') {
                     let token = token.trim_ascii();
@@ -531,6 +554,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
         len,
         framing,
         close,
+        set_cookie,
     }))
 }
 

@@ -20,6 +20,7 @@ pub struct RequestPlan {
     templated_headers: Vec<(Vec<u8>, Template)>,
     body: Option<BodyPlan>,
     pub head: bool,
+    pub follow_redirects: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +90,7 @@ impl RequestPlan {
             templated_headers,
             body,
             head: request.method == "HEAD",
+            follow_redirects: request.follow_redirects,
         }
     }
 
@@ -178,6 +180,7 @@ mod tests {
                 .map(|(n, v)| (n.to_string(), Template::literal(v)))
                 .collect(),
             body: None,
+            follow_redirects: true,
         };
         let base = BaseUrl {
             tls: false,

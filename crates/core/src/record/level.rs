@@ -100,6 +100,13 @@ pub struct PerRequestRecord {
     /// The request's `check:`s by name: how often each passed and failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checks: BTreeMap<String, CheckRecord>,
+    /// Redirects followed (their time is in the response time).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redirects: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -218,6 +225,7 @@ impl LevelRecord {
                                 (check.name.clone(), record)
                             })
                             .collect(),
+                        redirects: s.redirects,
                     },
                 )
             })

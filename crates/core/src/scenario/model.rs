@@ -85,6 +85,21 @@ pub struct Target {
     pub timeout: Duration,
     /// How an `https://` target is verified and what the client shows it.
     pub tls: TlsSettings,
+    /// `target.cookies`: how long a user's cookie jar keeps its cookies.
+    pub cookies: CookiePolicy,
+}
+
+/// `target.cookies`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CookiePolicy {
+    /// Each user's jar is emptied when its session (a walk of the CBMG)
+    /// ends, as a browser's session cookies go when it closes.
+    #[default]
+    Session,
+    /// Kept for the user's whole life in the level.
+    User,
+    /// No cookies stored or sent.
+    Off,
 }
 
 /// `target.tls`: certificate verification is on unless `insecure`.
@@ -193,6 +208,12 @@ pub struct BaseUrl {
 }
 
 impl BaseUrl {
+    /// `http://host:port` or `https://host:port`.
+    pub fn origin(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority())
+    }
+
     /// `host:port` as written in the Host header and used to connect.
     pub fn authority(&self) -> String {
         if self.host.contains(':') {
@@ -339,6 +360,8 @@ pub struct HttpRequest {
     pub path: Template,
     pub headers: Vec<(String, Template)>,
     pub body: Option<Body>,
+    /// Redirects are followed unless `follow_redirects: false`.
+    pub follow_redirects: bool,
 }
 
 /// `produce:`: one record to a topic.
@@ -413,6 +436,18 @@ impl Body {
 pub struct Extract {
     pub var: VarId,
     pub from: ExtractFrom,
+    pub on_missing: OnMissing,
+}
+
+/// What an extract does when its value is not in the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnMissing {
+    /// The variable keeps the value it had (the default).
+    Keep,
+    /// The request fails as `extract_missing`.
+    Fail,
+    /// The variable takes this value.
+    Default(Vec<u8>),
 }
 
 #[derive(Debug, Clone)]
@@ -423,6 +458,15 @@ pub enum ExtractFrom {
     /// An RFC 6901 pointer into a JSON body; strings unquoted, other values
     /// as JSON text.
     JsonPointer(String),
+    /// A JSONPath (`$.items[0].id`) into a JSON body: its first match.
+    JsonPath(serde_json_path::JsonPath),
+    /// A response header's value, or the first group of `regex` in it.
+    Header {
+        name: String,
+        regex: Option<regex::bytes::Regex>,
+    },
+    /// The user's cookie of that name (after this response's Set-Cookie).
+    Cookie(String),
 }
 
 /// A server process group that may be the bottleneck (used by the agent and

@@ -362,6 +362,12 @@ fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<Stri
             return random(args, inner);
         }
     }
+    // `${cookie.NAME}`: an implicit variable the engine keeps from the jar.
+    if expr.starts_with("cookie.") && !names.feeders.iter().any(|(n, _)| *n == "cookie") {
+        if let Some(id) = names.variables.iter().position(|v| v == expr) {
+            return Ok(Dynamic::Var(VarId(id as u32)));
+        }
+    }
     if let Some((feeder, column)) = expr.split_once('.') {
         let (feeder, column) = (feeder.trim(), column.trim());
         if !is_identifier(feeder) || column.is_empty() {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use super::model::OnMissing;
 use super::*;
 
 /// A fresh directory under the system's temp dir for one test.
@@ -166,7 +167,8 @@ fn design_example_parses() {
         &s.requests[0].extracts[..],
         [Extract {
             var: VarId(0),
-            from: ExtractFrom::Regex(_)
+            from: ExtractFrom::Regex(_),
+            on_missing: OnMissing::Keep,
         }]
     ));
 

@@ -283,6 +283,7 @@ impl Transport for KafkaTransport {
                 response_time: elapsed,
                 connect_time: None,
                 status: 0,
+                redirects: 0,
                 tls: None,
             },
             Err(kind) => failed(kind, elapsed, None),

@@ -234,6 +234,7 @@ impl Producer {
                 response_time: fired.begin.elapsed(),
                 connect_time: None,
                 status: 0,
+                redirects: 0,
                 tls: None,
             };
             let now = Instant::now();
@@ -624,6 +625,7 @@ fn settle(slots: &mut Slab<Slot>, sender: Sender, outcome: Result<u16, ErrorKind
                 response_time: now.saturating_duration_since(fired.begin),
                 connect_time: None,
                 status: 0,
+                redirects: 0,
                 tls: None,
             };
             fired.sink.done(fired.request, fired.intended, outcome, now);

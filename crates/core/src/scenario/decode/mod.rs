@@ -45,7 +45,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "capacity",
     "arrivals",
 ];
-pub const TARGET_KEYS: &[&str] = &["base_url", "kafka", "timeout", "tls"];
+pub const TARGET_KEYS: &[&str] = &["base_url", "cookies", "kafka", "timeout", "tls"];
 pub const TLS_KEYS: &[&str] = &[
     "ca_file",
     "client_cert",
@@ -289,10 +289,27 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
         }
         None => TlsSettings::default(),
     };
+    let cookies = match fields.get("cookies") {
+        Some(n) => match ctx.string(n, "`session`, `user` or `off`")?.as_str() {
+            "session" => CookiePolicy::Session,
+            "user" => CookiePolicy::User,
+            "off" => CookiePolicy::Off,
+            other => {
+                ctx.error_hint(
+                    n.pos(),
+                    format!("expected `session`, `user` or `off` for `cookies`, found `{other}`"),
+                    Some("session: each user's cookies go when its session ends (the default); user: kept all level; off: none".into()),
+                );
+                return None;
+            }
+        },
+        None => CookiePolicy::default(),
+    };
     Some(Target {
         endpoint: endpoint?,
         timeout: timeout?,
         tls,
+        cookies,
     })
 }
 

@@ -11,7 +11,16 @@ use super::ctx::{is_name, report, Ctx};
 use super::data::DecodedFeeder;
 
 pub const REQUEST_KEYS: &[&str] = &[
-    "method", "path", "headers", "form", "json", "body", "extract", "check", "produce",
+    "method",
+    "path",
+    "headers",
+    "form",
+    "json",
+    "body",
+    "extract",
+    "check",
+    "follow_redirects",
+    "produce",
 ];
 pub const CHECK_KEYS: &[&str] = &["status", "body_contains", "body_regex", "header", "json"];
 pub const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
@@ -23,7 +32,7 @@ pub enum TargetKind {
     Http,
     Kafka,
 }
-pub const EXTRACT_KEYS: &[&str] = &["regex", "json"];
+pub const EXTRACT_KEYS: &[&str] = &["regex", "json", "header", "cookie", "on_missing", "default"];
 
 #[derive(Default)]
 pub struct DecodedRequests {
@@ -33,8 +42,30 @@ pub struct DecodedRequests {
     pub keys: Vec<Key>,
 }
 
+/// Cookies named by `${cookie.NAME}` anywhere in `node`, as the implicit
+/// variables `cookie.NAME` the engine keeps current from the user's jar.
+fn cookie_variables(node: &Node, out: &mut Vec<String>) {
+    match node {
+        Node::Scalar { value, .. } => {
+            let mut rest = value.as_str();
+            while let Some(at) = rest.find("${cookie.") {
+                let after = &rest[at + 2..];
+                let Some(end) = after.find('}') else { break };
+                let name = after[..end].trim().to_string();
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+                rest = &after[end..];
+            }
+        }
+        Node::Seq { items, .. } => items.iter().for_each(|n| cookie_variables(n, out)),
+        Node::Map { entries, .. } => entries.iter().for_each(|(_, n)| cookie_variables(n, out)),
+    }
+}
+
 /// The variable names bound by any request's `extract`, in order of first
-/// appearance; problems are reported later, by `decode_requests`.
+/// appearance, then the cookies templates name (`cookie.NAME`); problems
+/// are reported later, by `decode_requests`.
 fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
     let mut variables: Vec<String> = Vec::new();
     for (_, request) in entries {
@@ -50,6 +81,9 @@ fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
                 }
             }
         }
+    }
+    for (_, request) in entries {
+        cookie_variables(request, &mut variables);
     }
     variables
 }
@@ -150,6 +184,7 @@ fn placeholder(name: &str) -> Request {
             path: Template::literal("/"),
             headers: Vec::new(),
             body: None,
+            follow_redirects: true,
         }),
         extracts: Vec::new(),
         checks: Vec::new(),
@@ -274,10 +309,11 @@ fn decode_request(
             let Some(id) = variables.iter().position(|v| *v == var.name) else {
                 continue;
             };
-            if let Some(from) = decode_extract(ctx, &var.name, how) {
+            if let Some((from, on_missing)) = decode_extract(ctx, &var.name, how) {
                 extracts.push(Extract {
                     var: VarId(id as u32),
                     from,
+                    on_missing,
                 });
             }
         }
@@ -286,6 +322,18 @@ fn decode_request(
     let checks = match fields.get("check") {
         Some(node) => decode_checks(ctx, node).unwrap_or_default(),
         None => Vec::new(),
+    };
+    let follow_redirects = match fields.get("follow_redirects") {
+        Some(Node::Scalar { value, .. }) if value == "true" => true,
+        Some(Node::Scalar { value, .. }) if value == "false" => false,
+        Some(other) => {
+            ctx.error(
+                other.pos(),
+                "expected `true` or `false` for `follow_redirects`",
+            );
+            true
+        }
+        None => true,
     };
 
     if ctx.errors.len() > errors_before {
@@ -298,6 +346,7 @@ fn decode_request(
             path: path?,
             headers,
             body,
+            follow_redirects,
         }),
         extracts,
         checks,
@@ -510,35 +559,74 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn decode_extract(ctx: &mut Ctx, var: &str, node: &Node) -> Option<ExtractFrom> {
+fn decode_extract(ctx: &mut Ctx, var: &str, node: &Node) -> Option<(ExtractFrom, OnMissing)> {
     let what = format!("the extract of `{var}`");
     let fields = ctx.map(node, &what, EXTRACT_KEYS)?;
-    if fields.entries.len() != 1 {
-        ctx.error(
-            fields.pos,
-            format!("expected exactly one of `regex` or `json` in {what}"),
-        );
-        return None;
-    }
-    let (key, value) = &fields.entries[0];
-    let text = ctx.string(value, "a pattern")?;
-    match key.name.as_str() {
-        "regex" => compile_regex(ctx, value, &text, |t| {
+    let text = |ctx: &mut Ctx, key: &str| {
+        let n = fields.get(key)?;
+        ctx.string(n, "a text").map(|t| (t, n))
+    };
+    let regex = match text(ctx, "regex") {
+        Some((t, n)) => Some(compile_regex(ctx, n, &t, |t| {
             regex::bytes::Regex::new(t).map_err(|e| e.to_string())
-        })
-        .map(ExtractFrom::Regex),
-        "json" => {
-            if !(text.is_empty() || text.starts_with('/')) {
+        })?),
+        None => None,
+    };
+    let json = text(ctx, "json");
+    let header = text(ctx, "header");
+    let cookie = text(ctx, "cookie");
+    let from = match (json, header, cookie, regex) {
+        (Some((path, n)), None, None, None) => {
+            if path.is_empty() || path.starts_with('/') {
+                ExtractFrom::JsonPointer(path)
+            } else if path.starts_with('$') {
+                match serde_json_path::JsonPath::parse(&path) {
+                    Ok(p) => ExtractFrom::JsonPath(p),
+                    Err(e) => {
+                        ctx.error(
+                            n.pos(),
+                            format!("expected a JSONPath like `$.token`, found `{path}`: {e}"),
+                        );
+                        return None;
+                    }
+                }
+            } else {
                 ctx.error(
-                    value.pos(),
-                    format!("expected a JSON pointer like `/token`, found `{text}`"),
+                    n.pos(),
+                    format!("expected a JSON pointer like `/token`, found `{path}` (or a JSONPath like `$.token`)"),
                 );
                 return None;
             }
-            Some(ExtractFrom::JsonPointer(text))
         }
-        _ => None,
-    }
+        (None, Some((name, _)), None, regex) => ExtractFrom::Header { name, regex },
+        (None, None, Some((name, _)), None) => ExtractFrom::Cookie(name),
+        (None, None, None, Some(regex)) => ExtractFrom::Regex(regex),
+        _ => {
+            ctx.error_hint(
+                fields.pos,
+                format!("expected one source in {what}: `regex` (on the body), `json`, `header` (with an optional `regex`) or `cookie`"),
+                None,
+            );
+            return None;
+        }
+    };
+    let default = text(ctx, "default");
+    let on_missing = match (text(ctx, "on_missing"), default) {
+        (None, None) => OnMissing::Keep,
+        (Some((m, _)), None) if m == "keep" => OnMissing::Keep,
+        (Some((m, _)), None) if m == "fail" => OnMissing::Fail,
+        (Some((m, _)), Some((d, _))) if m == "default" => OnMissing::Default(d.into_bytes()),
+        (None, Some((d, _))) => OnMissing::Default(d.into_bytes()),
+        (Some((m, n)), _) => {
+            ctx.error_hint(
+                n.pos(),
+                format!("expected `keep`, `fail` or `default` for `on_missing`, found `{m}`"),
+                Some("`default` takes its value from `default:`".into()),
+            );
+            return None;
+        }
+    };
+    Some((from, on_missing))
 }
 
 /// Form fields: keys and literal parts are encoded now, expansions at
