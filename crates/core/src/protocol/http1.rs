@@ -6,14 +6,14 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
+use super::net;
 use super::tls::Tls;
 use crate::measure::ErrorKind;
 
@@ -63,48 +63,14 @@ pub struct Connection {
     served: u64,
 }
 
-/// Connects to `addr`, from `local` when given (a source address of its own
-/// gives another ~28,000 ephemeral ports toward the same server port).
+/// Connects to `addr`, from `local` when given.
 pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<Connection, ErrorKind> {
-    let connected = match local {
-        None => TcpStream::connect(addr).await,
-        Some(ip) => connect_from(addr, ip).await,
-    };
-    match connected {
-        Ok(stream) => {
-            // Requests are written whole; Nagle would only add delay.
-            let _ = stream.set_nodelay(true);
-            Ok(Connection {
-                stream: Stream::Plain(stream),
-                buf: Vec::with_capacity(READ_CHUNK),
-                served: 0,
-            })
-        }
-        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Err(ErrorKind::ConnectRefused),
-        Err(_) => Err(ErrorKind::Connect),
-    }
-}
-
-async fn connect_from(addr: SocketAddr, ip: IpAddr) -> io::Result<TcpStream> {
-    let socket = match addr {
-        SocketAddr::V4(_) => TcpSocket::new_v4()?,
-        SocketAddr::V6(_) => TcpSocket::new_v6()?,
-    };
-    // Let connect() choose the port for the whole 4-tuple; a bind() to port
-    // 0 alone would reserve a port for every destination, halving the range.
-    let one: libc::c_int = 1;
-    // SAFETY: a valid socket and a pointer to an int of the stated size.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            &one as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-    socket.bind(SocketAddr::new(ip, 0))?;
-    socket.connect(addr).await
+    let stream = net::connect(addr, local).await?;
+    Ok(Connection {
+        stream: Stream::Plain(stream),
+        buf: Vec::with_capacity(READ_CHUNK),
+        served: 0,
+    })
 }
 
 /// A connection's byte stream: plain TCP, or TLS over it. An enum, not a
@@ -434,10 +400,7 @@ impl Connection {
 }
 
 fn io_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
-        _ => ErrorKind::Reset,
-    }
+    net::io_kind(e, ErrorKind::Reset)
 }
 
 fn find_crlf(b: &[u8]) -> Option<usize> {

@@ -1,12 +1,16 @@
 //! Transports: how one rendered request reaches the target and what came
-//! back. The engine is written once against `Transport`; HTTP/1.1 and Kafka
-//! (`kafka.rs`, cargo feature `kafka`) implement it.
+//! back. The engine is written once against `Transport`; HTTP/1.1 (`http`,
+//! over `http1`'s connections, TLS by `tls`, with `cookies` and `redirect`)
+//! and Kafka (`kafka/`, cargo feature `kafka`) implement it. `net` opens
+//! their TCP connections and names their I/O failures; `request` renders
+//! HTTP requests; `registry` talks to a schema registry.
 
 pub mod cookies;
 mod http;
 pub mod http1;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod net;
 pub mod redirect;
 pub mod registry;
 pub mod request;

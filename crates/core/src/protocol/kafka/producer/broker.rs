@@ -1,0 +1,179 @@
+//! One connection per broker, run by a task of its own while the broker has
+//! records to send: a writer that sends Produce requests as batches fill or
+//! linger ends, a reader that settles their answers, reconnection with
+//! backoff.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+use crate::measure::ErrorKind;
+
+use super::state::*;
+use crate::protocol::net;
+
+impl Producer {
+    /// What broker `b`'s task should do next.
+    pub(super) fn next_step(&self, b: usize) -> Step {
+        let config = &self.0.config;
+        let st = self.0.state.borrow();
+        let broker = &st.brokers[b];
+        let wake = broker.wake.clone();
+        let Some(oldest) = broker.oldest else {
+            return Step::Wait(wake, None);
+        };
+        if broker.in_flight.len() >= config.max_in_flight {
+            return Step::Wait(wake, None);
+        }
+        let due = oldest + config.linger;
+        if broker.full || Instant::now() >= due {
+            Step::Send
+        } else {
+            Step::Wait(wake, Some(due))
+        }
+    }
+
+    /// When the oldest request to broker `b` times out, if any is in flight.
+    pub(super) fn request_deadline(&self, b: usize) -> Option<Instant> {
+        let st = self.0.state.borrow();
+        let sent = st.brokers[b].in_flight.front()?.sent;
+        Some(sent + self.0.config.timeout)
+    }
+}
+
+pub(super) enum Step {
+    Send,
+    Wait(Rc<Notify>, Option<Instant>),
+}
+
+pub(super) async fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, ErrorKind> {
+    match tokio::time::timeout(timeout, net::connect_named(addr)).await {
+        Ok(connected) => connected,
+        Err(_) => Err(ErrorKind::Connect),
+    }
+}
+
+pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
+    net::io_kind(e, ErrorKind::Connect)
+}
+
+/// Keeps one connection to broker `b` while it has records to send:
+/// connects, serves, and on failure fails what depended on it and
+/// reconnects with backoff.
+pub(super) async fn broker_task(producer: Producer, b: usize) {
+    let mut backoff = BACKOFF.0;
+    loop {
+        // Nothing to send: no connection needed yet.
+        loop {
+            let (waiting, wake) = {
+                let st = producer.0.state.borrow();
+                (st.brokers[b].oldest.is_some(), st.brokers[b].wake.clone())
+            };
+            if waiting {
+                break;
+            }
+            wake.notified().await;
+        }
+        let addr = producer.0.state.borrow().brokers[b].addr.clone();
+        match connect(&addr, producer.0.config.timeout).await {
+            Ok(stream) => {
+                let opened = Instant::now();
+                let kind = serve(&producer, b, stream).await;
+                producer.fail_in_flight(b, kind);
+                if opened.elapsed() < BACKOFF.1 {
+                    // Accepted, then dropped at once (a port that speaks
+                    // something else, a connection limit): no tight loop.
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(BACKOFF.1);
+                } else {
+                    backoff = BACKOFF.0;
+                }
+            }
+            Err(kind) => {
+                producer.fail_open(b, kind);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF.1);
+            }
+        }
+    }
+}
+
+/// Runs one connection until it fails; returns how.
+async fn serve(producer: &Producer, b: usize, stream: TcpStream) -> ErrorKind {
+    let (read, write) = stream.into_split();
+    tokio::select! {
+        kind = writer(producer, b, write) => kind,
+        kind = reader(producer, b, read) => kind,
+    }
+}
+
+async fn writer(producer: &Producer, b: usize, mut write: OwnedWriteHalf) -> ErrorKind {
+    let mut out = Vec::new();
+    loop {
+        match producer.next_step(b) {
+            Step::Send => {
+                out.clear();
+                producer.drain(b, &mut out);
+                // A broker that stops reading must not hold records (with
+                // acks=0, nothing in flight would time out) past the timeout.
+                let timeout = producer.0.config.timeout;
+                match tokio::time::timeout(timeout, write.write_all(&out)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return io_kind(&e),
+                    Err(_) => return ErrorKind::Timeout,
+                }
+            }
+            Step::Wait(wake, None) => wake.notified().await,
+            Step::Wait(wake, Some(due)) => {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep_until(due.into()) => {}
+                }
+            }
+        }
+    }
+}
+
+async fn reader(producer: &Producer, b: usize, mut read: OwnedReadHalf) -> ErrorKind {
+    let mut buf: Vec<u8> = Vec::with_capacity(64 << 10);
+    let mut at = 0;
+    loop {
+        // Every whole response in the buffer.
+        while buf.len() - at >= 4 {
+            let size = i32::from_be_bytes(buf[at..at + 4].try_into().unwrap());
+            let Ok(size) = usize::try_from(size) else {
+                return ErrorKind::Malformed;
+            };
+            if buf.len() - at - 4 < size {
+                break;
+            }
+            if let Err(kind) = producer.answered(b, &buf[at + 4..at + 4 + size]) {
+                return kind;
+            }
+            at += 4 + size;
+        }
+        buf.drain(..at);
+        at = 0;
+        let deadline = producer.request_deadline(b);
+        let check = deadline.unwrap_or_else(|| Instant::now() + producer.0.config.timeout);
+        tokio::select! {
+            read = read.read_buf(&mut buf) => match read {
+                Ok(0) => return ErrorKind::Closed,
+                Ok(_) => {}
+                Err(e) => return io_kind(&e),
+            },
+            _ = tokio::time::sleep_until(check.into()) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return ErrorKind::Timeout;
+                }
+            }
+        }
+        if buf.capacity() - buf.len() < 16 << 10 {
+            buf.reserve(64 << 10);
+        }
+    }
+}

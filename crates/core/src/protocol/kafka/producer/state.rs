@@ -1,0 +1,143 @@
+//! The producer's state, shared by its parts on one shard's thread: the
+//! topics and their partitions' open batches, the brokers and what is in
+//! flight to each, and the slots where records await their outcomes.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use slab::Slab;
+use tokio::sync::Notify;
+
+use crate::measure::ErrorKind;
+use crate::protocol::Fired;
+
+/// The producer's settings, shared by every shard.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bootstrap: Vec<String>,
+    pub client_id: String,
+    /// 0, 1 or -1 (all in-sync replicas).
+    pub acks: i16,
+    pub linger: Duration,
+    pub batch_bytes: usize,
+    /// Produce requests awaiting their answer, per broker connection.
+    pub max_in_flight: usize,
+    /// Per request, and for connecting and metadata.
+    pub timeout: Duration,
+    /// Metadata older than this is asked again.
+    pub metadata_max_age: Duration,
+}
+
+/// How long a shard waits before asking again for metadata that failed.
+pub(crate) const METADATA_RETRY: Duration = Duration::from_secs(1);
+/// Reconnect backoff: doubling from the first, up to the second.
+pub(crate) const BACKOFF: (Duration, Duration) =
+    (Duration::from_millis(50), Duration::from_secs(1));
+
+/// A cheap handle; clones share the producer.
+#[derive(Clone)]
+pub struct Producer(pub(super) Rc<Inner>);
+
+pub(crate) struct Inner {
+    pub(crate) config: Arc<Config>,
+    /// An instant and the Unix time in ms then: record timestamps.
+    pub(crate) epoch: (Instant, i64),
+    /// Topic names, by the index `send` takes.
+    pub(crate) names: Vec<String>,
+    pub(crate) state: RefCell<State>,
+}
+
+pub(crate) struct State {
+    pub(crate) topics: Vec<Topic>,
+    pub(crate) brokers: Vec<Broker>,
+    pub(crate) slots: Slab<Slot>,
+    pub(crate) rng: fastrand::Rng,
+    pub(crate) correlation: i32,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Meta {
+    Unknown,
+    Loading,
+    Ready,
+    Failed { kind: ErrorKind, until: Instant },
+}
+
+pub(crate) struct Topic {
+    pub(crate) meta: Meta,
+    /// A broker said the metadata is out of date: ask again.
+    pub(crate) refreshing: bool,
+    /// Past this, the metadata is asked again (`metadata.max.age.ms`).
+    pub(crate) stale_at: Instant,
+    pub(crate) loaded: Rc<Notify>,
+    pub(crate) partitions: Vec<Partition>,
+    /// Records without a key fill one partition's batch at a time.
+    pub(crate) sticky: Option<usize>,
+}
+
+pub(crate) struct Partition {
+    pub(crate) id: i32,
+    /// Index into `State::brokers`.
+    pub(crate) leader: usize,
+    pub(crate) batch: Batch,
+    /// Told when the batch goes out (or fails): senders waiting for room.
+    pub(crate) drained: Rc<Notify>,
+}
+
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub(crate) records: Vec<u8>,
+    pub(crate) count: i32,
+    pub(crate) base_timestamp: i64,
+    pub(crate) max_timestamp: i64,
+    pub(crate) senders: Vec<Sender>,
+    /// Which broker's `open` list holds this batch (set while non-empty).
+    pub(crate) queued_at: Option<usize>,
+}
+
+pub(crate) struct Broker {
+    pub(crate) node: i32,
+    pub(crate) addr: String,
+    /// `(topic, partition)` of every non-empty batch waiting for this broker.
+    pub(crate) open: Vec<(usize, usize)>,
+    /// When the oldest of them got its first record.
+    pub(crate) oldest: Option<Instant>,
+    /// One of them is full: send without waiting for the linger.
+    pub(crate) full: bool,
+    pub(crate) in_flight: VecDeque<InFlight>,
+    /// Wakes the broker's task: records to send, or room in flight.
+    pub(crate) wake: Rc<Notify>,
+    pub(crate) running: bool,
+}
+
+pub(crate) struct InFlight {
+    pub(crate) correlation: i32,
+    pub(crate) sent: Instant,
+    pub(crate) batches: Vec<Sent>,
+}
+
+pub(crate) struct Sent {
+    pub(crate) topic: usize,
+    pub(crate) partition: i32,
+    pub(crate) senders: Vec<Sender>,
+}
+
+/// Who hears a record's outcome.
+pub(crate) enum Sender {
+    /// A task awaiting `send`, by its slot.
+    Waiting(usize),
+    /// A fired record's sink.
+    Fired(Fired),
+}
+
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub(crate) outcome: Option<Result<u16, ErrorKind>>,
+    pub(crate) waker: Option<Waker>,
+    /// Its sender stopped waiting (the level ended).
+    pub(crate) abandoned: bool,
+}
