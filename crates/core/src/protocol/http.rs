@@ -1,32 +1,43 @@
-//! HTTP/1.1 as a transport: one keep-alive connection per user (TLS for
-//! `https://`), a cookie jar per user once a response sets one, and
-//! redirects followed on the target's own origin — the whole exchange timed
-//! as one request.
+//! HTTP as a transport: one keep-alive connection per user (TLS for
+//! `https://`), HTTP/1.1 or HTTP/2 (`target.http`; over HTTP/2 up to
+//! `streams_per_connection` users share a connection, a stream each), a
+//! cookie jar per user once a response sets one, and redirects followed on
+//! the target's own origin — the whole exchange timed as one request.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
 use tokio::time::Sleep;
 
 use super::cookies::Jar;
 use super::request::RequestPlan;
 use super::{
-    failed, http1, redirect, tls, CallOutcome, Handshake, Opened, Response, TargetError, Transport,
+    failed, http1, http2, net, redirect, tls, CallOutcome, Handshake, Opened, Response,
+    TargetError, Transport,
 };
 use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
-use crate::scenario::{Action, BaseUrl, CookiePolicy, RequestId, Scenario};
+use crate::scenario::{Action, BaseUrl, CookiePolicy, HttpVersion, RequestId, Scenario};
 
-/// HTTP/1.1 over keep-alive TCP (or TLS) connections, one per user.
+/// HTTP over keep-alive TCP (or TLS) connections.
 pub struct HttpTransport {
     addr: SocketAddr,
     base: BaseUrl,
     cookies: CookiePolicy,
+    http: HttpVersion,
     /// Set for `https://` targets.
     tls: Option<tls::Tls>,
+    /// Users per HTTP/2 connection, and the connection the next user
+    /// joins with how many it has.
+    streams: usize,
+    group: RefCell<(Arc<SharedH2>, usize)>,
     plans: Vec<RequestPlan>,
     timeout: Duration,
     /// Source address of every connection (`None`: the OS chooses).
@@ -37,6 +48,8 @@ pub struct HttpTransport {
 
 pub struct HttpSession {
     conn: Option<http1::Connection>,
+    /// The HTTP/2 connection this user shares (unset for HTTP/1.1).
+    h2: Option<Arc<SharedH2>>,
     out: Vec<u8>,
     scratch: Vec<u8>,
     /// The head of the last response that redirected or set cookies (when
@@ -46,6 +59,35 @@ pub struct HttpSession {
     jar: Option<Box<Jar>>,
     /// The user's one request timer (see `within`).
     watchdog: Option<Pin<Box<Sleep>>>,
+}
+
+/// An HTTP/2 connection and the users who share it: whoever finds it
+/// missing opens it while the others wait. Its users all live on one
+/// shard's thread; it is `Sync` only because transports are made before
+/// they move to their shards.
+#[derive(Default)]
+struct SharedH2 {
+    conn: Mutex<Option<http2::Connection>>,
+    /// Bumped at every new connection, so a user whose stream failed drops
+    /// the connection it used, not one another user has opened since.
+    generation: AtomicU64,
+    opening: AtomicBool,
+    opened: Notify,
+}
+
+/// A connection just opened.
+enum Conn {
+    H1(http1::Connection),
+    H2(http2::Connection),
+}
+
+/// Why a connection could not be opened: the kind counted, and the words
+/// for the message that stops a run at its start.
+struct OpenFailure {
+    kind: ErrorKind,
+    reason: String,
+    /// The TLS handshake (or the HTTP/2 agreement) failed, not the connect.
+    tls: bool,
 }
 
 impl HttpTransport {
@@ -62,20 +104,30 @@ impl HttpTransport {
                 authority: authority.clone(),
                 reason: "no address".into(),
             })?;
-        let tls = match base.tls {
-            true => Some(tls::Tls::new(base, &scenario.target.tls).map_err(|reason| {
-                TargetError::Tls {
-                    authority: authority.clone(),
-                    reason,
-                }
-            })?),
-            false => None,
+        let http = scenario.target.http;
+        let alpn: &[&[u8]] = match http {
+            HttpVersion::Http1 => &[b"http/1.1"],
+            HttpVersion::Http2 => &[b"h2"],
+            HttpVersion::Auto => &[b"h2", b"http/1.1"],
         };
+        let tls =
+            match base.tls {
+                true => Some(tls::Tls::new(base, &scenario.target.tls, alpn).map_err(
+                    |reason| TargetError::Tls {
+                        authority: authority.clone(),
+                        reason,
+                    },
+                )?),
+                false => None,
+            };
         Ok(HttpTransport {
             addr,
             base: base.clone(),
             cookies: scenario.target.cookies,
+            http,
             tls,
+            streams: scenario.target.streams_per_connection.max(1) as usize,
+            group: RefCell::new((Arc::default(), 0)),
             plans: scenario
                 .requests
                 .iter()
@@ -118,78 +170,208 @@ impl HttpTransport {
     /// against a dead target, or one whose certificate will not verify,
     /// fails at once with a clear message instead of counting errors.
     pub async fn probe(&self) -> Result<(), TargetError> {
-        let unreachable = |reason: String| TargetError::Unreachable {
-            authority: self.addr.to_string(),
-            reason,
-        };
-        let conn = match tokio::time::timeout(
-            self.timeout,
-            http1::connect(self.addr, self.local_address()),
-        )
-        .await
-        {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(ErrorKind::ConnectRefused)) => {
-                return Err(unreachable("connection refused".into()))
-            }
-            Ok(Err(kind)) => return Err(unreachable(kind.name().into())),
-            Err(_) => {
-                return Err(unreachable(format!(
-                    "no answer to connect within {:?}",
-                    self.timeout
-                )))
-            }
-        };
-        let Some(tls) = &self.tls else {
-            return Ok(());
-        };
-        match tokio::time::timeout(self.timeout, conn.start_tls(tls)).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(TargetError::Tls {
+        match self.open(true).await.0 {
+            Ok(_) => Ok(()),
+            Err(f) if f.tls => Err(TargetError::Tls {
                 authority: self.addr.to_string(),
-                reason: tls::explain(&e, &tls.name),
+                reason: f.reason,
             }),
-            Err(_) => Err(TargetError::Tls {
+            Err(f) => Err(TargetError::Unreachable {
                 authority: self.addr.to_string(),
-                reason: format!("no TLS handshake within {:?}", self.timeout),
+                reason: f.reason,
             }),
         }
     }
 
-    /// Opens a connection, TLS included: the connection and its timings.
-    async fn open(&self) -> (Result<http1::Connection, ErrorKind>, Opened) {
+    /// Opens a connection, TLS and HTTP/2 included: the connection and its
+    /// timings.
+    /// `confirm`: make sure an HTTP/2 server answers (for `probe`).
+    async fn open(&self, confirm: bool) -> (Result<Conn, OpenFailure>, Opened) {
         let begin = Instant::now();
-        let connected = tokio::time::timeout(
-            self.timeout,
-            http1::connect(self.addr, self.local_address()),
-        )
-        .await;
+        let connected =
+            tokio::time::timeout(self.timeout, net::connect(self.addr, self.local_address())).await;
         let mut opened = Opened {
             connect: begin.elapsed(),
             tls: None,
         };
-        let conn = match connected {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(kind)) => return (Err(kind), opened),
-            Err(_) => return (Err(ErrorKind::Connect), opened),
+        let tcp = match connected {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(kind)) => {
+                let reason = match kind {
+                    ErrorKind::ConnectRefused => "connection refused".into(),
+                    kind => kind.name().into(),
+                };
+                return (Err(OpenFailure::connect(kind, reason)), opened);
+            }
+            Err(_) => {
+                let reason = format!("no answer to connect within {:?}", self.timeout);
+                return (
+                    Err(OpenFailure::connect(ErrorKind::Connect, reason)),
+                    opened,
+                );
+            }
         };
         let Some(tls) = &self.tls else {
-            return (Ok(conn), opened);
+            if self.http != HttpVersion::Http2 {
+                return (Ok(Conn::H1(http1::Connection::over_tcp(tcp))), opened);
+            }
+            let shaken =
+                tokio::time::timeout(self.timeout, http2::handshake(tcp, false, confirm)).await;
+            let conn = match shaken {
+                Ok(Ok(conn)) => Ok(Conn::H2(conn)),
+                Ok(Err(kind)) => Err(OpenFailure::h2(kind, "the HTTP/2 cleartext (h2c) handshake failed: does the server speak h2c? set target.http to `1.1` otherwise".into())),
+                Err(_) => Err(OpenFailure::h2(ErrorKind::Timeout, format!("no HTTP/2 settings from the server within {:?} (does it speak h2c?)", self.timeout))),
+            };
+            return (conn, opened);
         };
         let begin = Instant::now();
-        let shaken = tokio::time::timeout(self.timeout, conn.start_tls(tls)).await;
+        let shaken = tokio::time::timeout(self.timeout, tls.connect(tcp)).await;
         let took = begin.elapsed();
-        match shaken {
-            Ok(Ok((conn, resumed))) => {
-                opened.tls = Some(Handshake { took, resumed });
-                (Ok(conn), opened)
+        let shaken = match shaken {
+            Ok(Ok(shaken)) => shaken,
+            Ok(Err(e)) => {
+                let kind = match e.kind() {
+                    std::io::ErrorKind::InvalidData => ErrorKind::Tls,
+                    _ => ErrorKind::Reset,
+                };
+                return (
+                    Err(OpenFailure::tls(kind, tls::explain(&e, &tls.name))),
+                    opened,
+                );
             }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
-                (Err(ErrorKind::Tls), opened)
+            Err(_) => {
+                let reason = format!("no TLS handshake within {:?}", self.timeout);
+                return (Err(OpenFailure::tls(ErrorKind::Timeout, reason)), opened);
             }
-            Ok(Err(_)) => (Err(ErrorKind::Reset), opened),
-            Err(_) => (Err(ErrorKind::Timeout), opened),
+        };
+        opened.tls = Some(Handshake {
+            took,
+            resumed: shaken.resumed,
+        });
+        if !shaken.h2 {
+            if self.http == HttpVersion::Http2 {
+                let reason = http2::refused_alpn(&tls.name).to_string();
+                return (Err(OpenFailure::tls(ErrorKind::Tls, reason)), opened);
+            }
+            return (
+                Ok(Conn::H1(http1::Connection::over_tls(shaken.stream))),
+                opened,
+            );
         }
+        match tokio::time::timeout(self.timeout, http2::handshake(shaken.stream, true, confirm))
+            .await
+        {
+            Ok(Ok(conn)) => (Ok(Conn::H2(conn)), opened),
+            Ok(Err(kind)) => (
+                Err(OpenFailure::h2(
+                    kind,
+                    format!(
+                        "the HTTP/2 handshake with {} failed ({})",
+                        tls.name,
+                        kind.name()
+                    ),
+                )),
+                opened,
+            ),
+            Err(_) => (
+                Err(OpenFailure::h2(
+                    ErrorKind::Timeout,
+                    format!(
+                        "no HTTP/2 settings from {} within {:?}",
+                        tls.name, self.timeout
+                    ),
+                )),
+                opened,
+            ),
+        }
+    }
+
+    /// Puts a new connection where the session finds it.
+    fn keep(&self, session: &mut HttpSession, conn: Conn) {
+        match conn {
+            Conn::H1(conn) => session.conn = Some(conn),
+            Conn::H2(conn) => {
+                let shared = session.h2.get_or_insert_with(Arc::default);
+                *shared.conn.lock().expect("one thread") = Some(conn);
+                shared.generation.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// The user's HTTP/2 connection when it has one, with its generation;
+    /// waits while another user of it is opening it.
+    async fn shared_h2(&self, session: &HttpSession) -> Option<(http2::Connection, u64)> {
+        let shared = session.h2.as_ref()?;
+        while shared.opening.load(Relaxed) {
+            let notified = shared.opened.notified();
+            if !shared.opening.load(Relaxed) {
+                break;
+            }
+            notified.await;
+        }
+        let conn = shared.conn.lock().expect("one thread").clone()?;
+        Some((conn, shared.generation.load(Relaxed)))
+    }
+
+    /// Opens the session's connection; for a shared HTTP/2 connection,
+    /// marks it being opened so its other users wait instead of opening
+    /// their own.
+    async fn open_for(&self, session: &mut HttpSession) -> (Result<(), ErrorKind>, Opened) {
+        let shared = session.h2.clone();
+        if let Some(shared) = &shared {
+            shared.opening.store(true, Relaxed);
+        }
+        let (connected, opened) = self.open(false).await;
+        let result = match connected {
+            Ok(conn) => {
+                self.keep(session, conn);
+                Ok(())
+            }
+            Err(f) => Err(f.kind),
+        };
+        if let Some(shared) = &shared {
+            shared.opening.store(false, Relaxed);
+            shared.opened.notify_waiters();
+        }
+        (result, opened)
+    }
+
+    /// Forgets a failed HTTP/2 connection, unless a newer one replaced it.
+    fn drop_h2(&self, session: &HttpSession, generation: u64) {
+        if let Some(shared) = &session.h2 {
+            if shared.generation.load(Relaxed) == generation {
+                shared.conn.lock().expect("one thread").take();
+            }
+        }
+    }
+}
+
+impl OpenFailure {
+    fn connect(kind: ErrorKind, reason: String) -> OpenFailure {
+        OpenFailure {
+            kind,
+            reason,
+            tls: false,
+        }
+    }
+
+    fn tls(kind: ErrorKind, reason: String) -> OpenFailure {
+        OpenFailure {
+            kind,
+            reason,
+            tls: true,
+        }
+    }
+
+    /// The server would not speak HTTP/2: counted as malformed answers
+    /// (or timeouts), reported like a TLS failure (the fix is a setting).
+    fn h2(kind: ErrorKind, reason: String) -> OpenFailure {
+        let kind = match kind {
+            ErrorKind::Timeout => ErrorKind::Timeout,
+            ErrorKind::Reset | ErrorKind::Closed => kind,
+            _ => ErrorKind::Malformed,
+        };
+        OpenFailure::tls(kind, reason)
     }
 }
 
@@ -204,6 +386,7 @@ impl Transport for HttpTransport {
     fn new_session(&self) -> HttpSession {
         HttpSession {
             conn: None,
+            h2: self.join_h2(),
             out: Vec::new(),
             scratch: Vec::new(),
             notable: Vec::new(),
@@ -213,14 +396,11 @@ impl Transport for HttpTransport {
     }
 
     async fn prepare(&self, session: &mut HttpSession) -> Option<Opened> {
-        if session.conn.is_some() {
+        if session.conn.is_some() || self.shared_h2(session).await.is_some() {
             return None;
         }
-        match self.open().await {
-            (Ok(conn), opened) => {
-                session.conn = Some(conn);
-                Some(opened)
-            }
+        match self.open_for(session).await {
+            (Ok(()), opened) => Some(opened),
             _ => None,
         }
     }
@@ -350,36 +530,48 @@ impl HttpTransport {
         mut response: Option<&mut Response>,
     ) -> (Result<http1::Reply, ErrorKind>, Duration, Option<Opened>) {
         let mut opened = None;
-        // A reused connection the server closed while idle gets one retry on
-        // a fresh connection; anything else is reported as it happened.
+        // A reused connection the server closed while idle (or an HTTP/2
+        // stream it refused) gets one retry on a fresh connection; anything
+        // else is reported as it happened.
         for attempt in 0..2 {
-            let conn = match session.conn.as_mut() {
-                Some(conn) => conn,
-                None => {
-                    let (connected, o) = self.open().await;
-                    opened = Some(o);
-                    match connected {
-                        Ok(conn) => session.conn.insert(conn),
-                        Err(kind) => return (Err(kind), Duration::ZERO, opened),
-                    }
+            if session.conn.is_none() && self.shared_h2(session).await.is_none() {
+                let (connected, o) = self.open_for(session).await;
+                opened = Some(o);
+                if let Err(kind) = connected {
+                    return (Err(kind), Duration::ZERO, opened);
                 }
-            };
+            }
             if let Some(r) = response.as_deref_mut() {
                 r.head.clear();
                 r.body.clear();
             }
             let begin = Instant::now();
-            let exchanged = within(
-                &mut session.watchdog,
-                begin + self.timeout,
-                conn.exchange(
-                    &session.out,
-                    head_request,
-                    response.as_deref_mut(),
-                    &mut session.notable,
-                ),
-            )
-            .await;
+            let deadline = begin + self.timeout;
+            let (exchanged, h2) = match session.conn.as_mut() {
+                Some(conn) => {
+                    let work = conn.exchange(
+                        &session.out,
+                        head_request,
+                        response.as_deref_mut(),
+                        &mut session.notable,
+                    );
+                    (within(&mut session.watchdog, deadline, work).await, None)
+                }
+                None => {
+                    let Some((mut conn, generation)) = self.shared_h2(session).await else {
+                        // Another user's attempt to open it failed meanwhile.
+                        continue;
+                    };
+                    let work = conn.exchange(
+                        &session.out,
+                        head_request,
+                        response.as_deref_mut(),
+                        &mut session.notable,
+                    );
+                    let exchanged = within(&mut session.watchdog, deadline, work).await;
+                    (exchanged, Some(generation))
+                }
+            };
             let elapsed = begin.elapsed();
             match exchanged {
                 Ok(Ok(reply)) => {
@@ -389,21 +581,41 @@ impl HttpTransport {
                     return (Ok(reply), elapsed, opened);
                 }
                 Ok(Err(failure)) => {
-                    session.conn = None;
+                    match h2 {
+                        Some(generation) => self.drop_h2(session, generation),
+                        None => session.conn = None,
+                    }
                     if failure.stale && attempt == 0 {
                         continue;
                     }
                     return (Err(failure.kind), elapsed, opened);
                 }
                 Err(_) => {
-                    // The response may still arrive later: the connection is
-                    // out of step, so it is dropped.
-                    session.conn = None;
+                    // The response may still arrive later: an HTTP/1.1
+                    // connection is out of step, so it is dropped; an
+                    // HTTP/2 stream is reset as its future is dropped.
+                    if h2.is_none() {
+                        session.conn = None;
+                    }
                     return (Err(ErrorKind::Timeout), elapsed, opened);
                 }
             }
         }
-        unreachable!("the second attempt always returns")
+        (Err(ErrorKind::Closed), Duration::ZERO, opened)
+    }
+
+    /// The HTTP/2 connection a new user shares: the current group's until
+    /// it has `streams` users.
+    fn join_h2(&self) -> Option<Arc<SharedH2>> {
+        if self.http == HttpVersion::Http1 {
+            return None;
+        }
+        let mut group = self.group.borrow_mut();
+        if group.1 == self.streams {
+            *group = (Arc::default(), 0);
+        }
+        group.1 += 1;
+        Some(group.0.clone())
     }
 }
 

@@ -14,7 +14,6 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::net;
-use super::tls::Tls;
 use crate::measure::ErrorKind;
 
 /// Response heads larger than this are malformed for our purposes.
@@ -51,7 +50,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(kind: ErrorKind) -> Failure {
+    pub(crate) fn new(kind: ErrorKind) -> Failure {
         Failure { kind, stale: false }
     }
 }
@@ -65,12 +64,7 @@ pub struct Connection {
 
 /// Connects to `addr`, from `local` when given.
 pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<Connection, ErrorKind> {
-    let stream = net::connect(addr, local).await?;
-    Ok(Connection {
-        stream: Stream::Plain(stream),
-        buf: Vec::with_capacity(READ_CHUNK),
-        served: 0,
-    })
+    Ok(Connection::over_tcp(net::connect(addr, local).await?))
 }
 
 /// A connection's byte stream: plain TCP, or TLS over it. An enum, not a
@@ -130,22 +124,22 @@ impl AsyncWrite for Stream {
 }
 
 impl Connection {
-    /// Runs the TLS handshake over this (fresh, plain) connection; returns
-    /// the TLS connection and whether the session was resumed.
-    pub async fn start_tls(self, tls: &Tls) -> io::Result<(Connection, bool)> {
-        let Stream::Plain(tcp) = self.stream else {
-            return Err(io::Error::other("TLS over TLS"));
-        };
-        let stream = tls.connector.connect(tls.server_name.clone(), tcp).await?;
-        let resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-        Ok((
-            Connection {
-                stream: Stream::Tls(Box::new(stream)),
-                buf: self.buf,
-                served: 0,
-            },
-            resumed,
-        ))
+    /// HTTP/1.1 over an established TLS connection.
+    pub fn over_tls(stream: TlsStream<TcpStream>) -> Connection {
+        Connection::on(Stream::Tls(Box::new(stream)))
+    }
+
+    /// HTTP/1.1 over a plain TCP connection.
+    pub fn over_tcp(stream: TcpStream) -> Connection {
+        Connection::on(Stream::Plain(stream))
+    }
+
+    fn on(stream: Stream) -> Connection {
+        Connection {
+            stream,
+            buf: Vec::with_capacity(READ_CHUNK),
+            served: 0,
+        }
     }
 }
 

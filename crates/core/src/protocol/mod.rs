@@ -7,6 +7,7 @@
 
 pub mod cookies;
 mod http;
+pub mod http2;
 pub mod http1;
 #[cfg(feature = "kafka")]
 pub mod kafka;

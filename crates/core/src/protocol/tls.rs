@@ -14,6 +14,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
 use crate::scenario::{BaseUrl, TlsSettings};
 
 /// What a transport needs to open TLS connections.
@@ -28,7 +31,8 @@ pub struct Tls {
 impl Tls {
     /// The client of `base` under `settings`; an error names the setting
     /// to fix.
-    pub fn new(base: &BaseUrl, settings: &TlsSettings) -> Result<Tls, String> {
+    /// `alpn`: the protocols offered, most preferred first.
+    pub fn new(base: &BaseUrl, settings: &TlsSettings, alpn: &[&[u8]]) -> Result<Tls, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -50,7 +54,7 @@ impl Tls {
             }
             _ => builder.with_no_client_auth(),
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let name = settings
             .server_name
             .clone()
@@ -64,6 +68,32 @@ impl Tls {
             name,
         })
     }
+}
+
+impl Tls {
+    /// The TLS handshake over a fresh TCP connection: the TLS connection,
+    /// whether it resumed an earlier session, and whether the server chose
+    /// HTTP/2.
+    pub async fn connect(&self, tcp: TcpStream) -> std::io::Result<Shaken> {
+        let stream = self
+            .connector
+            .connect(self.server_name.clone(), tcp)
+            .await?;
+        let session = stream.get_ref().1;
+        Ok(Shaken {
+            resumed: session.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            h2: session.alpn_protocol() == Some(b"h2"),
+            stream,
+        })
+    }
+}
+
+/// A TLS connection just made.
+pub struct Shaken {
+    pub stream: TlsStream<TcpStream>,
+    pub resumed: bool,
+    /// ALPN settled on `h2`.
+    pub h2: bool,
 }
 
 fn roots(settings: &TlsSettings) -> Result<RootCertStore, String> {

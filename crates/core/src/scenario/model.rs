@@ -87,6 +87,25 @@ pub struct Target {
     pub tls: TlsSettings,
     /// `target.cookies`: how long a user's cookie jar keeps its cookies.
     pub cookies: CookiePolicy,
+    /// `target.http`: the HTTP version spoken.
+    pub http: HttpVersion,
+    /// `target.streams_per_connection`: over HTTP/2, how many users share
+    /// one connection, each request a stream of it (1: a connection each).
+    pub streams_per_connection: u32,
+}
+
+/// `target.http`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.1, the fastest path and what wrk speaks.
+    #[default]
+    Http1,
+    /// HTTP/2 only: negotiated by ALPN over TLS (a server that does not
+    /// accept it fails the run at start), prior knowledge (h2c) in clear.
+    Http2,
+    /// Whatever the server picks by ALPN, HTTP/2 preferred; HTTP/1.1 over
+    /// plain `http://`.
+    Auto,
 }
 
 /// `target.cookies`.

@@ -45,7 +45,15 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "capacity",
     "arrivals",
 ];
-pub const TARGET_KEYS: &[&str] = &["base_url", "cookies", "kafka", "timeout", "tls"];
+pub const TARGET_KEYS: &[&str] = &[
+    "base_url",
+    "cookies",
+    "http",
+    "kafka",
+    "streams_per_connection",
+    "timeout",
+    "tls",
+];
 pub const TLS_KEYS: &[&str] = &[
     "ca_file",
     "client_cert",
@@ -305,11 +313,44 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
         },
         None => CookiePolicy::default(),
     };
+    let http = match fields.get("http") {
+        Some(n) => match ctx.string(n, "`1.1`, `2` or `auto`")?.as_str() {
+            "1.1" => HttpVersion::Http1,
+            "2" => HttpVersion::Http2,
+            "auto" => HttpVersion::Auto,
+            other => {
+                ctx.error_hint(
+                    n.pos(),
+                    format!("expected `1.1`, `2` or `auto` for `http`, found `{other}`"),
+                    Some("1.1: HTTP/1.1 (the default); 2: HTTP/2 (h2 over https, h2c over http); auto: what the server offers by ALPN".into()),
+                );
+                return None;
+            }
+        },
+        None => HttpVersion::default(),
+    };
+    let streams_per_connection = match fields.get("streams_per_connection") {
+        Some(n) => {
+            let streams = ctx.integer(n, 1, "a number of streams")?;
+            if http == HttpVersion::Http1 {
+                ctx.error_hint(
+                    n.pos(),
+                    "`streams_per_connection` needs HTTP/2",
+                    Some("add `http: 2` (or `auto`) to `target`".into()),
+                );
+                return None;
+            }
+            u32::try_from(streams).unwrap_or(u32::MAX)
+        }
+        None => 1,
+    };
     Some(Target {
         endpoint: endpoint?,
         timeout: timeout?,
         tls,
         cookies,
+        http,
+        streams_per_connection,
     })
 }
 
