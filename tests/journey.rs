@@ -21,6 +21,14 @@ struct Seen {
     unauthorised: u64,
     /// Bodies received by POST /echo.
     echoed: Vec<String>,
+    /// The Accept-Encoding of each GET /gz.
+    accept_encoding: Vec<Option<String>>,
+}
+
+fn gzipped(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
 }
 
 fn app() -> (SocketAddr, Arc<Mutex<Seen>>) {
@@ -80,6 +88,28 @@ fn serve(stream: std::net::TcpStream, state: &Mutex<Seen>) {
         s.requests
             .push((line.trim_end().to_string(), cookie.clone()));
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if path == "/gz" {
+            // JSON, gzipped when asked for.
+            let text = format!(r#"{{"greeting": "{}"}}"#, "hello ".repeat(50));
+            let gzip = headers
+                .get("accept-encoding")
+                .is_some_and(|a| a.contains("gzip"));
+            s.accept_encoding
+                .push(headers.get("accept-encoding").cloned());
+            drop(s);
+            let (coding, body) = match gzip {
+                true => ("Content-Encoding: gzip\r\n", gzipped(text.as_bytes())),
+                false => ("", text.into_bytes()),
+            };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{coding}Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            if out.write_all(head.as_bytes()).is_err() || out.write_all(&body).is_err() {
+                return;
+            }
+            continue;
+        }
         let reply = match (method, path) {
             ("POST", "/login") if body.contains("password=secret") => {
                 s.logins += 1;
@@ -320,4 +350,56 @@ session:
         .requests
         .iter()
         .any(|(line, _)| line.starts_with("GET /login-page")));
+}
+
+#[test]
+fn compressed_answers_are_decoded_for_checks_and_counted_both_ways() {
+    let (addr, seen) = app();
+    let dir = support::scratch_dir("compression");
+    let scenario = |compression: bool| {
+        format!(
+            r#"
+name: gz
+target: {{base_url: "http://{addr}", compression: {compression}}}
+think_time: 5ms
+requests:
+  gz:
+    path: /gz
+    check: {{body_contains: "hello hello hello", status: 200}}
+"#
+        )
+    };
+    let (code, json, output) = run(&dir, &scenario(true), "2");
+    assert_eq!(code, Some(0), "{output}");
+    let gz = &json["levels"][0]["per_request"]["gz"];
+    let requests = gz["requests"].as_u64().unwrap();
+    assert!(requests > 10, "{gz}");
+    assert_eq!(gz["errors"], 0, "{gz}");
+    let (body, decoded) = (
+        gz["body_bytes"].as_u64().unwrap(),
+        gz["decoded_bytes"].as_u64().unwrap(),
+    );
+    let text = r#"{"greeting": ""}"#.len() as u64 + 6 * 50;
+    assert_eq!(decoded, text * requests, "{gz}");
+    assert!(body * 5 < decoded, "gzip shrinks 50 hellos: {gz}");
+    assert!(seen
+        .lock()
+        .unwrap()
+        .accept_encoding
+        .iter()
+        .all(|a| a.as_deref() == Some("gzip, deflate, br")));
+
+    // Without compression nothing is asked and both sizes agree.
+    seen.lock().unwrap().accept_encoding.clear();
+    let (code, json, output) = run(&dir, &scenario(false), "1");
+    assert_eq!(code, Some(0), "{output}");
+    let gz = &json["levels"][0]["per_request"]["gz"];
+    assert_eq!(gz["errors"], 0, "{gz}");
+    assert_eq!(gz["body_bytes"], gz["decoded_bytes"], "{gz}");
+    assert!(seen
+        .lock()
+        .unwrap()
+        .accept_encoding
+        .iter()
+        .all(Option::is_none));
 }

@@ -188,6 +188,8 @@ mod tests {
                 errors_by_kind: BTreeMap::new(),
                 checks: BTreeMap::new(),
                 redirects: 0,
+                body_bytes: 0,
+                decoded_bytes: 0,
             },
         );
         per_request.insert(
@@ -200,6 +202,8 @@ mod tests {
                 errors_by_kind: BTreeMap::new(),
                 checks: BTreeMap::new(),
                 redirects: 0,
+                body_bytes: 0,
+                decoded_bytes: 0,
             },
         );
         LevelRecord {

@@ -312,6 +312,8 @@ pub fn record(
     }
     let stats = &mut rec.per_request[request.index()];
     stats.redirects += u64::from(outcome.redirects);
+    stats.body_bytes += outcome.body_bytes;
+    stats.decoded_bytes += outcome.decoded_bytes;
     match outcome.result {
         Ok(_) => {
             stats.record_response(latency);

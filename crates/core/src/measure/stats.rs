@@ -35,6 +35,9 @@ pub struct RequestStats {
     pub checks: Vec<CheckCount>,
     /// Redirects followed on the way to the final responses.
     pub redirects: u64,
+    /// Body bytes of the final responses, as received and as decoded.
+    pub body_bytes: u64,
+    pub decoded_bytes: u64,
 }
 
 /// How often one check passed and failed.
@@ -52,6 +55,8 @@ impl Default for RequestStats {
             response_time: new_histogram(),
             checks: Vec::new(),
             redirects: 0,
+            body_bytes: 0,
+            decoded_bytes: 0,
         }
     }
 }
@@ -88,6 +93,8 @@ impl RequestStats {
     pub fn merge(&mut self, other: &RequestStats) {
         self.requests += other.requests;
         self.redirects += other.redirects;
+        self.body_bytes += other.body_bytes;
+        self.decoded_bytes += other.decoded_bytes;
         self.errors.merge(&other.errors);
         if self.checks.len() < other.checks.len() {
             self.checks
@@ -105,6 +112,8 @@ impl RequestStats {
     pub fn clear(&mut self) {
         self.requests = 0;
         self.redirects = 0;
+        self.body_bytes = 0;
+        self.decoded_bytes = 0;
         self.errors = ErrorCounts::default();
         self.response_time.reset();
         self.checks

@@ -58,6 +58,10 @@ struct WireRequest {
     checks: Vec<(u64, u64)>,
     #[serde(default)]
     redirects: u64,
+    #[serde(default)]
+    body_bytes: u64,
+    #[serde(default)]
+    decoded_bytes: u64,
 }
 
 /// A snapshot the parent could not read back.
@@ -90,6 +94,8 @@ impl WireSnapshot {
                         response_time: encode(&r.response_time),
                         checks: r.checks.iter().map(|c| (c.passed, c.failed)).collect(),
                         redirects: r.redirects,
+                        body_bytes: r.body_bytes,
+                        decoded_bytes: r.decoded_bytes,
                     })
                     .collect(),
                 think: sum_to_wire(&s.think),
@@ -122,6 +128,8 @@ impl WireSnapshot {
                     .map(|&(passed, failed)| CheckCount { passed, failed })
                     .collect(),
                 redirects: r.redirects,
+                body_bytes: r.body_bytes,
+                decoded_bytes: r.decoded_bytes,
                 ..RequestStats::default()
             };
             for (name, n) in r.errors {

@@ -19,7 +19,7 @@ use tokio::time::Sleep;
 use super::cookies::Jar;
 use super::request::RequestPlan;
 use super::{
-    failed, http1, http2, net, redirect, tls, CallOutcome, Handshake, Opened, Response,
+    encoding, failed, http1, http2, net, redirect, tls, CallOutcome, Handshake, Opened, Response,
     TargetError, Transport,
 };
 use crate::measure::ErrorKind;
@@ -55,6 +55,10 @@ pub struct HttpSession {
     /// The head of the last response that redirected or set cookies (when
     /// the caller keeps no response of its own).
     notable: Vec<u8>,
+    /// A compressed answer the caller keeps nothing of, and the decoding
+    /// of one (buffers kept for the next).
+    kept: Response,
+    decoded: Vec<u8>,
     /// Made when the first cookie comes.
     jar: Option<Box<Jar>>,
     /// The user's one request timer (see `within`).
@@ -132,6 +136,9 @@ impl HttpTransport {
                 .requests
                 .iter()
                 .map(|r| match &r.action {
+                    Action::Http(http) if scenario.target.compression => {
+                        RequestPlan::new(http, base).accept_encoding(encoding::ACCEPT)
+                    }
                     Action::Http(http) => RequestPlan::new(http, base),
                     Action::Produce(_) => {
                         unreachable!("validation keeps `produce` requests to Kafka targets")
@@ -390,6 +397,8 @@ impl Transport for HttpTransport {
             out: Vec::new(),
             scratch: Vec::new(),
             notable: Vec::new(),
+            kept: Response::default(),
+            decoded: Vec::new(),
             jar: None,
             watchdog: None,
         }
@@ -418,6 +427,53 @@ impl Transport for HttpTransport {
     }
 
     async fn call(
+        &self,
+        session: &mut HttpSession,
+        id: RequestId,
+        bindings: &mut impl Bindings,
+        response: Option<&mut Response>,
+    ) -> CallOutcome {
+        if !self.plans[id.index()].decodes {
+            return self.follow(session, id, bindings, response).await;
+        }
+        // A compressed answer is read whole to be decoded, even when the
+        // caller keeps nothing of it: its decoded size is reported.
+        let mut own = None;
+        let response = match response {
+            Some(r) => r,
+            None => own.insert(std::mem::take(&mut session.kept)),
+        };
+        let mut outcome = self
+            .follow(session, id, bindings, Some(&mut *response))
+            .await;
+        if outcome.status != 0 {
+            decode_body(response, &mut session.decoded, &mut outcome);
+        }
+        if let Some(own) = own {
+            session.kept = own;
+        }
+        outcome
+    }
+}
+
+/// Undoes the response's content coding in place; a body that will not
+/// decode makes the request `malformed`.
+fn decode_body(response: &mut Response, decoded: &mut Vec<u8>, outcome: &mut CallOutcome) {
+    let Some(codings) = response.header("content-encoding") else {
+        return;
+    };
+    match encoding::decode(codings, &response.body, decoded) {
+        Ok(()) => {
+            std::mem::swap(&mut response.body, decoded);
+            outcome.decoded_bytes = response.body.len() as u64;
+        }
+        Err(_) => outcome.result = Err(ErrorKind::Malformed),
+    }
+}
+
+impl HttpTransport {
+    /// Sends request `id` and follows its redirects: the whole exchange.
+    async fn follow(
         &self,
         session: &mut HttpSession,
         id: RequestId,
@@ -489,6 +545,8 @@ impl Transport for HttpTransport {
                         connect_time: opened.map(|o| o.connect),
                         tls: opened.and_then(|o| o.tls),
                         redirects,
+                        body_bytes: reply.body_len,
+                        decoded_bytes: reply.body_len,
                     };
                 }
             };

@@ -6,9 +6,10 @@
 //! HTTP requests; `registry` talks to a schema registry.
 
 pub mod cookies;
+pub mod encoding;
 mod http;
-pub mod http2;
 pub mod http1;
+pub mod http2;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod net;
@@ -43,6 +44,10 @@ pub struct CallOutcome {
     pub tls: Option<Handshake>,
     /// Redirects followed on the way to this response.
     pub redirects: u8,
+    /// The final response's body as it came (after de-chunking), and
+    /// after its content coding was undone (the same unless compressed).
+    pub body_bytes: u64,
+    pub decoded_bytes: u64,
 }
 
 /// A TLS handshake, timed apart from the TCP connect before it.
@@ -201,5 +206,7 @@ pub(crate) fn failed(
         connect_time: opened.map(|o| o.connect),
         tls: opened.and_then(|o| o.tls),
         redirects: 0,
+        body_bytes: 0,
+        decoded_bytes: 0,
     }
 }

@@ -21,6 +21,9 @@ pub struct RequestPlan {
     body: Option<BodyPlan>,
     pub head: bool,
     pub follow_redirects: bool,
+    /// The request asks for compressed answers (`Accept-Encoding`), so
+    /// their bodies are read and decoded.
+    pub decodes: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -91,7 +94,18 @@ impl RequestPlan {
             body,
             head: request.method == "HEAD",
             follow_redirects: request.follow_redirects,
+            decodes: given("accept-encoding"),
         }
+    }
+
+    /// Asks for compressed answers with `accept` (`target.compression`),
+    /// unless the scenario's own `Accept-Encoding` already does.
+    pub fn accept_encoding(mut self, accept: &str) -> RequestPlan {
+        if !self.decodes {
+            write!(self.fixed_headers, "Accept-Encoding: {accept}\r\n").unwrap();
+            self.decodes = true;
+        }
+        self
     }
 
     /// Writes the whole request into `out` (cleared first). `scratch` holds

@@ -103,6 +103,12 @@ pub struct PerRequestRecord {
     /// Redirects followed (their time is in the response time).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// Bytes of the final responses' bodies as received, and decoded (the
+    /// same unless `target.compression` got compressed answers).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub body_bytes: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decoded_bytes: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -226,6 +232,8 @@ impl LevelRecord {
                             })
                             .collect(),
                         redirects: s.redirects,
+                        body_bytes: s.body_bytes,
+                        decoded_bytes: s.decoded_bytes,
                     },
                 )
             })

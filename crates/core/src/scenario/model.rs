@@ -89,6 +89,8 @@ pub struct Target {
     pub cookies: CookiePolicy,
     /// `target.http`: the HTTP version spoken.
     pub http: HttpVersion,
+    /// `target.compression`: ask for gzip, deflate and br answers.
+    pub compression: bool,
     /// `target.streams_per_connection`: over HTTP/2, how many users share
     /// one connection, each request a stream of it (1: a connection each).
     pub streams_per_connection: u32,

@@ -284,6 +284,8 @@ impl Transport for KafkaTransport {
                 connect_time: None,
                 status: 0,
                 redirects: 0,
+                body_bytes: 0,
+                decoded_bytes: 0,
                 tls: None,
             },
             Err(kind) => failed(kind, elapsed, None),

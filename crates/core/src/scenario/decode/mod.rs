@@ -47,6 +47,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
 ];
 pub const TARGET_KEYS: &[&str] = &[
     "base_url",
+    "compression",
     "cookies",
     "http",
     "kafka",
@@ -344,12 +345,30 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
         }
         None => 1,
     };
+    let compression = match fields.get("compression") {
+        Some(n) => {
+            match ctx.string(n, "`true` or `false`")?.as_str() {
+                "true" => true,
+                "false" => false,
+                other => {
+                    ctx.error_hint(
+                    n.pos(),
+                    format!("expected `true` or `false` for `compression`, found `{other}`"),
+                    Some("true sends `Accept-Encoding: gzip, deflate, br` and decodes what comes".into()),
+                );
+                    return None;
+                }
+            }
+        }
+        None => false,
+    };
     Some(Target {
         endpoint: endpoint?,
         timeout: timeout?,
         tls,
         cookies,
         http,
+        compression,
         streams_per_connection,
     })
 }

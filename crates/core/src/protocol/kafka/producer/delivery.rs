@@ -132,6 +132,8 @@ pub(super) fn settle(
                 connect_time: None,
                 status: 0,
                 redirects: 0,
+                body_bytes: 0,
+                decoded_bytes: 0,
                 tls: None,
             };
             fired.sink.done(fired.request, fired.intended, outcome, now);

@@ -114,6 +114,8 @@ impl Producer {
                 connect_time: None,
                 status: 0,
                 redirects: 0,
+                body_bytes: 0,
+                decoded_bytes: 0,
                 tls: None,
             };
             let now = Instant::now();
