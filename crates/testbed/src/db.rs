@@ -91,7 +91,7 @@ pub async fn serve_db(
 ) -> anyhow::Result<()> {
     let workers = Workers::new("db-worker", config.workers)?;
     let db = Arc::new(Db);
-    http::serve(listener, &workers, |_| Arc::clone(&db), shutdown).await
+    http::serve(listener, None, &workers, |_| Arc::clone(&db), shutdown).await
 }
 
 /// Handlers run on the tier's event loops, and burn on the loop that runs

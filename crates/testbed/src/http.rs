@@ -1,5 +1,6 @@
-//! What both tiers share: the accept loop with graceful shutdown, responses, and query-string parameters with their
-//! one-line 400 reasons.
+//! What both tiers share: the accept loop with graceful shutdown (HTTP/1.1
+//! and HTTP/2 on every port, TLS on an optional second one), responses, and
+//! query-string parameters with their one-line 400 reasons.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -9,9 +10,10 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
-use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio_rustls::TlsAcceptor;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -59,8 +61,16 @@ impl Stop {
     }
 }
 
-/// Serves HTTP/1.1 (keep-alive unless the client says close) on `listener`
-/// until `shutdown` completes, then stops accepting and lets open connections
+/// A second port that speaks TLS (ALPN: h2, then http/1.1).
+pub struct TlsListener {
+    pub listener: TcpListener,
+    pub acceptor: TlsAcceptor,
+}
+
+type Builder = auto::Builder<TokioExecutor>;
+
+/// Serves HTTP/1.1 (keep-alive unless the client says close) and HTTP/2 on
+/// `listener`, and over TLS on `tls`, until `shutdown` completes, then stops accepting and lets open connections
 /// finish their in-flight request for at most [`DRAIN_TIMEOUT`].
 ///
 /// Connections are accepted here, on the caller's runtime, so that a new
@@ -69,22 +79,32 @@ impl Stop {
 /// per loop, because the sockets it opens belong to that loop's reactor.
 pub async fn serve<H: Handler>(
     listener: TcpListener,
+    tls: Option<TlsListener>,
     workers: &Workers,
     handler: impl Fn(usize) -> Arc<H>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let handlers: Vec<Arc<H>> = (0..workers.count()).map(handler).collect();
-    let mut builder = http1::Builder::new();
-    builder.keep_alive(true).half_close(false);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true).half_close(false);
     let builder = Arc::new(builder);
+    let acceptor = tls.as_ref().map(|t| t.acceptor.clone());
     // Every connection holds a receiver; the drain is over when all are gone.
     let (drain, _) = watch::channel(());
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, over_tls) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok((stream, _peer)) => (stream, false),
+                Err(e) => {
+                    eprintln!("testbed: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            accepted = async { tls.as_ref().expect("guarded").listener.accept().await }, if tls.is_some() => match accepted {
+                Ok((stream, _peer)) => (stream, true),
                 Err(e) => {
                     // Out of file descriptors and the like: the condition is
                     // transient under load, so wait a little instead of spinning.
@@ -101,11 +121,21 @@ pub async fn serve<H: Handler>(
             continue;
         };
         let stop = Stop(drain.subscribe());
+        let acceptor = over_tls.then(|| acceptor.clone()).flatten();
         workers.pin(|index| {
             let (handler, builder) = (Arc::clone(&handlers[index]), Arc::clone(&builder));
             async move {
-                if let Ok(stream) = TcpStream::from_std(stream) {
-                    connection(stream, handler, builder, stop).await;
+                let Ok(stream) = TcpStream::from_std(stream) else {
+                    return;
+                };
+                match acceptor {
+                    None => connection(stream, handler, builder, stop).await,
+                    Some(acceptor) => {
+                        let shaken = tokio::time::timeout(DRAIN_TIMEOUT, acceptor.accept(stream));
+                        if let Ok(Ok(stream)) = shaken.await {
+                            serve_http(TokioIo::new(stream), true, handler, builder, stop).await;
+                        }
+                    }
                 }
             }
         });
@@ -119,7 +149,7 @@ pub async fn serve<H: Handler>(
 async fn connection<H: Handler>(
     stream: TcpStream,
     handler: Arc<H>,
-    builder: Arc<http1::Builder>,
+    builder: Arc<Builder>,
     mut stop: Stop,
 ) {
     if H::BINARY {
@@ -135,11 +165,27 @@ async fn connection<H: Handler>(
             _ => return,
         }
     }
-    let service = hyper::service::service_fn(move |req| {
+    serve_http(TokioIo::new(stream), false, handler, builder, stop).await;
+}
+
+/// Serves HTTP on one connection (either version, as the client starts it).
+async fn serve_http<H: Handler, S>(
+    io: TokioIo<S>,
+    over_tls: bool,
+    handler: Arc<H>,
+    builder: Arc<Builder>,
+    mut stop: Stop,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let handler = Arc::clone(&handler);
+        if over_tls {
+            req.extensions_mut().insert(crate::shop::OverTls);
+        }
         async move { Ok::<_, Infallible>(handler.handle(req).await) }
     });
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     // A client resetting its connection is its business, not an error.
     tokio::select! {

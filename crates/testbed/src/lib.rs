@@ -4,7 +4,7 @@
 //! `workers_b / D_b` for the busiest tier b.
 //!
 //! ```text
-//!   client ──HTTP/1.1──▶ tb-web ──db wire protocol──▶ tb-db (also HTTP, same port)
+//!   client ──HTTP/1.1, h2──▶ tb-web ──db wire protocol──▶ tb-db (also HTTP, same port)
 //!                        │ accept: the main thread    │ accept: the main thread
 //!                        │ N event loops, each serves │ N event loops, each serves
 //!                        │ its connections and burns  │ its connections and burns
@@ -17,6 +17,8 @@
 //! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
 //! - `db_client`: the web tier's keep-alive pool to the db tier, on its wire protocol;
 //! - `lock`, `static_files`: the critical section and the cacheable content;
+//! - [`shop`]: a shop behind a login, for whole user journeys;
+//! - `tls`: the web tier's HTTPS port and its self-signed certificate;
 //! - [`process`]: a tier as a named OS process, and the launcher of both;
 //! - [`registry`]: a stub of Confluent's Schema Registry for the Kafka tests.
 //!
@@ -28,9 +30,11 @@ pub mod db;
 mod db_client;
 mod http;
 mod lock;
+pub mod shop;
 pub mod process;
 pub mod registry;
 mod static_files;
+mod tls;
 pub mod web;
 
 pub use db::{serve_db, DbConfig};

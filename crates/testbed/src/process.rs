@@ -11,7 +11,7 @@
 use std::ffi::CString;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -22,7 +22,7 @@ use anyhow::{bail, Context};
 use tokio::net::TcpListener;
 
 use crate::db::{serve_db, DbConfig};
-use crate::web::{serve_web, WebConfig};
+use crate::web::{serve_web_and_https, WebConfig};
 
 /// How long a tier may take to print its address.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -109,9 +109,29 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding {}", args.listen))?;
         let addr = listener.local_addr()?;
+        // The web tier also serves HTTPS, on another port of the same
+        // address: `listening http://A https://B ca=PEM`.
+        let https = match args.tier {
+            Tier::Web => {
+                let tls = crate::tls::SelfSigned::make()?;
+                let tls_listener = TcpListener::bind(SocketAddr::new(addr.ip(), 0))
+                    .await
+                    .context("binding the HTTPS port")?;
+                Some((tls, tls_listener))
+            }
+            Tier::Db => None,
+        };
         {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "listening http://{addr}")?;
+            match &https {
+                Some((tls, l)) => writeln!(
+                    out,
+                    "listening http://{addr} https://{} ca={}",
+                    l.local_addr()?,
+                    tls.file.display()
+                )?,
+                None => writeln!(out, "listening http://{addr}")?,
+            }
             out.flush()?;
         }
         let shutdown = termination()?;
@@ -121,7 +141,13 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
                     workers: args.workers,
                     db: args.db,
                 };
-                serve_web(listener, config, shutdown).await
+                let (tls, listener_tls) = https.expect("made for the web tier");
+                let https = crate::http::TlsListener {
+                    listener: listener_tls,
+                    acceptor: tls.acceptor.clone(),
+                };
+                // `tls` lives until the tier stops; its file goes with it.
+                serve_web_and_https(listener, Some(https), config, shutdown).await
             }
             Tier::Db => {
                 let config = DbConfig {
@@ -191,6 +217,11 @@ pub struct Testbed {
     pub web_pid: u32,
     pub db_pid: u32,
     pub db_addr: SocketAddr,
+    /// The web tier's HTTPS port (`https://IP:PORT`, h2 and HTTP/1.1 by
+    /// ALPN), and the PEM of its self-signed certificate to trust.
+    pub https_url: Option<String>,
+    pub https_addr: Option<SocketAddr>,
+    pub ca_file: Option<PathBuf>,
     web: Option<TierProcess>,
     db: Option<TierProcess>,
 }
@@ -232,19 +263,26 @@ impl Testbed {
             }
         };
         // A tier bound to 0.0.0.0 is reached through loopback from here.
-        let mut reachable = web.addr;
-        if reachable.ip().is_unspecified() {
-            reachable.set_ip(match reachable {
-                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
+        let reachable = |mut addr: SocketAddr| {
+            if addr.ip().is_unspecified() {
+                addr.set_ip(match addr {
+                    SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            addr
+        };
+        let https_addr = web.https.map(reachable);
+        let reachable = reachable(web.addr);
         Ok(Testbed {
             web_url: format!("http://{reachable}"),
             web_addr: reachable,
             web_pid: web.child.id(),
             db_pid: db.child.id(),
             db_addr: db.addr,
+            https_url: https_addr.map(|a| format!("https://{a}")),
+            https_addr,
+            ca_file: web.ca_file.clone(),
             web: Some(web),
             db: Some(db),
         })
@@ -290,6 +328,8 @@ struct TierProcess {
     tier: Tier,
     child: Child,
     addr: SocketAddr,
+    https: Option<SocketAddr>,
+    ca_file: Option<PathBuf>,
 }
 
 impl TierProcess {
@@ -317,12 +357,14 @@ impl TierProcess {
 
         let failure = match first_line.recv_timeout(START_TIMEOUT) {
             Ok(line) => match parse_listening(&line) {
-                Some(addr) => {
+                Some(said) => {
                     stderr.forward.store(true, Ordering::Relaxed);
                     return Ok(TierProcess {
                         tier: args.tier,
                         child,
-                        addr,
+                        addr: said.addr,
+                        https: said.https,
+                        ca_file: said.ca_file,
                     });
                 }
                 None => format!("printed {line:?} instead of \"listening http://IP:PORT\""),
@@ -336,6 +378,8 @@ impl TierProcess {
             tier: args.tier,
             child,
             addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+            https: None,
+            ca_file: None,
         };
         process.signal(libc::SIGTERM);
         let status = process.stop(Instant::now() + STOP_TIMEOUT);
@@ -380,8 +424,28 @@ impl TierProcess {
 }
 
 /// `listening http://127.0.0.1:PORT` → the address.
-fn parse_listening(line: &str) -> Option<SocketAddr> {
-    line.trim().strip_prefix("listening http://")?.parse().ok()
+/// `listening http://A [https://B ca=PEM]`.
+fn parse_listening(line: &str) -> Option<Listening> {
+    let mut words = line.trim().strip_prefix("listening ")?.split(' ');
+    let addr = words.next()?.strip_prefix("http://")?.parse().ok()?;
+    let https = match words.next() {
+        Some(w) => Some(w.strip_prefix("https://")?.parse().ok()?),
+        None => None,
+    };
+    let ca_file = words.next().and_then(|w| w.strip_prefix("ca=")).map(PathBuf::from);
+    Some(Listening {
+        addr,
+        https,
+        ca_file,
+    })
+}
+
+/// Where a tier said it listens.
+#[derive(Debug)]
+struct Listening {
+    addr: SocketAddr,
+    https: Option<SocketAddr>,
+    ca_file: Option<PathBuf>,
 }
 
 /// Sends the child's first stdout line, then keeps reading so that the child
@@ -469,8 +533,10 @@ pub fn testbed_main(exe: &Path, options: TestbedOptions) -> anyhow::Result<()> {
     // A closed stdout (`autoperf testbed | head -1`) is no reason to stop.
     let _ = writeln!(
         std::io::stdout(),
-        "testbed: web {} (tb-web pid {}), db {} (tb-db pid {}){registry}; Ctrl-C stops",
+        "testbed: web {} and {} (CA {}; tb-web pid {}), db {} (tb-db pid {}){registry}; Ctrl-C stops",
         testbed.web_url,
+        testbed.https_url.as_deref().unwrap_or("-"),
+        testbed.ca_file.as_deref().map_or("-".into(), |p| p.display().to_string()),
         testbed.web_pid,
         testbed.db_addr,
         testbed.db_pid

@@ -179,7 +179,7 @@ impl SchemaRegistry {
     ) -> anyhow::Result<()> {
         // Answers cost microseconds: one loop serves them all.
         let workers = crate::burn::Workers::new("registry", 1)?;
-        http::serve(listener, &workers, |_| Arc::clone(&self), shutdown).await
+        http::serve(listener, None, &workers, |_| Arc::clone(&self), shutdown).await
     }
 
     /// The requests answered so far, by kind.

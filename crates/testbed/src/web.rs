@@ -10,6 +10,10 @@
 //! | `GET /bytes?n=N` | a body of exactly N bytes |
 //! | `POST /ingest`, `GET /ingest/count` | counts JSON records |
 //! | `GET /health` | "ok" |
+//! | `/shop/*` | a shop behind a login (see [`crate::shop`]) |
+//!
+//! Every port speaks HTTP/1.1 and HTTP/2 (h2c by prior knowledge on the
+//! plain port; h2 or HTTP/1.1 by ALPN on the HTTPS port, when there is one).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -27,6 +31,7 @@ use crate::http::{
     self, json, method_not_allowed, not_found, ok, text, BadRequest, Body, Handler, Query,
 };
 use crate::lock::{CriticalSection, MAX_WRITE_BYTES};
+use crate::shop::Shop;
 use crate::static_files;
 
 /// Largest `/bytes?n=`.
@@ -62,11 +67,22 @@ pub async fn serve_web(
     config: WebConfig,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    serve_web_and_https(listener, None, config, shutdown).await
+}
+
+/// [`serve_web`], and HTTPS on `https`'s port too.
+pub(crate) async fn serve_web_and_https(
+    listener: tokio::net::TcpListener,
+    https: Option<http::TlsListener>,
+    config: WebConfig,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
     let workers = Workers::new("web-worker", config.workers)?;
     let shared = Arc::new(Shared {
         lock: CriticalSection::create()?,
         ingested: AtomicU64::new(0),
         filler: Mutex::new(Bytes::new()),
+        shop: Shop::default(),
     });
     let web = |_loop| {
         Arc::new(Web {
@@ -74,7 +90,7 @@ pub async fn serve_web(
             shared: Arc::clone(&shared),
         })
     };
-    http::serve(listener, &workers, web, shutdown).await
+    http::serve(listener, https, &workers, web, shutdown).await
 }
 
 /// The handler of one event loop: it burns on that loop (see
@@ -92,6 +108,7 @@ struct Shared {
     /// The longest `/bytes` body served so far; shorter ones are slices of
     /// it, so a response costs its socket write and not a fresh buffer.
     filler: Mutex<Bytes>,
+    shop: Shop,
 }
 
 impl Handler for Web {
@@ -119,6 +136,9 @@ impl Web {
     async fn route(&self, req: Request<Incoming>) -> Result<Response<Body>, BadRequest> {
         let uri = req.uri();
         let path = uri.path();
+        if path.starts_with("/shop/") {
+            return Ok(self.shared.shop.handle(req).await);
+        }
         match method_of(path) {
             None => return Ok(not_found(path)),
             Some(Method::POST) if req.method() != Method::POST => {
