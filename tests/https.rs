@@ -18,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// A CA and a leaf certificate it signed.
 struct Pki {
     ca_pem: String,
+    leaf_pem: String,
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
 }
@@ -31,6 +32,10 @@ enum Leaf {
     OtherHost,
     /// Signed by itself.
     SelfSigned,
+    /// Signed by itself and marked a CA, as `openssl req -x509` makes them.
+    SelfSignedCa,
+    /// The same, for another host.
+    SelfSignedCaOtherHost,
 }
 
 fn pki(leaf: Leaf) -> Pki {
@@ -40,21 +45,27 @@ fn pki(leaf: Leaf) -> Pki {
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
     let names = match leaf {
-        Leaf::OtherHost => vec!["other.example".to_string()],
+        Leaf::OtherHost | Leaf::SelfSignedCaOtherHost => vec!["other.example".to_string()],
         _ => vec!["127.0.0.1".to_string(), "localhost".to_string()],
     };
     let mut params = CertificateParams::new(names).unwrap();
+    if let Leaf::SelfSignedCa | Leaf::SelfSignedCaOtherHost = leaf {
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    }
     if let Leaf::Expired = leaf {
         params.not_before = rcgen::date_time_ymd(2019, 1, 1);
         params.not_after = rcgen::date_time_ymd(2020, 1, 1);
     }
     let key = KeyPair::generate().unwrap();
     let cert = match leaf {
-        Leaf::SelfSigned => params.self_signed(&key).unwrap(),
+        Leaf::SelfSigned | Leaf::SelfSignedCa | Leaf::SelfSignedCaOtherHost => {
+            params.self_signed(&key).unwrap()
+        }
         _ => params.signed_by(&key, &issuer).unwrap(),
     };
     Pki {
         ca_pem: ca.pem(),
+        leaf_pem: cert.pem(),
         chain: vec![cert.der().clone()],
         key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
     }
@@ -240,6 +251,34 @@ fn insecure_accepts_a_self_signed_certificate() {
     );
     let (code, output) = run(&s, &dir.join("out"));
     assert_eq!(code, Some(0), "{output}");
+}
+
+#[test]
+fn a_self_signed_certificate_given_as_ca_file_is_trusted_for_its_names() {
+    // webpki refuses a CA certificate as a server's own; curl trusts the
+    // very certificate it was given, and so does autoperf.
+    let dir = support::scratch_dir("https-pinned");
+    for (leaf, name, code) in [
+        (Leaf::SelfSignedCa, "pinned", Some(0)),
+        (Leaf::SelfSignedCaOtherHost, "pinned-other-host", Some(3)),
+    ] {
+        let pki = pki(leaf);
+        std::fs::write(dir.join(format!("{name}.pem")), &pki.leaf_pem).unwrap();
+        let (addr, seen) = server(&pki, false);
+        let s = scenario(
+            &dir,
+            name,
+            &format!("https://{addr}"),
+            &format!(", tls: {{ca_file: {name}.pem}}"),
+        );
+        let (got, output) = run(&s, &dir.join(format!("out-{name}")));
+        assert_eq!(got, code, "{name}: {output}");
+        if code == Some(0) {
+            assert!(seen.requests.load(Ordering::Relaxed) > 0);
+        } else {
+            assert!(output.contains("not valid for that name"), "{name}: {output}");
+        }
+    }
 }
 
 #[test]
