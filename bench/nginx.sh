@@ -5,8 +5,10 @@
 # (unless KEEP is set), when the script exits.
 #
 # In:  NGINX_WORKERS (2), NGINX_CONNECTIONS (4096), NGINX_NOFILE (unset),
-#      NGINX_LISTEN (extra `listen` options), NGINX_PIN (a CPU list for taskset)
-# Out: WORK, PORT, AUTOPERF, NGINX_PID
+#      NGINX_LISTEN (extra `listen` options), NGINX_PIN (a CPU list for taskset),
+#      NGINX_TLS (set: HTTPS with a self-signed certificate made by openssl
+#      for 127.0.0.1; add `ssl` to NGINX_LISTEN yourself)
+# Out: WORK, PORT, AUTOPERF, NGINX_PID, CERT (with NGINX_TLS: the PEM to trust)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -31,6 +33,15 @@ head -c 100 /dev/zero | tr '\0' a >"$WORK/www/100b.txt"
 head -c 4096 /dev/zero | tr '\0' b >"$WORK/www/4k.txt"
 chmod 644 "$WORK/www/"*
 
+TLS_CONF=""
+if [[ -n "${NGINX_TLS:-}" ]]; then
+    CERT="$WORK/cert.pem"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+        -keyout "$WORK/key.pem" -out "$CERT" 2>/dev/null
+    TLS_CONF="ssl_certificate $CERT; ssl_certificate_key $WORK/key.pem; ssl_session_cache shared:SSL:10m;"
+fi
+
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$WORK/nginx.conf" <<CONF
 worker_processes ${NGINX_WORKERS:-2};
@@ -51,6 +62,7 @@ http {
     server {
         listen 127.0.0.1:$PORT ${NGINX_LISTEN:-};
         root $WORK/www;
+        $TLS_CONF
     }
 }
 CONF
@@ -67,6 +79,12 @@ stop_nginx() {
 }
 trap stop_nginx EXIT
 for _ in $(seq 50); do
-    curl -sf "http://127.0.0.1:$PORT/100b.txt" >/dev/null 2>&1 && break
+    if [[ -n "${NGINX_TLS:-}" ]]; then
+        curl -sfk "https://127.0.0.1:$PORT/100b.txt" >/dev/null 2>&1 && break
+    elif [[ "${NGINX_LISTEN:-}" == *http2* ]]; then
+        curl -sf --http2-prior-knowledge "http://127.0.0.1:$PORT/100b.txt" >/dev/null 2>&1 && break
+    else
+        curl -sf "http://127.0.0.1:$PORT/100b.txt" >/dev/null 2>&1 && break
+    fi
     sleep 0.1
 done

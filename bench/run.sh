@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# autoperf vs wrk on nginx over loopback, side by side in one run.
+# autoperf vs its peer on nginx over loopback, side by side in one run:
+# wrk over HTTP/1.1 (plain or TLS), h2load over HTTP/2 (cleartext h2c).
 #
 #   bash bench/run.sh                       # 5 rounds x 10 s, 64 connections
 #   ROUNDS=3 DURATION=5 bash bench/run.sh   # shorter
+#   PROTO=https bash bench/run.sh           # HTTPS (TLS 1.3), both tools
+#   PROTO=h2c STREAMS=10 bash bench/run.sh  # HTTP/2, 10 streams a connection
 #   AUTOPERF=/path/to/autoperf bash bench/run.sh
 #
 # nginx (2 workers) is pinned to core 0, each generator in turn to core 1;
@@ -14,11 +17,23 @@ ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 CONNS=${CONNS:-64}
+PROTO=${PROTO:-http}
+STREAMS=${STREAMS:-1}
 NGINX_CPU=${NGINX_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 NEED_WRK=1 NGINX_PIN=$NGINX_CPU
+case $PROTO in
+    http) PEER=wrk SCHEME=http ;;
+    https) PEER=wrk SCHEME=https NGINX_TLS=1 NGINX_LISTEN=ssl ;;
+    h2c) PEER=h2load SCHEME=http NGINX_LISTEN=http2 ;;
+    *) echo "PROTO must be http, https or h2c, not $PROTO" >&2; exit 2 ;;
+esac
+if [[ $PEER == h2load ]] && ! command -v h2load >/dev/null; then
+    echo "installing nghttp2-client (h2load)" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
+fi
 # shellcheck source=bench/nginx.sh
 source "$HERE/nginx.sh"
 
@@ -38,7 +53,7 @@ PY
 
 run_wrk() { # file -> "rps cpu_per_req_us"
     local cpu
-    cpu=$(cpu_of wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:$PORT/$1")
+    cpu=$(cpu_of wrk -t1 -c"$CONNS" -d"${DURATION}s" "$SCHEME://127.0.0.1:$PORT/$1")
     python3 - "$cpu" "$WORK/gen.out" <<'PY'
 import re, sys
 cpu = float(sys.argv[1]); text = open(sys.argv[2]).read()
@@ -49,19 +64,42 @@ print(f"{rps:.0f} {cpu / reqs * 1e6:.3f} {'ERR' if errs else 'ok'}")
 PY
 }
 
+run_h2load() { # file -> "rps cpu_per_req_us"
+    local cpu
+    cpu=$(cpu_of h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$DURATION" --warm-up-time="$WARMUP" \
+        "$SCHEME://127.0.0.1:$PORT/$1")
+    python3 - "$cpu" "$WORK/gen.out" "$WARMUP" "$DURATION" <<'PY'
+import re, sys
+cpu = float(sys.argv[1]); text = open(sys.argv[2]).read()
+warm, secs = float(sys.argv[3]), float(sys.argv[4])
+rps = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
+m = re.search(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored", text)
+ok = int(m.group(3)) == 0 and int(m.group(4)) == 0
+# CPU covers the warm-up too: requests over warm-up + window at the rate.
+print(f"{rps:.0f} {cpu / (rps * (secs + warm)) * 1e6:.3f} {'ok' if ok else 'ERR'}")
+PY
+}
+
+run_peer() { if [[ $PEER == wrk ]]; then run_wrk "$@"; else run_h2load "$@"; fi; }
+
 run_autoperf() { # file -> "rps cpu_per_req_us whole_cpu_per_req_us"
-    local out="$WORK/ap-out" cpu
+    local out="$WORK/ap-out" cpu target
     rm -rf "$out"
+    case $PROTO in
+        http) target="{base_url: \"http://127.0.0.1:$PORT\"}" ;;
+        https) target="{base_url: \"https://127.0.0.1:$PORT\", tls: {ca_file: \"$CERT\"}}" ;;
+        h2c) target="{base_url: \"http://127.0.0.1:$PORT\", http: 2, streams_per_connection: $STREAMS}" ;;
+    esac
     cat >"$WORK/bench.yaml" <<YAML
 name: bench
-target: {base_url: "http://127.0.0.1:$PORT"}
+target: $target
 think_time: 0s
 requests:
   get: {path: "/$1", headers: {User-Agent: ""}}
 session:
   start: get
 YAML
-    cpu=$(cpu_of "$AUTOPERF" run "$WORK/bench.yaml" --users "$CONNS" --duration "${DURATION}s" \
+    cpu=$(cpu_of "$AUTOPERF" run "$WORK/bench.yaml" --users "$((CONNS * STREAMS))" --duration "${DURATION}s" \
         --warmup "${WARMUP}s" --quiet --out "$out")
     python3 - "$cpu" "$out/run.json" "$WARMUP" <<'PY'
 import json, sys
@@ -76,43 +114,44 @@ print(f"{lv['throughput_rps']:.0f} {window * 1e6:.3f} {whole * 1e6:.3f} {'ERR' i
 PY
 }
 
-echo "nginx on core $NGINX_CPU, generators on core $GEN_CPU, $CONNS connections, $ROUNDS x ${DURATION}s"
+echo "$PROTO: nginx on core $NGINX_CPU, generators on core $GEN_CPU, $CONNS connections x $STREAMS streams, $ROUNDS x ${DURATION}s"
 echo "autoperf: $AUTOPERF"
-echo "wrk:      $(command -v wrk)"
+echo "$PEER: $(command -v $PEER)"
 RESULTS="$WORK/results.txt"
 : >"$RESULTS"
 for file in 100b.txt 4k.txt; do
     for round in $(seq "$ROUNDS"); do
-        if ((round % 2)); then order="wrk autoperf"; else order="autoperf wrk"; fi
+        if ((round % 2)); then order="$PEER autoperf"; else order="autoperf $PEER"; fi
         for tool in $order; do
-            if [[ $tool == wrk ]]; then r=$(run_wrk "$file"); else r=$(run_autoperf "$file"); fi
+            if [[ $tool == "$PEER" ]]; then r=$(run_peer "$file"); else r=$(run_autoperf "$file"); fi
             echo "$file $round $tool $r" | tee -a "$RESULTS"
         done
     done
 done
 
-python3 - "$RESULTS" <<'PY'
+python3 - "$RESULTS" "$PEER" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+peer = sys.argv[2]
 def mmm(xs):
     return f"{min(xs):9.3f} {statistics.median(xs):9.3f} {max(xs):9.3f}"
 print()
 print("req/s and CPU µs/request (min / median / max over rounds)")
-print("  wrk CPU = whole process; autoperf CPU = measured window (client.cpu_util_cores x duration_s / requests)")
+print(f"  {peer} CPU = whole process; autoperf CPU = measured window (client.cpu_util_cores x duration_s / requests)")
 for f in sorted({r[0] for r in rows}):
     by = lambda tool: {int(r[1]): r for r in rows if r[0] == f and r[2] == tool}
-    w, a = by("wrk"), by("autoperf")
+    w, a = by(peer), by("autoperf")
     rounds = sorted(set(w) & set(a))
     wr = [float(w[i][3]) for i in rounds]; ar = [float(a[i][3]) for i in rounds]
     wc = [float(w[i][4]) for i in rounds]; ac = [float(a[i][4]) for i in rounds]
     awc = [float(a[i][5]) for i in rounds]
     print(f"\n{f}:                         min       med       max")
-    print(f"  wrk       req/s        {mmm(wr)}")
+    print(f"  {peer:9} req/s        {mmm(wr)}")
     print(f"  autoperf  req/s        {mmm(ar)}")
-    print(f"  ratio autoperf/wrk     {mmm([x / y for x, y in zip(ar, wr)])}   (throughput, same round)")
-    print(f"  wrk       CPU µs/req   {mmm(wc)}")
+    print(f"  ratio autoperf/{peer:6} {mmm([x / y for x, y in zip(ar, wr)])}   (throughput, same round)")
+    print(f"  {peer:9} CPU µs/req   {mmm(wc)}")
     print(f"  autoperf  CPU µs/req   {mmm(ac)}   (whole process, incl. warm-up: {statistics.median(awc):.3f})")
-    print(f"  ratio autoperf/wrk     {mmm([x / y for x, y in zip(ac, wc)])}   (CPU per request, same round)")
+    print(f"  ratio autoperf/{peer:6} {mmm([x / y for x, y in zip(ac, wc)])}   (CPU per request, same round)")
     errs = [r for r in rows if r[0] == f and r[-1] != "ok"]
     if errs:
         print(f"  WARNING: errors in {len(errs)} runs")
