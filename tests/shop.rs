@@ -152,6 +152,56 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
 }
 
 #[test]
+fn the_shop_journey_is_profiled_over_https_h2() {
+    // Profiling loads each request type alone, its prerequisites (login,
+    // the catalogue, a product) run in the warm-up: the cart is only
+    // reached with the cookie and values of the steps before it.
+    let _serial = support::serial();
+    let tb = support::testbed(1);
+    let agent = support::agent();
+    let dir = support::scratch_dir("shop-profile");
+    let https = tb.https_url.clone().expect("the web tier serves HTTPS");
+    let ca = tb.ca_file.clone().expect("and says which certificate to trust");
+    let scenario = example(&dir, &https, "2", Some(&ca));
+    let text = std::fs::read_to_string(&scenario).unwrap()
+        + &format!(
+            "servers:\n  - {{tier: web, agent: \"{}\", processes: [tb-web]}}\ncapacity: {{min_duration: 3s, max_duration: 8s}}\n",
+            agent.url()
+        );
+    std::fs::write(&scenario, text).unwrap();
+    let before = stats(tb.web_addr);
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "profile",
+        &scenario,
+        "--requests",
+        "products,add",
+        "--users",
+        "2",
+        "--warmup",
+        "1s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let run = support::run_json(&out);
+    assert_eq!(run["mode"], "profile");
+    for level in run["levels"].as_array().unwrap() {
+        assert_eq!(level["errors"], 0, "{level}");
+    }
+    let d = &run["analysis"]["demands"];
+    for name in ["products", "add"] {
+        let cpu = d[name]["web"]["cpu_ms_per_process"]["tb-web"].as_f64();
+        assert!(cpu > Some(0.0), "{name}: {d}");
+    }
+    let after = stats(tb.web_addr);
+    let grew = |key: &str| after[key].as_u64().unwrap() - before[key].as_u64().unwrap();
+    assert!(grew("carts_added") > 0 && grew("unauthorised") == 0, "{after}");
+    assert!(grew("tls") > 0, "{after}");
+}
+
+#[test]
 fn a_server_without_h2c_stops_an_http2_run_at_its_start() {
     // A server that answers one HTTP/1.1 response to whatever came first
     // (here the HTTP/2 preface), then closes.

@@ -202,7 +202,7 @@ pub fn run_levels(
             observer.warning(&w);
             record.warnings.push(w);
         }
-        if let Some(w) = all_failed(&level_record) {
+        if let Some(w) = all_failed(&level_record, plan.mode) {
             observer.alarm(&w);
             record.warnings.push(w);
         }
@@ -251,7 +251,7 @@ pub fn run_levels(
 /// Says so when every request of a level failed: its response times, if
 /// any, are those of errors, and nothing it measured describes a working
 /// system, whatever the thresholds say.
-fn all_failed(level: &LevelRecord) -> Option<String> {
+fn all_failed(level: &LevelRecord, mode: Mode) -> Option<String> {
     if level.requests == 0 || level.errors < level.requests {
         return None;
     }
@@ -260,8 +260,14 @@ fn all_failed(level: &LevelRecord) -> Option<String> {
         .iter()
         .map(|(kind, n)| format!("{kind} {n}"))
         .collect();
+    // Profiling sends one request type alone: a page behind a login has
+    // no cookie unless the login is a prerequisite.
+    let hint = match mode {
+        Mode::Profile => "; a request that needs earlier steps (a login, a cookie, an extracted value) needs them listed in the scenario's `prerequisites:`",
+        _ => "",
+    };
     Some(format!(
-        "level {}: EVERY request failed ({} of {}: {}); nothing here measures a working system",
+        "level {}: EVERY request failed ({} of {}: {}); nothing here measures a working system{hint}",
         level.level,
         level.errors,
         level.requests,
