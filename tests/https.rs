@@ -276,7 +276,10 @@ fn a_self_signed_certificate_given_as_ca_file_is_trusted_for_its_names() {
         if code == Some(0) {
             assert!(seen.requests.load(Ordering::Relaxed) > 0);
         } else {
-            assert!(output.contains("not valid for that name"), "{name}: {output}");
+            assert!(
+                output.contains("not valid for that name"),
+                "{name}: {output}"
+            );
         }
     }
 }

@@ -11,10 +11,9 @@ use std::path::Path;
 /// The example, aimed at `base_url` with `http` and, for HTTPS, the
 /// testbed's certificate.
 fn example(dir: &Path, base_url: &str, http: &str, ca_file: Option<&Path>) -> String {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/shop.yaml"),
-    )
-    .unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/shop.yaml"))
+            .unwrap();
     assert!(text.contains("base_url: \"http://127.0.0.1:8080\""));
     assert!(text.contains("http: auto"));
     let tls = ca_file.map_or(String::new(), |p| {
@@ -69,8 +68,14 @@ fn run(scenario: &str, out: &Path) -> serde_json::Value {
     }
     // login → account, add → cart, checkout → order, logout → products.
     let redirects = |n: &str| per[n]["redirects"].as_u64().unwrap_or(0);
-    assert_eq!(redirects("login"), per["login"]["requests"].as_u64().unwrap());
-    assert_eq!(redirects("checkout"), per["checkout"]["requests"].as_u64().unwrap());
+    assert_eq!(
+        redirects("login"),
+        per["login"]["requests"].as_u64().unwrap()
+    );
+    assert_eq!(
+        redirects("checkout"),
+        per["checkout"]["requests"].as_u64().unwrap()
+    );
     run
 }
 
@@ -80,7 +85,10 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
     let tb = support::testbed(1);
     let dir = support::scratch_dir("shop");
     let https = tb.https_url.clone().expect("the web tier serves HTTPS");
-    let ca = tb.ca_file.clone().expect("and says which certificate to trust");
+    let ca = tb
+        .ca_file
+        .clone()
+        .expect("and says which certificate to trust");
     let mut before = stats(tb.web_addr);
     for (i, (url, http, tls)) in [
         (tb.web_url.as_str(), "auto", false),
@@ -104,7 +112,10 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
         let logins = level["per_request"]["login"]["requests"].as_u64().unwrap();
         assert_eq!(grew("logins"), logins, "{what}");
         assert_eq!(grew("unauthorised"), 0, "every page had its cookie: {what}");
-        assert!(grew("orders") > 0 && grew("carts_added") >= grew("orders"), "{what}");
+        assert!(
+            grew("orders") > 0 && grew("carts_added") >= grew("orders"),
+            "{what}"
+        );
         // HTTP/2 where asked or offered by ALPN; HTTP/1.1 otherwise.
         let h2 = http == "2" || (http == "auto" && tls);
         let (want, other) = if h2 {
@@ -115,7 +126,10 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
         assert!(by(want) > 0 && by(other) == 0, "{what}");
         assert_eq!(grew("tls") > 0, tls, "{what}");
         if tls {
-            assert!(level["client"]["tls_handshakes"].as_u64() > Some(0), "{level}");
+            assert!(
+                level["client"]["tls_handshakes"].as_u64() > Some(0),
+                "{level}"
+            );
         }
         // compression: true, and the shop's JSON is not compressed: both
         // sizes agree and are counted.
@@ -148,7 +162,10 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
     for level in levels {
         assert_eq!(level["errors"], 0, "{level}");
     }
-    assert!(stats(tb.web_addr)["protocols"]["HTTP/2.0"].as_u64() > before["protocols"]["HTTP/2.0"].as_u64());
+    assert!(
+        stats(tb.web_addr)["protocols"]["HTTP/2.0"].as_u64()
+            > before["protocols"]["HTTP/2.0"].as_u64()
+    );
 }
 
 #[test]
@@ -161,7 +178,10 @@ fn the_shop_journey_is_profiled_over_https_h2() {
     let agent = support::agent();
     let dir = support::scratch_dir("shop-profile");
     let https = tb.https_url.clone().expect("the web tier serves HTTPS");
-    let ca = tb.ca_file.clone().expect("and says which certificate to trust");
+    let ca = tb
+        .ca_file
+        .clone()
+        .expect("and says which certificate to trust");
     let scenario = example(&dir, &https, "2", Some(&ca));
     let text = std::fs::read_to_string(&scenario).unwrap()
         + &format!(
@@ -197,7 +217,10 @@ fn the_shop_journey_is_profiled_over_https_h2() {
     }
     let after = stats(tb.web_addr);
     let grew = |key: &str| after[key].as_u64().unwrap() - before[key].as_u64().unwrap();
-    assert!(grew("carts_added") > 0 && grew("unauthorised") == 0, "{after}");
+    assert!(
+        grew("carts_added") > 0 && grew("unauthorised") == 0,
+        "{after}"
+    );
     assert!(grew("tls") > 0, "{after}");
 }
 
@@ -227,5 +250,8 @@ fn a_server_without_h2c_stops_an_http2_run_at_its_start() {
         dir.join("out").to_str().unwrap(),
     ]);
     assert_eq!(code, Some(3), "{stdout}{stderr}");
-    assert!(stderr.contains("h2c") && stderr.contains("target.http"), "{stderr}");
+    assert!(
+        stderr.contains("h2c") && stderr.contains("target.http"),
+        "{stderr}"
+    );
 }

@@ -13,9 +13,9 @@ use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use tokio_rustls::TlsAcceptor;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 
 use crate::burn::Workers;
 

@@ -432,7 +432,10 @@ fn parse_listening(line: &str) -> Option<Listening> {
         Some(w) => Some(w.strip_prefix("https://")?.parse().ok()?),
         None => None,
     };
-    let ca_file = words.next().and_then(|w| w.strip_prefix("ca=")).map(PathBuf::from);
+    let ca_file = words
+        .next()
+        .and_then(|w| w.strip_prefix("ca="))
+        .map(PathBuf::from);
     Some(Listening {
         addr,
         https,

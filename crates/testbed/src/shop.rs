@@ -93,7 +93,12 @@ impl Shop {
         let path = req.uri().path().to_string();
         let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
             Ok(b) => b.to_bytes(),
-            Err(_) => return json(StatusCode::PAYLOAD_TOO_LARGE, &json!({"error": "too large"})),
+            Err(_) => {
+                return json(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &json!({"error": "too large"}),
+                )
+            }
         };
         let rest = path.strip_prefix("/shop").unwrap_or_default();
         match (&method, rest) {
@@ -143,11 +148,18 @@ impl Shop {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let (Some(user), Some("secret")) = (field("user"), field("password").as_deref()) else {
             counts.failed_logins += 1;
-            return json(StatusCode::UNAUTHORIZED, &json!({"error": "wrong user or password"}));
+            return json(
+                StatusCode::UNAUTHORIZED,
+                &json!({"error": "wrong user or password"}),
+            );
         };
         counts.logins += 1;
         drop(counts);
-        let token = format!("s{:x}{:08x}", self.next.fetch_add(1, Relaxed), fastish_random());
+        let token = format!(
+            "s{:x}{:08x}",
+            self.next.fetch_add(1, Relaxed),
+            fastish_random()
+        );
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if sessions.age.len() >= MAX_SESSIONS {
             if let Some(old) = sessions.age.pop_front() {
@@ -181,7 +193,10 @@ impl Shop {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let Some((token, session)) = found else {
             counts.unauthorised += 1;
-            return json(StatusCode::UNAUTHORIZED, &json!({"error": "login required"}));
+            return json(
+                StatusCode::UNAUTHORIZED,
+                &json!({"error": "login required"}),
+            );
         };
         counts.authorised += 1;
         drop(counts);
@@ -202,7 +217,8 @@ impl Shop {
         s: &mut Session,
         body: &[u8],
     ) -> Response<Body> {
-        let count = |f: fn(&mut Counts)| f(&mut self.counts.lock().unwrap_or_else(|e| e.into_inner()));
+        let count =
+            |f: fn(&mut Counts)| f(&mut self.counts.lock().unwrap_or_else(|e| e.into_inner()));
         match (method, page) {
             (&Method::GET, "/account") => json(
                 StatusCode::OK,

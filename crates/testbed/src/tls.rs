@@ -19,11 +19,14 @@ pub struct SelfSigned {
 impl SelfSigned {
     pub fn make() -> anyhow::Result<SelfSigned> {
         let names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
-        let certified = rcgen::generate_simple_self_signed(names).context("making a certificate")?;
+        let certified =
+            rcgen::generate_simple_self_signed(names).context("making a certificate")?;
         let pem = certified.cert.pem();
-        let file = std::env::temp_dir().join(format!("autoperf-testbed-{}.pem", std::process::id()));
+        let file =
+            std::env::temp_dir().join(format!("autoperf-testbed-{}.pem", std::process::id()));
         std::fs::write(&file, &pem).with_context(|| format!("writing {}", file.display()))?;
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+        let key =
+            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

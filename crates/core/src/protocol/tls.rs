@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_name, WebPkiServerVerifier};
-use rustls::server::ParsedCertificate;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use tokio::net::TcpStream;
@@ -182,13 +182,21 @@ impl ServerCertVerifier for CaFile {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         use rustls::{CertificateError, Error};
-        let verdict =
-            self.inner
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        let verdict = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
         match verdict {
             Err(Error::InvalidCertificate(
                 CertificateError::Other(_) | CertificateError::UnknownIssuer,
-            )) if self.pinned.iter().any(|c| c.as_ref() == end_entity.as_ref()) => {
+            )) if self
+                .pinned
+                .iter()
+                .any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
                 verify_server_name(&ParsedCertificate::try_from(end_entity)?, server_name)?;
                 Ok(ServerCertVerified::assertion())
             }
