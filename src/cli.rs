@@ -146,6 +146,14 @@ pub struct CapacityArgs {
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,
+    /// Set a queueing model of the measured demands against the measured
+    /// curve (prediction.json, the report's charts). On by default when the
+    /// agents measured demands; with this flag, their absence is an error.
+    #[arg(long, conflicts_with_all = ["no_predict", "no_agents"])]
+    pub predict: bool,
+    /// No queueing model after the analysis.
+    #[arg(long)]
+    pub no_predict: bool,
     #[command(flatten)]
     pub generators: GeneratorArgs,
     #[command(flatten)]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal};
 use autoperf_core::load::Spacing;
 use autoperf_core::model::predict::{self, Ask};
-use autoperf_core::model::Model;
+use autoperf_core::model::{Model, Prediction};
 use autoperf_core::profile::{watched_processes, AgentSet};
 use autoperf_core::record::{LevelRecord, Mode, RunRecord, StopReason};
 use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMetrics};
@@ -197,11 +197,13 @@ pub fn demo(args: DemoArgs) -> Outcome {
     let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
     testbed.shutdown();
     let record = result?;
+    let model = capacity_prediction(&out, &record, &scenario, false)?;
     let summary = format!(
-        "\nscenario {} against the testbed:\n{}\n{}",
+        "\nscenario {} against the testbed:\n{}\n{}{}",
         scenario.name,
         text::levels_table(&record.levels),
         text::capacity_summary(&record),
+        model.unwrap_or_default()
     );
     finish(&out, &record, &args.output, &summary)?;
     Ok(exit::OK)
@@ -471,10 +473,15 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
         args.levels.len(),
         &args.output,
     )?;
+    let model = match args.no_predict {
+        true => None,
+        false => capacity_prediction(&out, &record, &scenario, args.predict)?,
+    };
     let summary = format!(
-        "\n{}\n{}",
+        "\n{}\n{}{}",
         text::levels_table(&record.levels),
         text::capacity_summary(&record),
+        model.unwrap_or_default()
     );
     finish(&out, &record, &args.output, &summary)?;
     Ok(exit::OK)
@@ -527,38 +534,87 @@ pub fn predict(args: PredictArgs) -> Outcome {
     let ask = if !args.rate.is_empty() {
         Ask::Rates(args.rate.clone())
     } else {
-        let users = args.users.clone().map(|u| u.0).unwrap_or_else(|| {
-            let n_star = predict::bounds(&model).n_star;
-            let top = measured
-                .iter()
-                .filter_map(|l| l.users)
-                .max()
-                .unwrap_or(0)
-                .max((2.0 * n_star).ceil().min(100_000.0) as u32)
-                .max(10);
-            let mut users = predict::user_steps(1, top, 200);
-            users.extend(measured.iter().filter_map(|l| l.users));
-            users.sort_unstable();
-            users.dedup();
-            users
-        });
-        Ask::Users(users)
+        let users = args.users.clone().map(|u| u.0);
+        Ask::Users(users.unwrap_or_else(|| default_users(&model, &measured)))
     };
     let prediction = predict::predict(&model, &ask, &measured);
     let out = args.out.clone().unwrap_or_else(|| args.results.clone());
-    let path = out.join("prediction.json");
-    let text = serde_json::to_string_pretty(&prediction).unwrap_or_default();
-    std::fs::create_dir_all(&out)
-        .and_then(|_| std::fs::write(&path, format!("{text}\n")))
-        .map_err(|e| Failure::cannot_proceed(format!("cannot write {}: {e}", path.display())))?;
+    let path = write_prediction(&out, &prediction)?;
+    // The results' own report gains the model's section.
+    let report = match out.join("run.json").exists() {
+        true => Some(
+            report::html::write_report(&out).map_err(|e| Failure::cannot_proceed(e.to_string()))?,
+        ),
+        false => None,
+    };
     if args.json {
+        let text = serde_json::to_string_pretty(&prediction).unwrap_or_default();
         print_out(&format!("{text}\n"));
     } else {
+        let report = report.map_or(String::new(), |r| format!("report: {}\n", r.display()));
         print_out(&format!(
-            "{}\nprediction: {}\n",
+            "{}\nprediction: {}\n{report}",
             text::prediction_table(&prediction, 20),
             path.display()
         ));
     }
     Ok(exit::OK)
+}
+
+/// Users to predict for when not told: 1 to twice N* (at least the largest
+/// measured level, and 10), in at most 200 steps, and every measured level.
+fn default_users(model: &Model, measured: &[LevelRecord]) -> Vec<u32> {
+    let n_star = predict::bounds(model).n_star;
+    let top = measured
+        .iter()
+        .filter_map(|l| l.users)
+        .max()
+        .unwrap_or(0)
+        .max((2.0 * n_star).ceil().min(100_000.0) as u32)
+        .max(10);
+    let mut users = predict::user_steps(1, top, 200);
+    users.extend(measured.iter().filter_map(|l| l.users));
+    users.sort_unstable();
+    users.dedup();
+    users
+}
+
+fn write_prediction(out: &Path, prediction: &Prediction) -> Result<PathBuf, Failure> {
+    let path = out.join("prediction.json");
+    let text = serde_json::to_string_pretty(prediction).unwrap_or_default();
+    std::fs::create_dir_all(out)
+        .and_then(|_| std::fs::write(&path, format!("{text}\n")))
+        .map_err(|e| Failure::cannot_proceed(format!("cannot write {}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// `capacity --predict`: the queueing model of the measured demands, set
+/// against the measured levels, into `prediction.json` (and so the
+/// report); a line for the summary. `None` when no demands were measured
+/// (no agents), unless `required`.
+fn capacity_prediction(
+    out: &Path,
+    record: &RunRecord,
+    scenario: &Scenario,
+    required: bool,
+) -> Result<Option<String>, Failure> {
+    let model = match Model::from_record(record, scenario) {
+        Ok(model) => model,
+        Err(e) if required => {
+            return Err(Failure::bad_input(format!(
+                "--predict: {e} (the model needs the agents' demands: `servers:` in the scenario, without --no-agents)"
+            )))
+        }
+        Err(_) => return Ok(None),
+    };
+    let measured: Vec<LevelRecord> = record
+        .levels
+        .iter()
+        .filter(|l| l.users.is_some() && !l.interrupted)
+        .cloned()
+        .collect();
+    let ask = Ask::Users(default_users(&model, &measured));
+    let prediction = predict::predict(&model, &ask, &measured);
+    let path = write_prediction(out, &prediction)?;
+    Ok(Some(text::model_summary(&prediction, &path)))
 }

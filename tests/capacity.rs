@@ -68,6 +68,27 @@ capacity: {{min_duration: 6s, window: 3s, p_max: 10}}
     // levels.jsonl holds the same levels, one per line.
     let lines = std::fs::read_to_string(out.join("levels.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), levels.len());
+    // The queueing model of the measured demands, set against the curve
+    // (on by default when the agents measured demands).
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("prediction.json")).unwrap())
+            .unwrap();
+    assert_eq!(p["bounds"]["bottleneck"], "web", "{p}");
+    let measured = p["measured"].as_array().unwrap();
+    assert_eq!(measured.len(), levels.len());
+    let below: Vec<f64> = measured
+        .iter()
+        .filter(|c| c["users"].as_f64().unwrap() < 0.9 * n_star)
+        .map(|c| c["throughput_error"].as_f64().unwrap())
+        .collect();
+    let rms = (below.iter().map(|e| e * e).sum::<f64>() / below.len().max(1) as f64).sqrt();
+    assert!(
+        !below.is_empty() && rms < 0.10,
+        "throughput RMS error {rms} below N*: {p}"
+    );
+    assert!(stdout.contains("model vs measured: RMS error"), "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Queueing model</h2>") && html.contains("line s3 dashed"));
 }
 
 #[test]
@@ -105,6 +126,21 @@ capacity: {{min_duration: 5s, window: 2s, p_max: 10}}
     assert_eq!(a["stop_reason"], "overload", "{a}");
     let x = a["max_throughput_rps"].as_f64().unwrap();
     assert!((x - 200.0).abs() <= 20.0, "max throughput {x}, true 200/s");
+    // The model sees CPU only: where the lock limits throughput, it says
+    // it does not describe the system.
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("prediction.json")).unwrap())
+            .unwrap();
+    let untrusted = p["measured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["model_untrusted"] == true)
+        .count();
+    assert!(untrusted > 0, "{p}");
+    assert!(stdout.contains("model does not describe"), "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("something the model does not see"));
 }
 
 #[test]

@@ -122,3 +122,24 @@ fn a_profile_predicts_other_mixes_and_refuses_unknown_ones() {
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("`cache` is not a tier"), "{out}");
 }
+
+#[test]
+fn predict_in_a_results_directory_adds_the_model_to_its_report() {
+    let dir = support::scratch_dir("predict-report");
+    for f in ["run.json", "timeseries.csv"] {
+        std::fs::copy(fixture("capacity").join(f), dir.join(f)).unwrap();
+    }
+    let (code, stdout, stderr) = support::autoperf(&["predict", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("report: "), "{stdout}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Queueing model</h2>"));
+    assert!(html.contains("Model against the measured levels"));
+    // `autoperf report` renders it again from prediction.json.
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    let (code, ..) = support::autoperf(&["report", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    assert!(std::fs::read_to_string(dir.join("report.html"))
+        .unwrap()
+        .contains("Queueing model"));
+}

@@ -22,6 +22,9 @@ pub struct Series {
     pub colour: usize,
     pub points: Vec<(f64, f64)>,
     pub dashed: bool,
+    /// A circle (with its tooltip) per point; off for a computed curve of
+    /// many points, drawn as a line alone.
+    pub markers: bool,
 }
 
 /// A horizontal reference line, e.g. a tier's core count.
@@ -164,7 +167,7 @@ impl LineChart {
                 r#"<polyline class="line s{c}{dash}" data-series="{k}" points="{}"/>"#,
                 path.join(" ")
             );
-            for &(x, y) in &series.points {
+            for &(x, y) in series.points.iter().filter(|_| series.markers) {
                 let _ = write!(
                     s,
                     r#"<circle class="pt s{c}" data-series="{k}" data-x="{}" data-y="{}" cx="{}" cy="{}" r="{r}"><title>{}: {} at {}</title></circle>"#,
@@ -447,6 +450,7 @@ mod tests {
             colour: 0,
             points: vec![(1.0, 2.0), (10.0, 19.5), (20.0, 30.25)],
             dashed: false,
+            markers: true,
         });
         let svg = c.render("throughput vs users");
         assert_eq!(svg.matches(r#"<circle class="pt s0""#).count(), 3);

@@ -271,6 +271,45 @@ pub fn prediction_table(p: &crate::model::Prediction, rows: usize) -> String {
     out
 }
 
+/// One paragraph on the model set against a capacity analysis: its
+/// bounds, its error where it describes the system, and where it does not.
+pub fn model_summary(p: &crate::model::Prediction, path: &std::path::Path) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "model: X ≤ {:.1} req/s (bottleneck {}), N* = {:.1}",
+        p.bounds.max_throughput_rps, p.bounds.bottleneck, p.bounds.n_star
+    );
+    let trusted: Vec<_> = p.measured.iter().filter(|c| !c.model_untrusted).collect();
+    if !trusted.is_empty() {
+        let rms = |f: &dyn Fn(&crate::model::predict::Comparison) -> f64| {
+            (trusted.iter().map(|c| f(c).powi(2)).sum::<f64>() / trusted.len() as f64).sqrt()
+        };
+        let _ = writeln!(
+            out,
+            "model vs measured: RMS error {:.1}% in throughput, {:.1}% in mean response time over {} levels",
+            rms(&|c| c.throughput_error) * 100.0,
+            rms(&|c| c.response_time_error) * 100.0,
+            trusted.len()
+        );
+    }
+    let untrusted: Vec<String> = p
+        .measured
+        .iter()
+        .filter(|c| c.model_untrusted)
+        .map(|c| c.users.to_string())
+        .collect();
+    if !untrusted.is_empty() {
+        let _ = writeln!(
+            out,
+            "model does not describe {} users: measured throughput far below it (a limit it cannot see)",
+            untrusted.join(", ")
+        );
+    }
+    let _ = writeln!(out, "prediction: {}", path.display());
+    out
+}
+
 /// The verdict of a capacity analysis, from `run.json`'s analysis.
 pub fn capacity_summary(record: &crate::record::RunRecord) -> String {
     let mut out = String::new();

@@ -8,6 +8,8 @@ use std::fmt::Write;
 
 use serde::Deserialize;
 
+use super::prediction;
+use crate::model::Prediction;
 use crate::record::{LevelRecord, RunRecord};
 use crate::report::svg::{esc, fnum};
 use crate::report::svg::{Band, HLine, Highlight, LineChart, Series, VLine};
@@ -28,7 +30,7 @@ pub struct SeriesRow {
 }
 
 /// What a legend entry looks like.
-enum Key<'a> {
+pub(super) enum Key<'a> {
     Line(&'a str, usize, bool),
     Flag(&'a str),
     Band(&'a str),
@@ -38,7 +40,7 @@ enum Key<'a> {
     Dashed(&'a str),
 }
 
-fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
+pub(super) fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
     let _ = write!(
         h,
         "<figure>\n<figcaption>{}</figcaption>\n<ul class=\"legend\">",
@@ -141,17 +143,26 @@ impl Marks {
     }
 }
 
-/// The curves against users.
-pub(super) fn capacity(h: &mut String, record: &RunRecord) {
+/// The curves against users, with the queueing model's drawn over them
+/// when there is one.
+pub(super) fn capacity(h: &mut String, record: &RunRecord, model: Option<&Prediction>) {
     let levels = by_users(&record.levels);
     let marks = Marks::of(record, &levels);
     let span = levels.last().map_or(1.0, |l| l.0);
+    let (model_x, model_r) = match model {
+        Some(p) => {
+            let (x, r) = prediction::curves(p, span);
+            (Some(x), Some(r))
+        }
+        None => (None, None),
+    };
     let series =
         |name: &str, colour: usize, dashed: bool, f: &dyn Fn(&LevelRecord) -> f64| Series {
             name: name.into(),
             colour,
             points: levels.iter().map(|(u, l)| (*u, f(l))).collect(),
             dashed,
+            markers: true,
         };
     let levels = &levels;
     let at = |f: fn(&LevelRecord) -> f64| {
@@ -164,6 +175,10 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord) {
         .push(series("throughput", 0, false, &|l| l.throughput_rps));
     marks.apply(&mut c, span, at(|l| l.throughput_rps));
     let mut keys = vec![Key::Line("throughput", 0, false)];
+    if let Some(x) = model_x {
+        c.series.push(x);
+        keys.push(Key::Line("model", prediction::MODEL_COLOUR, true));
+    }
     keys.extend(marks.keys());
     figure(
         h,
@@ -185,6 +200,13 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord) {
         Key::Line("p90", 1, false),
         Key::Line("p99", 4, false),
     ];
+    if let Some(r) = model_r {
+        c.series.push(Series {
+            name: "model mean".into(),
+            ..r
+        });
+        keys.push(Key::Line("model mean", prediction::MODEL_COLOUR, true));
+    }
     keys.extend(marks.keys());
     figure(
         h,
@@ -260,6 +282,7 @@ fn cpu_chart(
             colour: i,
             points: points.clone(),
             dashed: false,
+            markers: true,
         });
         // Tiers with the same core count share one line and label.
         match c.hlines.iter_mut().find(|h| h.y == f64::from(*cores)) {
@@ -327,6 +350,7 @@ pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
         colour: 0,
         points: points(|r| r.throughput_rps),
         dashed: false,
+        markers: true,
     });
     let keys = [Key::Line("throughput", 0, false), Key::Band("warm-up")];
     let caption = format!("Level {}: throughput over time", level.level);
@@ -345,12 +369,14 @@ pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
         colour: 0,
         points: points(|r| r.p50_ms),
         dashed: false,
+        markers: true,
     });
     c.series.push(Series {
         name: "p99".into(),
         colour: 4,
         points: points(|r| r.p99_ms),
         dashed: false,
+        markers: true,
     });
     let keys = [
         Key::Line("p50", 0, false),

@@ -4,10 +4,13 @@
 //! (no clock, fixed number formats), so it can be compared to a golden file.
 //!
 //! Layout: summary and verdict, warnings, thresholds; for runs over several
-//! loads the curves against users; the profile's demand table; one section
+//! loads the curves against users (with the queueing model's, when
+//! `prediction.json` is there); the profile's demand table; the model's
+//! section; one section
 //! per level (its time series and per-request table); the scenario text.
 
 mod charts;
+mod prediction;
 mod tables;
 
 pub use charts::SeriesRow;
@@ -17,6 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::model::Prediction;
 use crate::record::{Analysis, LevelRecord, Mode, RunRecord};
 use crate::report::svg::{esc, fnum};
 
@@ -34,6 +38,14 @@ pub enum ReportError {
     /// `run.json` is not a run record.
     #[error("{path} is not a run record: {source}")]
     Record {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `prediction.json` is not a prediction (remove it, or run `autoperf
+    /// predict` again).
+    #[error("{path} is not a prediction ({source}): run `autoperf predict` on the directory again, or remove the file")]
+    Prediction {
         path: PathBuf,
         #[source]
         source: serde_json::Error,
@@ -82,16 +94,32 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
         source,
     })?;
     let series = read_series(&dir.join("timeseries.csv"))?;
+    let prediction = read_prediction(dir)?;
     let out = dir.join("report.html");
-    fs::write(&out, render(&record, &series)).map_err(|source| ReportError::Io {
-        path: out.clone(),
-        source,
+    fs::write(&out, render(&record, &series, prediction.as_ref())).map_err(|source| {
+        ReportError::Io {
+            path: out.clone(),
+            source,
+        }
     })?;
     Ok(out)
 }
 
-/// The whole page.
-pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
+/// Reads `prediction.json` when the directory has one.
+fn read_prediction(dir: &Path) -> Result<Option<Prediction>, ReportError> {
+    let path = dir.join("prediction.json");
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ReportError::Io { path, source }),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|source| ReportError::Prediction { path, source })
+}
+
+/// The whole page; `prediction`: the queueing model of these results.
+pub fn render(record: &RunRecord, series: &[SeriesRow], prediction: Option<&Prediction>) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let title = format!(
         "autoperf {} · {}",
@@ -119,8 +147,11 @@ pub fn render(record: &RunRecord, series: &[SeriesRow]) -> String {
     let over_loads = distinct_users(&record.levels) > 1;
     if over_loads {
         h.push_str("<h2>Against load</h2>\n");
-        charts::capacity(&mut h, record);
+        charts::capacity(&mut h, record, prediction);
         tables::levels(&mut h, &record.levels);
+    }
+    if let Some(p) = prediction {
+        prediction::section(&mut h, p, over_loads);
     }
     if let Some(profile) = &record.analysis.profile {
         h.push_str("<h2>Resource demands per request</h2>\n");

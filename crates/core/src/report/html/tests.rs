@@ -18,7 +18,7 @@ fn rendered(name: &str) -> String {
     let record: RunRecord =
         serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let series = read_series(&dir.join("timeseries.csv")).unwrap();
-    render(&record, &series)
+    render(&record, &series, None)
 }
 
 fn count(html: &str, needle: &str) -> usize {
@@ -111,7 +111,7 @@ fn client_bottleneck_levels_are_warned_and_highlighted() {
         serde_json::from_value(serde_json::json!([{"source": "p99 < 1ms", "passed": false, "actual": 2.5, "bound": 1.0, "unit": "ms"}]))
             .unwrap(),
     );
-    let html = render(&record, &[]);
+    let html = render(&record, &[], None);
     assert!(html.contains("Client bottleneck at level 6 (143 users)"));
     // Throughput, response time and think time charts flag the level.
     assert_eq!(count(&html, "<circle class=\"hl bad\""), 3);
@@ -137,5 +137,71 @@ fn write_report_reads_a_results_directory() {
     write_report(&dir).expect("a missing series is an empty one");
     fs::remove_file(dir.join("run.json")).unwrap();
     assert!(matches!(write_report(&dir), Err(ReportError::Io { .. })));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The fixture's record, and the queueing model of its own demands.
+fn predicted(name: &str) -> (RunRecord, crate::model::Prediction) {
+    use crate::model::predict::{self, Ask};
+    let dir = testdata(name);
+    let record: RunRecord =
+        serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let scenario =
+        crate::scenario::parse(&record.scenario.text, Path::new(&record.scenario.file)).unwrap();
+    let model = crate::model::Model::from_record(&record, &scenario).unwrap();
+    let measured: Vec<LevelRecord> = match record.analysis.capacity {
+        Some(_) => record.levels.clone(),
+        None => Vec::new(),
+    };
+    let users = (1..=300).step_by(3).collect();
+    let p = predict::predict(&model, &Ask::Users(users), &measured);
+    (record, p)
+}
+
+#[test]
+fn the_model_is_drawn_over_the_measured_curves_and_set_against_each_level() {
+    let (record, mut p) = predicted("capacity");
+    let plain = render(&record, &[], None);
+    let html = render(&record, &[], Some(&p));
+    assert_self_contained(&html);
+    assert!(!plain.contains("Queueing model"));
+    assert!(html.contains("<h2>Queueing model</h2>"));
+    // Throughput and response time each gain a dashed model line, with no
+    // circle per computed point, cut at the last measured level.
+    assert_eq!(count(&html, "class=\"line s3 dashed\""), 2);
+    assert_eq!(
+        count(&html, "<circle class=\"pt "),
+        count(&plain, "<circle class=\"pt ")
+    );
+    // One row per measured level in the comparison table.
+    assert_eq!(p.measured.len(), record.levels.len());
+    assert!(html.contains("RMS error"));
+    assert!(!html.contains("something the model does not see"));
+    p.measured[0].model_untrusted = true;
+    let html = render(&record, &[], Some(&p));
+    assert!(html.contains("At 1 users the measured throughput is more than 15% below"));
+}
+
+#[test]
+fn a_profiles_model_gets_charts_of_its_own() {
+    let (record, p) = predicted("profile");
+    assert!(p.measured.is_empty());
+    let html = render(&record, &[], Some(&p));
+    assert!(html.contains("Model: throughput vs users"));
+    assert_eq!(count(&html, "class=\"line s3 dashed\""), 2);
+    assert!(!html.contains("Model against the measured levels"));
+}
+
+#[test]
+fn a_broken_prediction_file_is_named_with_the_fix() {
+    let dir = std::env::temp_dir().join(format!("autoperf-html-pred-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    fs::copy(testdata("run").join("run.json"), dir.join("run.json")).unwrap();
+    fs::write(dir.join("prediction.json"), "{\"model\": 1}").unwrap();
+    let e = write_report(&dir).unwrap_err().to_string();
+    assert!(
+        e.contains("prediction.json") && e.contains("autoperf predict"),
+        "{e}"
+    );
     fs::remove_dir_all(&dir).unwrap();
 }
