@@ -89,6 +89,47 @@ pub struct Comparison {
     pub model_untrusted: bool,
 }
 
+/// How well the model followed the levels it describes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    /// RMS of the relative errors.
+    pub throughput_rms: f64,
+    pub response_time_rms: f64,
+    pub levels: usize,
+}
+
+impl Prediction {
+    /// The fit over the measured levels the model describes; `None` when
+    /// there are none.
+    pub fn fit(&self) -> Option<Fit> {
+        let trusted: Vec<&Comparison> = self
+            .measured
+            .iter()
+            .filter(|c| !c.model_untrusted)
+            .collect();
+        let rms = |f: fn(&Comparison) -> f64| {
+            (trusted.iter().map(|c| f(c).powi(2)).sum::<f64>() / trusted.len() as f64).sqrt()
+        };
+        (!trusted.is_empty()).then(|| Fit {
+            throughput_rms: rms(|c| c.throughput_error),
+            response_time_rms: rms(|c| c.response_time_error),
+            levels: trusted.len(),
+        })
+    }
+
+    /// The users of the measured levels the model does not describe, as
+    /// text ("300, 340").
+    pub fn untrusted_users(&self) -> Option<String> {
+        let users: Vec<String> = self
+            .measured
+            .iter()
+            .filter(|c| c.model_untrusted)
+            .map(|c| c.users.to_string())
+            .collect();
+        (!users.is_empty()).then(|| users.join(", "))
+    }
+}
+
 /// Measured throughput this far below the model's marks a level the model
 /// does not describe.
 pub const UNTRUSTED_GAP: f64 = 0.15;

@@ -280,30 +280,19 @@ pub fn model_summary(p: &crate::model::Prediction, path: &std::path::Path) -> St
         "model: X ≤ {:.1} req/s (bottleneck {}), N* = {:.1}",
         p.bounds.max_throughput_rps, p.bounds.bottleneck, p.bounds.n_star
     );
-    let trusted: Vec<_> = p.measured.iter().filter(|c| !c.model_untrusted).collect();
-    if !trusted.is_empty() {
-        let rms = |f: &dyn Fn(&crate::model::predict::Comparison) -> f64| {
-            (trusted.iter().map(|c| f(c).powi(2)).sum::<f64>() / trusted.len() as f64).sqrt()
-        };
+    if let Some(fit) = p.fit() {
         let _ = writeln!(
             out,
             "model vs measured: RMS error {:.1}% in throughput, {:.1}% in mean response time over {} levels",
-            rms(&|c| c.throughput_error) * 100.0,
-            rms(&|c| c.response_time_error) * 100.0,
-            trusted.len()
+            fit.throughput_rms * 100.0,
+            fit.response_time_rms * 100.0,
+            fit.levels
         );
     }
-    let untrusted: Vec<String> = p
-        .measured
-        .iter()
-        .filter(|c| c.model_untrusted)
-        .map(|c| c.users.to_string())
-        .collect();
-    if !untrusted.is_empty() {
+    if let Some(users) = p.untrusted_users() {
         let _ = writeln!(
             out,
-            "model does not describe {} users: measured throughput far below it (a limit it cannot see)",
-            untrusted.join(", ")
+            "model does not describe {users} users: measured throughput far below it (a limit it cannot see)"
         );
     }
     let _ = writeln!(out, "prediction: {}", path.display());

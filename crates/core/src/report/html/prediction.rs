@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::charts::{figure, Key};
 use super::tables::{head, row};
-use crate::model::predict::{Comparison, UNTRUSTED_GAP};
+use crate::model::predict::UNTRUSTED_GAP;
 use crate::model::Prediction;
 use crate::report::svg::{esc, fnum, LineChart, Series};
 
@@ -76,7 +76,7 @@ pub(super) fn section(h: &mut String, p: &Prediction, overlaid: bool) {
         alone(h, p);
     }
     if !p.measured.is_empty() {
-        against_measured(h, &p.measured);
+        against_measured(h, p);
     }
 }
 
@@ -108,31 +108,22 @@ fn alone(h: &mut String, p: &Prediction) {
     h.push_str("</div>\n");
 }
 
-fn against_measured(h: &mut String, measured: &[Comparison]) {
-    let trusted: Vec<&Comparison> = measured.iter().filter(|c| !c.model_untrusted).collect();
-    let rms = |f: fn(&Comparison) -> f64| {
-        (trusted.iter().map(|c| f(c).powi(2)).sum::<f64>() / trusted.len().max(1) as f64).sqrt()
-    };
+fn against_measured(h: &mut String, p: &Prediction) {
     h.push_str("<h3>Model against the measured levels</h3>\n");
-    if !trusted.is_empty() {
+    if let Some(fit) = p.fit() {
         let _ = writeln!(
             h,
             "<p>Over the {} levels the model describes: RMS error {}% in throughput, {}% in mean response time.</p>",
-            trusted.len(),
-            fnum(rms(|c| c.throughput_error) * 100.0, 1),
-            fnum(rms(|c| c.response_time_error) * 100.0, 1)
+            fit.levels,
+            fnum(fit.throughput_rms * 100.0, 1),
+            fnum(fit.response_time_rms * 100.0, 1)
         );
     }
-    let untrusted: Vec<String> = measured
-        .iter()
-        .filter(|c| c.model_untrusted)
-        .map(|c| c.users.to_string())
-        .collect();
-    if !untrusted.is_empty() {
+    if let Some(users) = p.untrusted_users() {
         let _ = writeln!(
             h,
             "<p class=\"warnings\">At {} users the measured throughput is more than {}% below the model's: something the model does not see limits the system there (a lock, a pool, the network, the disk, or the generator). Past that point the model describes the CPUs alone.</p>",
-            untrusted.join(", "),
+            esc(&users),
             fnum(UNTRUSTED_GAP * 100.0, 0)
         );
     }
@@ -148,7 +139,7 @@ fn against_measured(h: &mut String, measured: &[Comparison]) {
             "error",
         ],
     );
-    for c in measured {
+    for c in &p.measured {
         row(
             h,
             if c.model_untrusted { "cb" } else { "" },
