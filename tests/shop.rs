@@ -124,6 +124,9 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
             ("HTTP/1.1", "HTTP/2.0")
         };
         assert!(by(want) > 0 && by(other) == 0, "{what}");
+        // run.json says which the connections spoke.
+        let h2_connections = level["client"]["http2_connections"].as_u64().unwrap_or(0);
+        assert_eq!(h2_connections > 0, h2, "{}", level["client"]);
         assert_eq!(grew("tls") > 0, tls, "{what}");
         if tls {
             assert!(

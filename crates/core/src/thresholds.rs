@@ -246,6 +246,7 @@ mod tests {
                 tls_handshake_ms: None,
                 tls_handshakes: None,
                 tls_resumed: None,
+                http2_connections: None,
             },
             achieved_rate_rps: None,
             service_time_ms: None,

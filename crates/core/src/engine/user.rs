@@ -152,6 +152,7 @@ impl<T: Transport> User<T> {
         if let Some(opened) = self.shared.transport.prepare(&mut self.session).await {
             let mut rec = self.recorder.borrow_mut();
             rec.connect.add(opened.connect);
+            rec.http2_connections += u64::from(opened.http2);
             if let Some(tls) = opened.tls {
                 rec.tls.add(tls.took);
                 rec.tls_resumed += u64::from(tls.resumed);
@@ -296,6 +297,7 @@ pub fn record(
     };
     if let Some(c) = outcome.connect_time {
         rec.connect.add(c);
+        rec.http2_connections += u64::from(outcome.http2_connection);
     }
     if let Some(tls) = outcome.tls {
         rec.tls.add(tls.took);

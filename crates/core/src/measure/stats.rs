@@ -181,6 +181,8 @@ pub struct IntervalStats {
     pub tls: DurationSum,
     /// Of those, handshakes that resumed an earlier session.
     pub tls_resumed: u64,
+    /// Connections opened that speak HTTP/2.
+    pub http2_connections: u64,
     /// Sessions begun.
     pub sessions: u64,
     /// Open workloads only: response times from the moment each request
@@ -208,6 +210,7 @@ impl IntervalStats {
             connect: DurationSum::default(),
             tls: DurationSum::default(),
             tls_resumed: 0,
+            http2_connections: 0,
             sessions: 0,
             service_time: new_histogram(),
             arrivals: 0,
@@ -228,6 +231,7 @@ impl IntervalStats {
         self.connect.merge(&other.connect);
         self.tls.merge(&other.tls);
         self.tls_resumed += other.tls_resumed;
+        self.http2_connections += other.http2_connections;
         self.sessions += other.sessions;
         self.service_time
             .add(&other.service_time)
@@ -247,6 +251,7 @@ impl IntervalStats {
         self.connect = DurationSum::default();
         self.tls = DurationSum::default();
         self.tls_resumed = 0;
+        self.http2_connections = 0;
         self.sessions = 0;
         self.service_time.reset();
         self.arrivals = 0;

@@ -200,6 +200,7 @@ impl HttpTransport {
         let mut opened = Opened {
             connect: begin.elapsed(),
             tls: None,
+            http2: false,
         };
         let tcp = match connected {
             Ok(Ok(tcp)) => tcp,
@@ -229,6 +230,7 @@ impl HttpTransport {
                 Ok(Err(kind)) => Err(OpenFailure::h2(kind, "the HTTP/2 cleartext (h2c) handshake failed: does the server speak h2c? set target.http to `1.1` otherwise".into())),
                 Err(_) => Err(OpenFailure::h2(ErrorKind::Timeout, format!("no HTTP/2 settings from the server within {:?} (does it speak h2c?)", self.timeout))),
             };
+            opened.http2 = conn.is_ok();
             return (conn, opened);
         };
         let begin = Instant::now();
@@ -268,7 +270,13 @@ impl HttpTransport {
         match tokio::time::timeout(self.timeout, http2::handshake(shaken.stream, true, confirm))
             .await
         {
-            Ok(Ok(conn)) => (Ok(Conn::H2(conn)), opened),
+            Ok(Ok(conn)) => (
+                Ok(Conn::H2(conn)),
+                Opened {
+                    http2: true,
+                    ..opened
+                },
+            ),
             Ok(Err(kind)) => (
                 Err(OpenFailure::h2(
                     kind,
@@ -544,6 +552,7 @@ impl HttpTransport {
                         response_time,
                         connect_time: opened.map(|o| o.connect),
                         tls: opened.and_then(|o| o.tls),
+                        http2_connection: opened.is_some_and(|o| o.http2),
                         redirects,
                         body_bytes: reply.body_len,
                         decoded_bytes: reply.body_len,

@@ -42,6 +42,8 @@ pub struct CallOutcome {
     pub connect_time: Option<Duration>,
     /// Set when that connection also shook hands in TLS.
     pub tls: Option<Handshake>,
+    /// That connection speaks HTTP/2.
+    pub http2_connection: bool,
     /// Redirects followed on the way to this response.
     pub redirects: u8,
     /// The final response's body as it came (after de-chunking), and
@@ -63,6 +65,8 @@ pub struct Handshake {
 pub struct Opened {
     pub connect: Duration,
     pub tls: Option<Handshake>,
+    /// It speaks HTTP/2 (asked for, or agreed by ALPN).
+    pub http2: bool,
 }
 
 /// The value of the first header called `name` (any case) in a response
@@ -205,6 +209,7 @@ pub(crate) fn failed(
         response_time,
         connect_time: opened.map(|o| o.connect),
         tls: opened.and_then(|o| o.tls),
+        http2_connection: opened.is_some_and(|o| o.http2),
         redirects: 0,
         body_bytes: 0,
         decoded_bytes: 0,

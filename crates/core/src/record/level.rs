@@ -66,6 +66,10 @@ pub struct ClientRecord {
     pub tls_handshakes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_resumed: Option<u64>,
+    /// Of the connections opened, those that speak HTTP/2 (`target.http`
+    /// 2, or `auto` and the server agreed): absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_connections: Option<u64>,
 }
 
 /// What became of an open level's arrivals.
@@ -104,10 +108,12 @@ pub struct PerRequestRecord {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
     /// Bytes of the final responses' bodies as received, and decoded (the
-    /// same unless `target.compression` got compressed answers).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// same unless `target.compression` got compressed answers). Always
+    /// written, zero included, so the record's keys do not depend on what
+    /// a level happened to send.
+    #[serde(default)]
     pub body_bytes: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub decoded_bytes: u64,
 }
 
@@ -294,6 +300,8 @@ impl LevelRecord {
                 tls_handshake_ms: t.stats.tls.mean().map(|d| round3(ms_of(d))),
                 tls_handshakes: (t.stats.tls.count > 0).then_some(t.stats.tls.count),
                 tls_resumed: (t.stats.tls.count > 0).then_some(t.stats.tls_resumed),
+                http2_connections: (t.stats.http2_connections > 0)
+                    .then_some(t.stats.http2_connections),
             },
             achieved_rate_rps: None,
             service_time_ms: None,

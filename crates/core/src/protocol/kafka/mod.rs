@@ -282,6 +282,7 @@ impl Transport for KafkaTransport {
                 result: Ok(partition),
                 response_time: elapsed,
                 connect_time: None,
+                http2_connection: false,
                 status: 0,
                 redirects: 0,
                 body_bytes: 0,

@@ -130,6 +130,7 @@ pub(super) fn settle(
                 result: outcome,
                 response_time: now.saturating_duration_since(fired.begin),
                 connect_time: None,
+                http2_connection: false,
                 status: 0,
                 redirects: 0,
                 body_bytes: 0,

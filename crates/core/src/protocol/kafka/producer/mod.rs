@@ -112,6 +112,7 @@ impl Producer {
                 result: Err(kind),
                 response_time: fired.begin.elapsed(),
                 connect_time: None,
+                http2_connection: false,
                 status: 0,
                 redirects: 0,
                 body_bytes: 0,
