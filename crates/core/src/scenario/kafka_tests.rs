@@ -259,6 +259,19 @@ fn kafka_settings_errors() {
 }
 
 #[test]
+fn http_settings_on_a_kafka_target_are_named() {
+    let text = "target:\n  kafka: {bootstrap: '127.0.0.1:9092'}\n  http: 2\n  compression: true\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    let d = expect(
+        text,
+        "`http` is an HTTP setting; this target is a Kafka cluster",
+        3,
+        3,
+    );
+    assert!(d.hint.unwrap().contains("kafka.settings"));
+    expect(text, "`compression` is an HTTP setting", 4, 3);
+}
+
+#[test]
 fn avro_record_errors_are_located_and_suggest_fields() {
     let text = format!(
         r#"{KAFKA}requests:

@@ -273,6 +273,24 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
             None
         }
     };
+    // What only an HTTP client does, asked of a Kafka target.
+    if let Some(Endpoint::Kafka(_)) = &endpoint {
+        for key in [
+            "tls",
+            "cookies",
+            "http",
+            "compression",
+            "streams_per_connection",
+        ] {
+            if let Some(k) = fields.key(key) {
+                ctx.error_hint(
+                    k.pos,
+                    format!("`{key}` is an HTTP setting; this target is a Kafka cluster"),
+                    Some("remove it (Kafka client settings go under `kafka.settings`)".into()),
+                );
+            }
+        }
+    }
     let timeout = match fields.get("timeout") {
         Some(n) => ctx.duration(n).filter(|d| {
             if d.is_zero() {
