@@ -200,6 +200,7 @@ impl<T: Transport> User<T> {
         let request = shared.scenario.request(current);
         let reads = request.reads_response();
         let mut response = std::mem::take(&mut self.response);
+        let recorder = self.recorder.clone();
         let (transport, session, mut bindings) = self.parts();
         let awaited = Awaited::begin();
         let mut outcome = transport
@@ -211,18 +212,19 @@ impl<T: Transport> User<T> {
             )
             .await;
         awaited.done(outcome.response_time);
-        self.response = response;
-        let recorder = self.recorder.clone();
         let mut rec = recorder.borrow_mut();
         if !request.checks.is_empty() && outcome.status != 0 {
+            // Check values may hold templates: the user's values so far.
             outcome.result = checks::judge(
                 &request.checks,
                 outcome.status,
                 outcome.result,
-                &self.response,
+                &response,
+                &mut bindings,
                 &mut rec.per_request[current.index()],
             );
         }
+        self.response = response;
         if !request.extracts.is_empty() && outcome.result.is_ok() {
             let transport = &self.shared.transport;
             let session = &self.session;

@@ -350,7 +350,8 @@ pub enum CheckKind {
     /// The status is one of these (which then count as success, 4xx and
     /// 5xx included).
     Status(Vec<u16>),
-    BodyContains(Vec<u8>),
+    /// The body holds this text (a template: `${var}` is the user's value).
+    BodyContains(Template),
     BodyRegex(regex::bytes::Regex),
     /// The header is present and its value matches.
     Header {
@@ -362,7 +363,7 @@ pub enum CheckKind {
     /// JSON text).
     Json {
         path: serde_json_path::JsonPath,
-        expected: String,
+        expected: Template,
     },
 }
 

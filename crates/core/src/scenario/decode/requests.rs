@@ -320,7 +320,7 @@ fn decode_request(
     }
 
     let checks = match fields.get("check") {
-        Some(node) => decode_checks(ctx, node).unwrap_or_default(),
+        Some(node) => decode_checks(ctx, node, names).unwrap_or_default(),
         None => Vec::new(),
     };
     let follow_redirects = match fields.get("follow_redirects") {
@@ -355,7 +355,7 @@ fn decode_request(
 
 /// `check: {status: [200, 302], body_contains, body_regex, header: {Name:
 /// regex}, json: {"$.path": value}}`.
-fn decode_checks(ctx: &mut Ctx, node: &Node) -> Option<Vec<Check>> {
+fn decode_checks(ctx: &mut Ctx, node: &Node, names: &Names) -> Option<Vec<Check>> {
     let fields = ctx.map(node, "`check`", CHECK_KEYS)?;
     let mut checks = Vec::new();
     for (key, value) in fields.entries {
@@ -384,9 +384,10 @@ fn decode_checks(ctx: &mut Ctx, node: &Node) -> Option<Vec<Check>> {
             }
             "body_contains" => {
                 let text = ctx.string(value, "the text the body must contain")?;
+                let text = template(ctx, value, &text, Escape::None, Escape::None, names)?;
                 checks.push(Check {
                     name: "body_contains".into(),
-                    kind: CheckKind::BodyContains(text.into_bytes()),
+                    kind: CheckKind::BodyContains(text),
                 });
             }
             "body_regex" => {
@@ -436,11 +437,13 @@ fn decode_checks(ctx: &mut Ctx, node: &Node) -> Option<Vec<Check>> {
                         );
                         return None;
                     };
+                    let expected =
+                        template(ctx, expected, text, Escape::None, Escape::None, names)?;
                     checks.push(Check {
                         name: format!("json {}", path.name),
                         kind: CheckKind::Json {
                             path: parsed,
-                            expected: text.clone(),
+                            expected,
                         },
                     });
                 }
