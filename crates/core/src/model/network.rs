@@ -94,7 +94,9 @@ impl Model {
                 tiers.push(Tier {
                     name: server.tier.clone(),
                     cores,
-                    host: server.agent.clone(),
+                    // The agent that measured it: `demo` runs the scenario
+                    // with the agent it started, not the one written in it.
+                    host: measured.map_or_else(|| server.agent.clone(), |u| u.agent.clone()),
                 });
             }
         }
@@ -325,5 +327,49 @@ fn median(mut v: Vec<f64>) -> f64 {
         v[m]
     } else {
         (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The testbed's capacity fixture as `demo` records it: the scenario
+    /// text names the agent it was written with, the levels the agent that
+    /// measured them (started by `demo` on a free port), on a 2-core host.
+    fn demo_like() -> (RunRecord, Scenario) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/report/html/testdata/capacity/run.json");
+        let mut record: RunRecord =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        record.scenario.text = record
+            .scenario
+            .text
+            .replace("http://127.0.0.1:19871", "http://127.0.0.1:9870");
+        for level in &mut record.levels {
+            for usage in level.servers.values_mut() {
+                usage.host_cores = 2;
+            }
+        }
+        let scenario = crate::scenario::parse(
+            &record.scenario.text,
+            std::path::Path::new(&record.scenario.file),
+        )
+        .unwrap();
+        (record, scenario)
+    }
+
+    #[test]
+    fn tiers_measured_by_one_agent_share_its_host_whatever_the_scenario_says() {
+        let (record, scenario) = demo_like();
+        let model = Model::from_record(&record, &scenario).unwrap();
+        // One core each fits the host's two: two stations.
+        assert_eq!(model.stations().len(), 2);
+        // Two cores for web and one for db do not: web and db take turns
+        // on the host's two cores.
+        let model = model.with_cores("web", 2).unwrap();
+        let stations = model.stations();
+        assert_eq!(stations.len(), 1, "{stations:?}");
+        assert_eq!(model.station_cores(&stations[0]), 2);
     }
 }
