@@ -70,9 +70,7 @@ capacity: {{min_duration: 6s, window: 3s, p_max: 10}}
     assert_eq!(lines.lines().count(), levels.len());
     // The queueing model of the measured demands, set against the curve
     // (on by default when the agents measured demands).
-    let p: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("prediction.json")).unwrap())
-            .unwrap();
+    let p = support::json_file(&out.join("prediction.json"));
     assert_eq!(p["bounds"]["bottleneck"], "web", "{p}");
     let measured = p["measured"].as_array().unwrap();
     assert_eq!(measured.len(), levels.len());
@@ -128,9 +126,7 @@ capacity: {{min_duration: 5s, window: 2s, p_max: 10}}
     assert!((x - 200.0).abs() <= 20.0, "max throughput {x}, true 200/s");
     // The model sees CPU only: where the lock limits throughput, it says
     // it does not describe the system.
-    let p: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("prediction.json")).unwrap())
-            .unwrap();
+    let p = support::json_file(&out.join("prediction.json"));
     let untrusted = p["measured"]
         .as_array()
         .unwrap()

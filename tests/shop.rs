@@ -55,8 +55,7 @@ fn run(scenario: &str, out: &Path) -> serde_json::Value {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let run = support::run_json(out);
     let level = &run["levels"][0];
     assert_eq!(level["errors"], 0, "{level}");
     let per = &level["per_request"];
@@ -158,8 +157,7 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let run = support::run_json(&out);
     let levels = run["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{run}");
     for level in levels {

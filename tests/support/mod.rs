@@ -135,8 +135,14 @@ pub fn agent_process() -> (std::process::Child, String) {
 
 /// Reads `run.json` from a results directory.
 pub fn run_json(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("run.json")).expect("run.json written");
-    serde_json::from_str(&text).expect("run.json parses")
+    json_file(&dir.join("run.json"))
+}
+
+/// A JSON file the run wrote (`run.json`, `prediction.json`).
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{} not written: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()))
 }
 
 /// Runs the binary with `args`, returning (exit code, stdout, stderr).
