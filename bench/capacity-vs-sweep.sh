@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
 # The paper's comparison (AutoPerf 3.1.1): the automatic capacity analysis
-# against a fine manual sweep of the same system, in the same run.
+# against a fine manual sweep of the same system, in the same run — once with
+# the paper's bisection and once with the model-guided search (the default).
 #
-# Testbed with one web worker, /db?web_ms=4&db_ms=1, think time 0.5 s: the
-# true saturation throughput is 250/s and N* ≈ 126. The sweep runs 10, 20, …
-# 190 users (to 1.5 N*), 10 s each. Prints levels, time, max throughput, N*
-# and the RMS relative difference of the automatic curve (interpolated)
-# from the sweep's.
+# Two testbed systems, think time exponential with mean 0.5 s:
+#   cpu:  one web worker, /db?web_ms=4&db_ms=1: a CPU bottleneck, true
+#         saturation throughput 250/s, N* ≈ 126. Sweep 10, 20, … 190 users.
+#   lock: two web workers, POST /lock?ms=5: a global lock the agents cannot
+#         see, 200/s at most, knee ≈ 101 users. Sweep 10, 20, … 160 users.
+# Prints, per system and strategy: levels, time, max throughput, stop reason
+# and the RMS relative difference of the automatic curve (interpolated
+# linearly between its levels) from the sweep's points inside its range.
 #
-#   bash bench/capacity-vs-sweep.sh            # about 8 minutes on 2 cores
-#   SWEEP_DURATION=20s bash bench/capacity-vs-sweep.sh
+#   bash bench/capacity-vs-sweep.sh                  # about 17 minutes on 2 cores
+#   SYSTEMS=cpu SWEEP_DURATION=20s bash bench/capacity-vs-sweep.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release/autoperf
 work=$(mktemp -d /tmp/autoperf-sweep.XXXXXX)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+# start() runs in a command substitution (a subshell): its pids go to a
+# file, not a variable, or the servers outlive the script.
+cleanup() { [ -f "$work/pids" ] && xargs -r kill <"$work/pids" 2>/dev/null || true; }
 trap cleanup EXIT
 
 # A process that prints its URL on its first line; returns the URL.
 start() {
     local log=$1; shift
     "$bin" "$@" >"$log" 2>&1 &
-    pids+=($!)
+    echo $! >>"$work/pids"
     for _ in $(seq 100); do
         if url=$(grep -o 'http://[0-9.:]*' "$log" | head -1) && [ -n "$url" ]; then
             echo "$url"; return
@@ -34,52 +39,75 @@ start() {
     echo "no URL from $*: $(cat "$log")" >&2; exit 1
 }
 
-web=$(start "$work/testbed.log" testbed --listen 127.0.0.1:0 --web-workers 1)
 agent=$(start "$work/agent.log" agent --listen 127.0.0.1:0)
+cpu_web=$(start "$work/testbed-cpu.log" testbed --listen 127.0.0.1:0 --web-workers 1)
+lock_web=$(start "$work/testbed-lock.log" testbed --listen 127.0.0.1:0 --web-workers 2)
 
-cat >"$work/cpu.yaml" <<EOF
+cat >"$work/cpu.yaml" <<YAML
 name: cpu-bottleneck
-target: {base_url: "$web"}
-think_time: 500ms
+target: {base_url: "$cpu_web"}
+think_time: {exponential: 500ms}
 requests:
   db: {path: "/db?web_ms=4&db_ms=1"}
 servers:
   - {tier: web, agent: "$agent", processes: [tb-web], cores: 1}
   - {tier: db, agent: "$agent", processes: [tb-db], cores: 1}
 capacity: {min_duration: 6s, window: 3s, p_max: 10}
-EOF
+YAML
 
-echo "automatic analysis…"
-"$bin" capacity "$work/cpu.yaml" --quiet --out "$work/auto" >/dev/null
-echo "manual sweep 10..190 step 10…"
-levels=$(seq -s, 10 10 190)
-"$bin" capacity "$work/cpu.yaml" --levels "$levels" --duration "${SWEEP_DURATION:-10s}" \
-    --quiet --out "$work/sweep" >/dev/null
+cat >"$work/lock.yaml" <<YAML
+name: lock-bottleneck
+target: {base_url: "$lock_web", timeout: 30s}
+think_time: {exponential: 500ms}
+requests:
+  lock: {method: POST, path: "/lock?ms=5"}
+servers:
+  - {tier: web, agent: "$agent", processes: [tb-web]}
+capacity: {min_duration: 6s, window: 3s, p_max: 10}
+YAML
 
-python3 - "$work" <<'EOF'
+for system in ${SYSTEMS:-cpu lock}; do
+    case $system in
+        cpu) levels=$(seq -s, 10 10 190) ;;
+        lock) levels=$(seq -s, 10 10 160) ;;
+        *) echo "unknown system $system (cpu, lock)" >&2; exit 2 ;;
+    esac
+    for search in bisection model; do
+        echo "$system: automatic analysis, $search…"
+        "$bin" capacity "$work/$system.yaml" --search "$search" --quiet \
+            --out "$work/$system-$search" >/dev/null
+    done
+    echo "$system: manual sweep $levels…"
+    "$bin" capacity "$work/$system.yaml" --levels "$levels" \
+        --duration "${SWEEP_DURATION:-10s}" --quiet --out "$work/$system-sweep" >/dev/null
+done
+
+python3 - "$work" ${SYSTEMS:-cpu lock} <<'PY'
 import json, sys, math
 from datetime import datetime
-work = sys.argv[1]
+work, systems = sys.argv[1], sys.argv[2:]
 def load(name):
     r = json.load(open(f"{work}/{name}/run.json"))
     pts = sorted((l["users"], l["throughput_rps"]) for l in r["levels"])
     t = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))
     secs = (t(r["finished_at"]) - t(r["started_at"])).total_seconds()
     return r, pts, secs
-auto, a_pts, a_secs = load("auto")
-sweep, s_pts, s_secs = load("sweep")
 def interp(pts, u):
     for (u0, x0), (u1, x1) in zip(pts, pts[1:]):
         if u0 <= u <= u1:
             return x0 + (x1 - x0) * (u - u0) / (u1 - u0)
     return None
-diffs = [(interp(a_pts, u) - x) / x for u, x in s_pts if interp(a_pts, u) is not None]
-rms = math.sqrt(sum(d * d for d in diffs) / len(diffs))
-a = auto["analysis"]
-print(f"automatic: {len(a_pts)} levels in {a_secs:.0f} s; max {a['max_throughput_rps']:.1f}/s (true 250), "
-      f"N* {a['n_star']} (true ~126), saturation {a['saturation_users']} users, stop {a['stop_reason']}")
-print(f"sweep:     {len(s_pts)} levels in {s_secs:.0f} s; max {max(x for _, x in s_pts):.1f}/s")
-print(f"levels ratio {len(a_pts)/len(s_pts):.2f}, time ratio {a_secs/s_secs:.2f}, "
-      f"RMS relative difference of the curves {100*rms:.1f}% over {len(diffs)} sweep points")
-EOF
+print(f"{'system':7} {'search':10} {'levels':>6} {'time':>6} {'max X/s':>8} {'RMS vs sweep':>12}  stop, levels run")
+for system in systems:
+    sweep, s_pts, s_secs = load(f"{system}-sweep")
+    print(f"{system:7} {'sweep':10} {len(s_pts):6} {s_secs:5.0f}s {max(x for _, x in s_pts):8.1f} {'':>12}")
+    for search in ("bisection", "model"):
+        r, pts, secs = load(f"{system}-{search}")
+        diffs = [(interp(pts, u) - x) / x for u, x in s_pts if interp(pts, u) is not None]
+        rms = math.sqrt(sum(d * d for d in diffs) / len(diffs))
+        a = r["analysis"]
+        order = [c["users"] for c in a["levels_chosen"]]
+        print(f"{system:7} {search:10} {len(pts):6} {secs:5.0f}s {a['max_throughput_rps']:8.1f} "
+              f"{100 * rms:10.1f}%  {a['stop_reason']}, {order} ({len(diffs)} sweep points)")
+PY
 echo "results: $work"

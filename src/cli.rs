@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use autoperf_core::scenario::SearchStrategy;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -143,10 +144,16 @@ pub struct CapacityArgs {
     /// Continue an interrupted analysis in this results directory.
     #[arg(long, conflicts_with = "out")]
     pub resume: Option<PathBuf>,
+    /// How levels inside the range are chosen: `model` (a queueing model of
+    /// the measured demands runs the levels where the curve bends) or
+    /// `bisection` (the paper's) [default: the scenario's `capacity.search`,
+    /// else model].
+    #[arg(long, value_name = "STRATEGY", value_parser = parse_search, conflicts_with = "levels")]
+    pub search: Option<SearchStrategy>,
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,
-    /// Set a queueing model of the measured demands against the measured
+    /// Fit a queueing model of the measured demands against the measured
     /// curve (prediction.json, the report's charts). On by default when the
     /// agents measured demands; with this flag, their absence is an error.
     #[arg(long, conflicts_with_all = ["no_predict", "no_agents"])]
@@ -287,6 +294,10 @@ pub enum ArrivalSpacing {
 
 fn parse_rate(text: &str) -> Result<f64, String> {
     autoperf_core::scenario::parse_per_second(text)
+}
+
+fn parse_search(text: &str) -> Result<SearchStrategy, String> {
+    SearchStrategy::parse(text).ok_or_else(|| format!("`{text}`: expected `model` or `bisection`"))
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

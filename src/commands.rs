@@ -415,7 +415,11 @@ pub fn profile(args: ProfileArgs) -> Outcome {
 }
 
 pub fn capacity(args: CapacityArgs) -> Outcome {
-    let scenario = Arc::new(load(&args.scenario)?);
+    let mut scenario = load(&args.scenario)?;
+    if let Some(search) = args.search {
+        scenario.capacity.search = search;
+    }
+    let scenario = Arc::new(scenario);
     let (agents, first) = if args.no_agents {
         (AgentSet::default(), Vec::new())
     } else {

@@ -1,6 +1,6 @@
 //! `autoperf capacity` against the testbed, with costs known by
 //! construction: it must find the saturation throughput and `N*` of a CPU
-//! bottleneck by itself, confirm overload on a non-CPU bottleneck, refuse to
+//! bottleneck by itself, find a non-CPU bottleneck's knee, refuse to
 //! take a starved generator for the server's limit, and resume.
 
 mod support;
@@ -90,7 +90,7 @@ capacity: {{min_duration: 6s, window: 3s, p_max: 10}}
 }
 
 #[test]
-fn a_non_cpu_bottleneck_ends_in_overload() {
+fn a_non_cpu_bottleneck_is_found_and_the_cpu_model_disowns_it() {
     let _serial = support::serial();
     // A global lock held 5 ms per request: X_max = 200/s whatever the CPU.
     let tb = support::testbed(2);
@@ -121,9 +121,22 @@ capacity: {{min_duration: 5s, window: 2s, p_max: 10}}
     eprintln!("{stdout}");
     let run = support::run_json(&out);
     let a = &run["analysis"];
-    assert_eq!(a["stop_reason"], "overload", "{a}");
+    // The paper's overload machine may confirm overload past the knee, or
+    // the model's search confirm the plateau first.
+    assert!(
+        a["stop_reason"] == "overload" || a["stop_reason"] == "completed",
+        "{a}"
+    );
     let x = a["max_throughput_rps"].as_f64().unwrap();
     assert!((x - 200.0).abs() <= 20.0, "max throughput {x}, true 200/s");
+    // The knee (about 41 users) is measured, not jumped over.
+    let levels: Vec<u64> = run["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["users"].as_u64().unwrap())
+        .collect();
+    assert!(levels.iter().any(|&u| (25..=60).contains(&u)), "{levels:?}");
     // The model sees CPU only: where the lock limits throughput, it says
     // it does not describe the system.
     let p = support::json_file(&out.join("prediction.json"));

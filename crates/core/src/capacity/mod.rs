@@ -22,11 +22,14 @@
 //! - `client`: achieved think time by Little's law, the one client-bottleneck
 //!   rule (2.1.3) every level is judged by.
 //! - `search`: the level-selection state machine (2.1.2) and its summary.
+//! - `guided`: the queueing model that picks the levels inside the range
+//!   where the curve bends (beyond the paper; bisection is the fallback).
 //!
 //! The controller that wires these to running levels is `run::capacity`.
 
 pub mod client;
 pub mod demand;
+pub mod guided;
 pub mod overload;
 pub mod range;
 pub mod search;
@@ -44,6 +47,6 @@ pub use overload::OverloadDetector;
 pub use range::{Station, TierDemand};
 pub use search::{
     Bottleneck, Decision, LevelChosen, LevelOutcome, LevelSearch, SearchConfig, SearchSummary,
-    StopReason,
+    StopReason, Strategy,
 };
 pub use steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};

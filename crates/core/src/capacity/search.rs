@@ -7,9 +7,11 @@
 //!
 //! ```text
 //!  FindMin: 1 ─too low─→ N_min (≥ 2×) ─too low─→ … ─ok─→ n_min
-//!  Range:   run ⌈N*⌉, then bisect [n_min, N*] left half first;
-//!           when the stack empties and N* has grown: run N*', bisect [N*, N*']
-//!  Beyond:  N*×1.1, N*×1.2 …  (levels_beyond of them)      → Done(completed)
+//!  Range:   run ⌈N*⌉, then fill in [n_min, N*]: by the model (guided.rs,
+//!           the default) or by bisection, left half first;
+//!           when the stack empties and N* has grown: run N*', fill [N*, N*']
+//!  Beyond:  N*×1.1, N*×1.2 …  (levels_beyond of them; the model's search
+//!           stops after the first that confirms its plateau) → Done(completed)
 //!  any level: client bottleneck → Done(client_bottleneck)
 //!             K_ovld overloaded in a row (overload.rs) → Done(overload)
 //!             level cap → Done(max_levels); user cap → Done(max_users)
@@ -34,9 +36,11 @@
 
 use std::collections::BTreeMap;
 
+use super::guided::{Guide, Point, Proposal};
 use super::overload::OverloadDetector;
 use super::range::{self, TierDemand};
 use crate::scenario::CapacitySettings;
+pub use crate::scenario::SearchStrategy as Strategy;
 
 /// Tunables of the search.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +64,8 @@ pub struct SearchConfig {
     /// During the minimum search, throughput grown by less than this fraction
     /// of the growth in users means the knee was passed (0.5).
     pub stall_ratio: f64,
+    /// How levels inside the range are chosen.
+    pub strategy: Strategy,
 }
 
 impl SearchConfig {
@@ -74,6 +80,7 @@ impl SearchConfig {
             max_users: 10_000,
             saturation_fraction: 0.95,
             stall_ratio: 0.5,
+            strategy: s.search,
         }
     }
 }
@@ -99,6 +106,8 @@ pub struct LevelOutcome {
     pub load_too_low: bool,
     /// Achieved think time inflated past the threshold (2.1.3).
     pub client_bottleneck: bool,
+    /// Requests measured: how precise the throughput is (0: unknown).
+    pub requests: u64,
 }
 
 /// What to do next.
@@ -188,6 +197,10 @@ enum Work {
     /// Both ends have been run (or will be, by a probe above on the stack):
     /// run the midpoint and judge linearity.
     Bisect { lo: u32, hi: u32 },
+    /// Both ends have been run (or will be): ask the model for levels in
+    /// between until it is satisfied (`guided.rs`); it stays on the stack
+    /// under each level it asks for.
+    Guided { lo: u32, hi: u32 },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -286,6 +299,21 @@ impl LevelSearch {
                         range: None,
                     }
                 }
+                Work::Guided { lo, hi } => match self.guide(lo, hi) {
+                    Guidance::Run(p) => {
+                        self.work.push(Work::Guided { lo, hi });
+                        Pending {
+                            users: p.users,
+                            reason: p.reason,
+                            range: None,
+                        }
+                    }
+                    Guidance::Satisfied => continue,
+                    Guidance::NoModel => {
+                        self.work.push(Work::Bisect { lo, hi });
+                        continue;
+                    }
+                },
                 Work::Bisect { lo, hi } => {
                     if hi <= lo + 1 {
                         continue;
@@ -385,7 +413,8 @@ impl LevelSearch {
     fn after_min_probe(&mut self, users: u32) {
         let o = self.outcome(users).expect("just recorded").clone();
         let prev = self.runs.iter().rev().nth(1).map(|(p, _)| p.users);
-        if let Some(prev) = prev.filter(|&p| p < users && self.stalled(p, users)) {
+        let knee_passed = |p: u32| self.stalled(p, users) || self.model_past_knee(users);
+        if let Some(prev) = prev.filter(|&p| p < users && knee_passed(p)) {
             // Not in the paper, which assumes nothing saturates before the
             // CPU reaches ρ_min. If throughput grew much less than the users,
             // a non-CPU resource saturated between `prev` and `users`: the
@@ -394,10 +423,7 @@ impl LevelSearch {
             self.n_min = Some(prev);
             self.tops.push(users);
             self.phase = Phase::Range;
-            self.work.push(Work::Bisect {
-                lo: prev,
-                hi: users,
-            });
+            self.work.push(self.refine(prev, users));
         } else if !self.too_low(&o) {
             self.n_min = Some(users);
             self.start_range(users);
@@ -496,7 +522,7 @@ impl LevelSearch {
         let top = top.clamp(lo, self.config.max_users);
         if top > lo {
             self.tops.push(top);
-            self.work.push(Work::Bisect { lo, hi: top });
+            self.work.push(self.refine(lo, top));
             self.work.push(Work::Probe { users: top, reason });
         } else {
             self.tops.push(lo);
@@ -532,10 +558,7 @@ impl LevelSearch {
                 Some((new_top, reason)) => {
                     let top = self.top();
                     self.tops.push(new_top);
-                    self.work.push(Work::Bisect {
-                        lo: top,
-                        hi: new_top,
-                    });
+                    self.work.push(self.refine(top, new_top));
                     self.work.push(Work::Probe {
                         users: new_top,
                         reason,
@@ -553,8 +576,14 @@ impl LevelSearch {
                     } else {
                         self.config.levels_beyond
                     };
-                    let levels =
+                    let mut levels =
                         beyond_levels(top, count, self.config.beyond_step, self.config.max_users);
+                    // The model's search goes one level at a time past a
+                    // knee it has seen, and stops when the model's plateau
+                    // is confirmed (see the `Phase::Beyond` arm).
+                    if self.config.strategy == Strategy::Model && !self.beyond_flat {
+                        levels.truncate(1);
+                    }
                     self.beyond = levels.len() as u32;
                     for (k, users) in levels.into_iter().enumerate().rev() {
                         self.work.push(Work::Probe {
@@ -567,6 +596,29 @@ impl LevelSearch {
                     }
                 }
             },
+            Phase::Beyond if self.config.strategy == Strategy::Model && !self.beyond_flat => {
+                let top = self.top();
+                let planned = beyond_levels(
+                    top,
+                    self.config.levels_beyond,
+                    self.config.beyond_step,
+                    self.config.max_users,
+                );
+                let k = self.beyond as usize;
+                match planned.get(k) {
+                    Some(&users) if !self.plateau_confirmed(planned[k - 1], users) => {
+                        self.beyond += 1;
+                        self.work.push(Work::Probe {
+                            users,
+                            reason: format!(
+                                "past the top {top}: ×{:.1}, the plateau not yet confirmed (2.1.2)",
+                                1.0 + self.config.beyond_step * (k + 1) as f64
+                            ),
+                        });
+                    }
+                    _ => self.stop = Some(StopReason::Completed),
+                }
+            }
             Phase::Beyond => {
                 // K_ovld overloaded levels *in a row* confirm overload; on a
                 // flat plateau a level can beat X_max by noise and reset the
@@ -601,6 +653,59 @@ impl LevelSearch {
         }
     }
 
+    /// The work that fills in the range `[lo, hi]` by the chosen strategy.
+    fn refine(&self, lo: u32, hi: u32) -> Work {
+        match self.config.strategy {
+            Strategy::Model => Work::Guided { lo, hi },
+            Strategy::Bisection => Work::Bisect { lo, hi },
+        }
+    }
+
+    /// Asks the model, fitted to every level so far that the client did not
+    /// limit, for the next level in `[lo, hi]`.
+    fn guide(&self, lo: u32, hi: u32) -> Guidance {
+        match self.fitted(hi) {
+            None => Guidance::NoModel,
+            Some((guide, points)) => {
+                match guide.next_level(&points, lo, hi, self.config.tolerance) {
+                    Some(p) => Guidance::Run(p),
+                    None => Guidance::Satisfied,
+                }
+            }
+        }
+    }
+
+    /// The model fitted to the levels up to `up_to` users that the client
+    /// did not limit, solved to `up_to`, with those levels; `None` without
+    /// measured CPU demands.
+    fn fitted(&self, up_to: u32) -> Option<(Guide, Vec<Point>)> {
+        let best = self.best_measured()?;
+        let points: Vec<Point> = self
+            .outcomes()
+            .filter(|o| !o.client_bottleneck && o.users <= up_to)
+            .map(|o| Point {
+                users: o.users,
+                throughput_rps: o.throughput_rps,
+                requests: o.requests,
+            })
+            .collect();
+        let guide = Guide::fit(&points, &best.demands, best.think_time_s, up_to)?;
+        Some((guide, points))
+    }
+
+    /// The level `last`, past the top, measured what the model predicts
+    /// there (within the tolerance), and the model says the next planned
+    /// level, `next`, would measure the same again: the plateau is shown.
+    fn plateau_confirmed(&self, last: u32, next: u32) -> bool {
+        let (Some(measured), Some((guide, _))) = (self.outcome(last), self.fitted(next)) else {
+            return false;
+        };
+        let tolerance = self.config.tolerance;
+        let (at_last, at_next) = (guide.throughput(last), guide.throughput(next));
+        (measured.throughput_rps / at_last - 1.0).abs() <= tolerance
+            && (at_next / at_last - 1.0).abs() <= tolerance
+    }
+
     fn top(&self) -> u32 {
         self.tops.last().copied().or(self.n_min).unwrap_or(1)
     }
@@ -624,6 +729,10 @@ impl LevelSearch {
             // overload. The levels past the top, watched by the overload
             // state machine, finish the analysis instead.
             Some(_) if self.flat_below(top) => None,
+            // The model's search knows more: fitted to the levels so far,
+            // a resource the agents do not see (a lock) caps the curve, and
+            // its N* counts that station too.
+            Some(_) if self.hidden_n_star(top).is_some_and(|n| n <= top as f64) => None,
             Some(n) => {
                 let new_top = ceil_users(n).min(self.config.max_users);
                 (new_top as f64 > top as f64 * (1.0 + self.config.tolerance)).then(|| {
@@ -645,6 +754,25 @@ impl LevelSearch {
                 })
             }
         }
+    }
+
+    /// In the model's search: the model fitted to the levels so far needs a
+    /// station the agents do not see, and its `N*` lies below `users` — a
+    /// lock or pool saturated before the CPUs reached `ρ_min`, more surely
+    /// than the stall test sees it (throughput 100× for 162× the users
+    /// passes that test, though the knee was at 101).
+    fn model_past_knee(&self, users: u32) -> bool {
+        self.hidden_n_star(users).is_some_and(|n| n < users as f64)
+    }
+
+    /// In the model's search, `N*` of the fitted model when it found a
+    /// station the agents do not see.
+    fn hidden_n_star(&self, top: u32) -> Option<f64> {
+        if self.config.strategy != Strategy::Model {
+            return None;
+        }
+        let (guide, _) = self.fitted(top)?;
+        (guide.hidden_demand_s > 0.0).then(|| guide.n_star())
     }
 
     /// Some level at most 3/4 of `top` already reached, within the
@@ -706,6 +834,14 @@ impl LevelSearch {
     }
 }
 
+/// The model's answer for a range.
+enum Guidance {
+    Run(Proposal),
+    Satisfied,
+    /// No CPU demands to build a model from: bisect instead.
+    NoModel,
+}
+
 /// Bottleneck utilisation (by a level's own demands) above which its
 /// demands are taken as inflated by overload.
 const OVERLOADED_UTILISATION: f64 = 1.05;
@@ -760,6 +896,14 @@ pub fn beyond_levels(top: u32, count: u32, step: f64, max_users: u32) -> Vec<u32
 mod tests {
     use super::*;
 
+    /// The paper's bisection, whose level sequences these tests spell out.
+    fn paper() -> SearchConfig {
+        SearchConfig {
+            strategy: Strategy::Bisection,
+            ..SearchConfig::default()
+        }
+    }
+
     fn web(demand_s: f64) -> Vec<TierDemand> {
         vec![TierDemand {
             tier: "web".into(),
@@ -778,6 +922,7 @@ mod tests {
             demands,
             load_too_low: false,
             client_bottleneck: false,
+            requests: 0,
         }
     }
 
@@ -812,9 +957,11 @@ mod tests {
 
     #[test]
     fn minimum_search_is_capped_by_n_star_and_by_users() {
+        // The paper's search: the model would read 900/s at 500 users as a
+        // knee passed (the CPUs allow 1,000/s), which is not the point here.
         let config = SearchConfig {
             max_users: 500,
-            ..SearchConfig::default()
+            ..paper()
         };
         let mut s = LevelSearch::new(config);
         assert_eq!(s.next(), s.next(), "asking twice gives the same level");
@@ -839,7 +986,7 @@ mod tests {
         // demand puts N* at 64 and N_min at 7.
         let tau = 0.5 / 63.0;
         let knee = |u: u32| level(u, 2.0 * u.min(40) as f64, 0.0, web(tau));
-        let mut s = LevelSearch::new(SearchConfig::default());
+        let mut s = LevelSearch::new(paper());
         let levels = run_to_end(&mut s, knee);
         // 35 is off the line from 7 to 64: [7, 35] first (21 is on its
         // line), then [35, 64] narrows the knee down, left halves first;
@@ -854,7 +1001,7 @@ mod tests {
         // and still no level runs twice.
         let config = SearchConfig {
             tolerance: 0.0,
-            ..SearchConfig::default()
+            ..paper()
         };
         let mut s = LevelSearch::new(config);
         let levels = run_to_end(&mut s, knee);
@@ -876,7 +1023,7 @@ mod tests {
             let tau = if u > 50 { 0.5 / 126.0 } else { 0.5 / 63.0 };
             level(u, u as f64 / 0.5, 0.0, web(tau))
         };
-        let mut s = LevelSearch::new(SearchConfig::default());
+        let mut s = LevelSearch::new(paper());
         let levels = run_to_end(&mut s, curve);
         let at = |u: u32| levels.iter().position(|&l| l == u);
         assert!(at(64).unwrap() < at(127).unwrap(), "{levels:?}");

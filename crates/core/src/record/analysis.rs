@@ -89,6 +89,10 @@ pub struct CapacityAnalysis {
     /// Kleinrock's saturation number from the measured demands.
     pub n_star: Option<f64>,
     pub saturation_users: Option<u32>,
+    /// How levels inside the range were chosen: `model` or `bisection`
+    /// (absent for manual levels and in results written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -173,6 +177,7 @@ mod tests {
                 n_min: Some(1),
                 n_star: Some(126.3),
                 saturation_users: Some(130),
+                search: Some("model".into()),
             }),
             profile: None,
             stop_reason: StopReason::Overload,
@@ -181,7 +186,7 @@ mod tests {
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(
             text,
-            r#"{"bottleneck":{"tier":"web","process":"tb-web"},"first_client_bottleneck_users":null,"levels_chosen":[{"users":1,"reason":"start"}],"manual":false,"max_throughput_rps":250.0,"max_throughput_users":140,"n_min":1,"n_star":126.3,"saturation_users":130,"stop_reason":"overload"}"#
+            r#"{"bottleneck":{"tier":"web","process":"tb-web"},"first_client_bottleneck_users":null,"levels_chosen":[{"users":1,"reason":"start"}],"manual":false,"max_throughput_rps":250.0,"max_throughput_users":140,"n_min":1,"n_star":126.3,"saturation_users":130,"search":"model","stop_reason":"overload"}"#
         );
         let back: Analysis = serde_json::from_str(&text).unwrap();
         assert_eq!(back, a);

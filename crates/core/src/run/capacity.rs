@@ -126,6 +126,7 @@ impl CapacityController {
             demands,
             load_too_low: cap.is_some_and(|c| c.load_too_low),
             client_bottleneck: level.client_bottleneck,
+            requests: level.requests,
         }
     }
 
@@ -287,6 +288,10 @@ impl LevelController for CapacityController {
                 n_min: s.n_min,
                 n_star: s.n_star.map(|n| (n * 10.0).round() / 10.0),
                 saturation_users: s.saturation_users,
+                search: self
+                    .manual
+                    .is_none()
+                    .then(|| self.scenario.capacity.search.as_str().to_string()),
             }),
             ..Analysis::default()
         }

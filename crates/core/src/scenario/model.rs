@@ -579,6 +579,36 @@ pub struct CapacitySettings {
     pub s_low: Duration,
     /// Levels tested past the saturation estimate `N*`.
     pub levels_beyond: u32,
+    /// How the levels inside the range are chosen.
+    pub search: SearchStrategy,
+}
+
+/// How the levels between `N_min` and the top are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchStrategy {
+    /// The queueing model of the measured demands picks the levels
+    /// (`capacity/guided.rs`); bisection where it has no demands to go on.
+    #[default]
+    Model,
+    /// The paper's recursive bisection (2.1.2).
+    Bisection,
+}
+
+impl SearchStrategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchStrategy::Model => "model",
+            SearchStrategy::Bisection => "bisection",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SearchStrategy> {
+        match text {
+            "model" => Some(SearchStrategy::Model),
+            "bisection" => Some(SearchStrategy::Bisection),
+            _ => None,
+        }
+    }
 }
 
 impl Default for CapacitySettings {
@@ -596,6 +626,7 @@ impl Default for CapacitySettings {
             p_max: 15,
             s_low: Duration::from_millis(5),
             levels_beyond: 2,
+            search: SearchStrategy::Model,
         }
     }
 }

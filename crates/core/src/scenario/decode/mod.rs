@@ -77,6 +77,7 @@ pub const CAPACITY_KEYS: &[&str] = &[
     "p_max",
     "s_low",
     "levels_beyond",
+    "search",
 ];
 
 /// Decodes the document's root.
@@ -727,6 +728,16 @@ fn decode_capacity(ctx: &mut Ctx, node: &Node) -> Option<CapacitySettings> {
             "max_duration" => c.max_duration = ctx.duration(value).unwrap_or(c.max_duration),
             "window" => c.window = ctx.duration(value).unwrap_or(c.window),
             "s_low" => c.s_low = ctx.duration(value).unwrap_or(c.s_low),
+            "search" => match value.as_str().and_then(SearchStrategy::parse) {
+                Some(strategy) => c.search = strategy,
+                None => ctx.error(
+                    value.pos(),
+                    format!(
+                        "expected `model` or `bisection`, found {}",
+                        value.describe()
+                    ),
+                ),
+            },
             _ => {} // reported by `map`
         }
     }
