@@ -174,6 +174,22 @@ fn a_server_that_never_answers_times_out_and_the_run_ends_on_time() {
         level.errors_by_kind.get("timeout").copied(),
         Some(level.errors)
     );
+    // The users spent their cycles waiting on the server, not on the
+    // generator: a level of timeouts is the server's.
+    assert!(!level.client_bottleneck, "{level:#?}");
+}
+
+#[test]
+fn interim_responses_are_skipped_and_an_impossible_status_is_an_error() {
+    let (addr, _) = support::misbehaving_server(Misbehaviour::InterimThenOk);
+    let level = run(&raw_scenario("interim", addr, "1s"), 2, 1, 2);
+    assert!(level.requests > 5, "{level:#?}");
+    assert_eq!(level.errors, 0, "{level:#?}");
+    let (addr, _) = support::misbehaving_server(Misbehaviour::Status999);
+    let level = run(&raw_scenario("status999", addr, "1s"), 2, 1, 2);
+    assert!(level.requests > 5, "{level:#?}");
+    assert_eq!(level.errors, level.requests, "{level:#?}");
+    assert!(level.errors_by_kind.contains_key("malformed"), "{level:#?}");
 }
 
 #[test]

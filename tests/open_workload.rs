@@ -3,6 +3,8 @@
 //! start (a stall shows in p99) while the uncorrected service time is kept
 //! beside it, and the achieved rate matches the target.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -159,4 +161,74 @@ fn achieved_rate_is_within_one_percent_of_1000_per_second() {
         "completed {completed}/s"
     );
     assert_eq!(t.stats.arrivals_unstarted, 0);
+}
+
+/// The highest rate a run accepts, and one above it, as a user types them.
+#[test]
+fn an_impossible_rate_is_refused_and_the_highest_ends_on_time_and_on_ctrl_c() {
+    let _serial = support::serial();
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("max-rate");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "target: {{base_url: \"{}\"}}\nrequests:\n  a: {{path: /health}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let s = s.to_str().unwrap();
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let (code, _, stderr) = support::autoperf(&["run", s, "--rate", "1e30/s", "--out", &out("x")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("10000000/s"), "{stderr}");
+
+    // At the limit the generator falls far behind; the level still ends
+    // at its deadline, counting what it could not start.
+    let began = std::time::Instant::now();
+    let (code, _, stderr) = support::autoperf(&[
+        "run",
+        s,
+        "--rate",
+        "10000000/s",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--out",
+        &out("max"),
+    ]);
+    let took = began.elapsed();
+    assert!(code.is_some(), "{stderr}");
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let level = &support::run_json(std::path::Path::new(&out("max")))["levels"][0];
+    assert!(level["requests"].as_u64().unwrap() > 0, "{level}");
+
+    // Ctrl-C in the middle ends it promptly, results on disk.
+    let mut child = std::process::Command::new(support::autoperf_exe())
+        .args(["run", s, "--rate", "10000000/s", "--duration", "60s"])
+        .args(["--warmup", "0s", "--out", &out("ctrl-c")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let asked = std::time::Instant::now();
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = asked + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running 20 s after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("ended {:?} after Ctrl-C ({status})", asked.elapsed());
+    let run = support::run_json(std::path::Path::new(&out("ctrl-c")));
+    assert_eq!(run["analysis"]["stop_reason"], "interrupted");
 }

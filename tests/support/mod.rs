@@ -52,6 +52,11 @@ pub enum Misbehaviour {
     /// Answers one request correctly, then closes the connection silently
     /// (no `Connection: close`), as servers with short keep-alive do.
     AnswerOnceThenClose,
+    /// Answers `100 Continue` and `103 Early Hints` before the real `200`,
+    /// in one write, then closes.
+    InterimThenOk,
+    /// Answers with status 999, which no HTTP server sends.
+    Status999,
 }
 
 /// A raw TCP server on 127.0.0.1:0 running on its own thread until the
@@ -91,6 +96,20 @@ pub fn misbehaving_server(kind: Misbehaviour) -> (SocketAddr, Arc<AtomicU64>) {
                             // Hold the connection far longer than any test runs.
                             tokio::time::sleep(Duration::from_secs(600)).await;
                         }
+                        Misbehaviour::InterimThenOk => {
+                            let _ = sock
+                                .write_all(
+                                    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                                )
+                                .await;
+                            let _ = sock.shutdown().await;
+                        }
+                        Misbehaviour::Status999 => {
+                            let _ = sock
+                                .write_all(b"HTTP/1.1 999 Odd\r\nContent-Length: 2\r\n\r\nok")
+                                .await;
+                            let _ = sock.shutdown().await;
+                        }
                         Misbehaviour::AnswerOnceThenClose => {
                             let _ = sock
                                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
@@ -113,9 +132,15 @@ pub fn agent() -> autoperf_agent::BackgroundAgent {
 /// `autoperf agent --listen 127.0.0.1:0` as a child process (so a test can
 /// kill it), with the URL it printed.
 pub fn agent_process() -> (std::process::Child, String) {
+    agent_process_with(&[])
+}
+
+/// `autoperf agent --listen 127.0.0.1:0 ARGS…` as a child process.
+pub fn agent_process_with(args: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(autoperf_exe())
         .args(["agent", "--listen", "127.0.0.1:0"])
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

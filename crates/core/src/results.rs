@@ -20,17 +20,28 @@ pub struct ResultsDir {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write results to {path}: {source}")]
+#[error("cannot {} {path}: {source}", if *.reading { "read results from" } else { "write results to" })]
 pub struct ResultsError {
     pub path: PathBuf,
     #[source]
     pub source: io::Error,
+    /// Reading an existing directory, not writing one.
+    pub reading: bool,
 }
 
 fn at(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
     move |source| ResultsError {
         path: path.to_path_buf(),
         source,
+        reading: false,
+    }
+}
+
+fn reading(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
+    move |source| ResultsError {
+        path: path.to_path_buf(),
+        source,
+        reading: true,
     }
 }
 
@@ -44,8 +55,11 @@ impl ResultsDir {
             .chars()
             .filter(|c| c.is_ascii_alphanumeric())
             .collect();
+        // At most 100 characters of the name: a directory name is limited
+        // (255 bytes on most file systems) and the stamp follows it.
         let safe: String = scenario
             .chars()
+            .take(100)
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                     c
@@ -153,10 +167,11 @@ pub fn write_run_file(dir: &Path, run: &RunRecord) -> Result<(), ResultsError> {
 /// Reads `dir/run.json`.
 pub fn read_run(dir: &Path) -> Result<RunRecord, ResultsError> {
     let path = dir.join("run.json");
-    let text = fs::read_to_string(&path).map_err(at(&path))?;
+    let text = fs::read_to_string(&path).map_err(reading(&path))?;
     serde_json::from_str(&text).map_err(|e| ResultsError {
         path,
         source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
+        reading: true,
     })
 }
 
@@ -164,7 +179,7 @@ pub fn read_run(dir: &Path) -> Result<RunRecord, ResultsError> {
 /// re-rendering reports).
 pub fn read_levels(dir: &Path) -> Result<Vec<LevelRecord>, ResultsError> {
     let path = dir.join("levels.jsonl");
-    let text = fs::read_to_string(&path).map_err(at(&path))?;
+    let text = fs::read_to_string(&path).map_err(reading(&path))?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
@@ -172,6 +187,7 @@ pub fn read_levels(dir: &Path) -> Result<Vec<LevelRecord>, ResultsError> {
             serde_json::from_str(l).map_err(|e| ResultsError {
                 path: path.clone(),
                 source: io::Error::new(io::ErrorKind::InvalidData, format!("line {}: {e}", i + 1)),
+                reading: true,
             })
         })
         .collect()
@@ -181,5 +197,25 @@ impl TickSink for ResultsDir {
     fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
         // The series is a by-product: a full disk must not stop the load.
         let _ = self.write_tick(level, tick);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_a_missing_directory_says_read() {
+        let e = read_run(Path::new("/nonexistent/autoperf")).unwrap_err();
+        assert!(e.to_string().starts_with("cannot read results from"), "{e}");
+    }
+
+    #[test]
+    fn a_long_or_odd_scenario_name_still_makes_a_directory_name() {
+        let path = ResultsDir::default_path(&"é/x".repeat(200));
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert!(name.len() < 130, "{name}");
+        assert!(name.starts_with("__x__x"), "{name}");
+        assert!(!name.contains('/'));
     }
 }

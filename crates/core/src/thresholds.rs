@@ -2,7 +2,9 @@
 //! `login.error_rate < 1%`, `throughput > 100/s`) checked against one level
 //! of the run record. Only figures the record holds are compared; a
 //! percentile it does not keep (p75, p99.9) fails as "not measured" rather
-//! than being guessed from a neighbour.
+//! than being guessed from a neighbour. A level (or request) without one
+//! successful response fails every threshold: latency is measured on
+//! successful responses, so with none it would read 0 and pass.
 
 use crate::record::{Latency, LevelRecord, RunRecord, ThresholdResult, Unit};
 use crate::scenario::{Metric, Scenario, Threshold};
@@ -89,12 +91,27 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
             }
         }
     };
+    let no_success = (figures.requests <= figures.errors).then(|| {
+        let what = if figures.requests == 0 {
+            "no requests were made"
+        } else {
+            "no successful requests: every one failed"
+        };
+        match t.request {
+            None => what.to_string(),
+            Some(id) => format!("{what} (`{}`)", scenario.request(id).name),
+        }
+    });
+    match &no_success {
+        // The error rate of a level where all failed is a measurement (100%),
+        // still never a pass; nothing else is measured there.
+        Some(_) if t.metric == Metric::ErrorRate && figures.requests > 0 => {}
+        Some(note) => return not_measured(note.clone()),
+        None => {}
+    }
     let actual = match t.metric {
         Metric::Mean => figures.latency.mean,
         Metric::Max => figures.latency.max,
-        Metric::ErrorRate if figures.requests == 0 => {
-            return not_measured("no requests were made".into())
-        }
         Metric::ErrorRate => figures.errors as f64 / figures.requests as f64,
         Metric::Checks => match figures.checks {
             (_, 0) => return not_measured("no check ran (`check:` on a request)".into()),
@@ -113,11 +130,11 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
     };
     ThresholdResult {
         source: t.source.clone(),
-        passed: t.op.holds(actual, t.bound),
+        passed: no_success.is_none() && t.op.holds(actual, t.bound),
         actual: Some(actual),
         bound: t.bound,
         unit,
-        note: None,
+        note: no_success,
     }
 }
 
@@ -145,9 +162,15 @@ impl std::fmt::Display for ThresholdResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let verdict = if self.passed { "pass" } else { "FAIL" };
         match (self.actual, &self.note) {
-            (Some(v), _) => write!(
+            (Some(v), None) => write!(
                 f,
                 "{verdict}  {}  (measured {})",
+                self.source,
+                self.unit.format(v)
+            ),
+            (Some(v), Some(note)) => write!(
+                f,
+                "{verdict}  {}  (measured {}; {note})",
                 self.source,
                 self.unit.format(v)
             ),
@@ -312,6 +335,47 @@ mod tests {
         assert!(r[1].passed);
         assert!(!r[2].passed, "login error rate is 5%");
         assert_eq!(r[2].actual, Some(0.05));
+    }
+
+    #[test]
+    fn nothing_successful_passes_nothing() {
+        let s = scenario(&[
+            "p99 < 250ms",
+            "mean < 100ms",
+            "max < 500ms",
+            "error_rate > 50%",
+            "throughput < 1000/s",
+            "home.p99 < 1s",
+        ]);
+        let mut dead = level();
+        dead.errors = dead.requests;
+        for r in dead.per_request.values_mut() {
+            r.errors = r.requests;
+        }
+        dead.response_time_ms = latency(0.0);
+        let r = evaluate(&s, &dead);
+        for r in &r {
+            assert!(!r.passed, "{r}");
+            assert!(r.to_string().contains("no successful requests"), "{r}");
+        }
+        assert_eq!(r[0].actual, None);
+        assert_eq!(r[3].actual, Some(1.0), "the error rate is still reported");
+        assert!(r[5].to_string().contains("(`home`)"), "{}", r[5]);
+        // No request at all (`--duration 0s`).
+        let mut empty = level();
+        empty.requests = 0;
+        empty.errors = 0;
+        for r in empty.per_request.values_mut() {
+            r.requests = 0;
+            r.errors = 0;
+        }
+        let r = evaluate(&s, &empty);
+        assert!(r.iter().all(|r| !r.passed));
+        assert!(
+            r[0].to_string().contains("no requests were made"),
+            "{}",
+            r[0]
+        );
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct RequestStats {
     /// Body bytes of the final responses, as received and as decoded.
     pub body_bytes: u64,
     pub decoded_bytes: u64,
+    /// Time spent in attempts that got no response (timeouts, resets,
+    /// refusals), in nanoseconds: a user waited for the server that long,
+    /// though no response time was measured.
+    pub failed_ns: u64,
 }
 
 /// How often one check passed and failed.
@@ -57,6 +61,7 @@ impl Default for RequestStats {
             redirects: 0,
             body_bytes: 0,
             decoded_bytes: 0,
+            failed_ns: 0,
         }
     }
 }
@@ -74,6 +79,7 @@ impl RequestStats {
             self.record_response(elapsed);
         } else {
             self.requests += 1;
+            self.failed_ns = self.failed_ns.saturating_add(nanos(elapsed));
         }
     }
 
@@ -95,6 +101,7 @@ impl RequestStats {
         self.redirects += other.redirects;
         self.body_bytes += other.body_bytes;
         self.decoded_bytes += other.decoded_bytes;
+        self.failed_ns = self.failed_ns.saturating_add(other.failed_ns);
         self.errors.merge(&other.errors);
         if self.checks.len() < other.checks.len() {
             self.checks
@@ -114,6 +121,7 @@ impl RequestStats {
         self.redirects = 0;
         self.body_bytes = 0;
         self.decoded_bytes = 0;
+        self.failed_ns = 0;
         self.errors = ErrorCounts::default();
         self.response_time.reset();
         self.checks

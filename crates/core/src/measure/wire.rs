@@ -64,6 +64,8 @@ struct WireRequest {
     body_bytes: u64,
     #[serde(default)]
     decoded_bytes: u64,
+    #[serde(default)]
+    failed_ns: u64,
 }
 
 /// A snapshot the parent could not read back.
@@ -98,6 +100,7 @@ impl WireSnapshot {
                         redirects: r.redirects,
                         body_bytes: r.body_bytes,
                         decoded_bytes: r.decoded_bytes,
+                        failed_ns: r.failed_ns,
                     })
                     .collect(),
                 think: sum_to_wire(&s.think),
@@ -133,6 +136,7 @@ impl WireSnapshot {
                 redirects: r.redirects,
                 body_bytes: r.body_bytes,
                 decoded_bytes: r.decoded_bytes,
+                failed_ns: r.failed_ns,
                 ..RequestStats::default()
             };
             for (name, n) in r.errors {

@@ -190,6 +190,13 @@ impl Connection {
         self.buf.clear();
         let head = loop {
             if let Some(head) = parse_head(&self.buf, head_request)? {
+                // An interim response (100 Continue, 103 Early Hints) comes
+                // before the final one, which follows on the same stream
+                // (RFC 9110 §15.2: a client must parse them, asked or not).
+                if head.status < 200 {
+                    self.buf.drain(..head.len);
+                    continue;
+                }
                 break head;
             }
             if self.buf.len() > MAX_HEAD {
@@ -492,12 +499,12 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
             _ => {}
         }
     };
-    if (100..200).contains(&status) {
-        // Interim responses (100 Continue) are not expected: we never send
-        // Expect. Treat as a protocol surprise.
+    // Three digits are not all a status: 1xx to 5xx are (RFC 9110 §15).
+    // 101 Switching Protocols answers an upgrade, which is never asked.
+    if !(100..=599).contains(&status) || status == 101 {
         return Err(malformed());
     }
-    let framing = if head_request || status == 204 || status == 304 {
+    let framing = if head_request || status < 200 || status == 204 || status == 304 {
         Framing::None
     } else if chunked {
         Framing::Chunked
@@ -602,6 +609,14 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(parse_head(b"HTTP/1.", false).unwrap().is_none());
+        // Statuses outside 1xx–5xx, and an upgrade never asked for.
+        assert!(parse_head(b"HTTP/1.1 999 Odd\r\n\r\n", false).is_err());
+        assert!(parse_head(b"HTTP/1.1 099 Odd\r\n\r\n", false).is_err());
+        assert!(parse_head(b"HTTP/1.1 101 Switching\r\n\r\n", false).is_err());
+        let h = parse_head(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((h.status, h.len, h.framing), (100, 25, Framing::None));
     }
 
     #[test]

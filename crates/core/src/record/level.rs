@@ -203,14 +203,24 @@ impl LevelRecord {
         let users = run.level.users().unwrap_or(0) as f64;
         let throughput = total.requests as f64 / secs;
         let r_s = total.mean_ms() / 1e3;
+        // A user's cycle holds every attempt, also those that ended without
+        // a response (a timeout is 30 s the user spent waiting on the
+        // server): Little's law needs their time too, or a level of
+        // timeouts shows as think time inflated by the generator.
+        let cycle_r_s = if total.requests > 0 {
+            let answered = total.response_time.len() as f64;
+            (r_s * answered + total.failed_ns as f64 / 1e9) / total.requests as f64
+        } else {
+            r_s
+        };
         let configured = scenario.think_time.mean().as_secs_f64();
         let achieved = if throughput > 0.0 {
-            users / throughput - r_s
+            users / throughput - cycle_r_s
         } else {
             0.0
         };
         let measured = t.stats.think.mean().map_or(0.0, |d| d.as_secs_f64());
-        let x_r_plus_z = throughput * (r_s + measured);
+        let x_r_plus_z = throughput * (cycle_r_s + measured);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let per_request = scenario
             .requests
@@ -269,7 +279,7 @@ impl LevelRecord {
                 gap: scenario.capacity.think_gap,
                 achieved_s: achieved,
                 measured_s: measured,
-                response_s: r_s,
+                response_s: cycle_r_s,
                 window_s: secs,
                 lateness_p99_s: lateness.value_at_quantile(0.99) as f64 / 1e9,
                 thinks: t.stats.think.count,

@@ -255,7 +255,12 @@ impl LevelController for CapacityController {
         let outcome = self.outcome(level);
         let utilisation = range::bottleneck_utilisation(outcome.throughput_rps, &outcome.demands);
         debug_assert_eq!(outcome.users, cur.users);
-        self.search.record(outcome);
+        // A level Ctrl-C cut short is kept on disk, marked, but it measured
+        // a fraction of a level: the analysis (saturation, maximum
+        // throughput, N*) and a resumed search never count it.
+        if !level.interrupted {
+            self.search.record(outcome);
+        }
         if let Some(cap) = &mut level.capacity {
             cap.n_star = self
                 .search

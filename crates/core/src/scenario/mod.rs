@@ -16,6 +16,7 @@ pub mod avro;
 pub mod decode;
 pub mod diagnostic;
 pub mod duration;
+pub mod files;
 pub mod ids;
 pub mod model;
 pub mod rate;
@@ -42,12 +43,8 @@ pub use threshold::parse_threshold;
 /// Reads and validates a scenario file. CSV paths in `data:` are relative
 /// to the file's directory.
 pub fn load(path: &Path) -> Result<Scenario, Diagnostics> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        Diagnostics(vec![Diagnostic::file(
-            path.to_path_buf(),
-            format!("cannot read scenario file `{}`: {e}", path.display()),
-        )])
-    })?;
+    let bytes = files::read_bounded(path, files::SCENARIO_LIMIT, "scenario file")
+        .map_err(|e| Diagnostics(vec![Diagnostic::file(path.to_path_buf(), e)]))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Diagnostics(vec![Diagnostic::file(
             path.to_path_buf(),

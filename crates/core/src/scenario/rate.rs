@@ -1,7 +1,14 @@
 //! Rates of arrivals: `500/s`, `30000/min`, `2/ms`, or a plain number per
 //! second — shared by the scenario's `arrivals:` and `autoperf run --rate`.
 
-/// Arrivals per second from `text`; positive and finite.
+/// The highest rate a run accepts: above what autoperf's generator starts
+/// on one machine (some hundred thousand requests or a few million Kafka
+/// records a second), so a typo such as `1e9/s` is an error, not a run that
+/// spins both cores.
+pub const MAX_RATE_PER_SECOND: f64 = 10_000_000.0;
+
+/// Arrivals per second from `text`; positive, finite, at most
+/// `MAX_RATE_PER_SECOND`.
 pub fn parse_per_second(text: &str) -> Result<f64, String> {
     let text = text.trim();
     let (number, unit) = match text.split_once('/') {
@@ -20,6 +27,11 @@ pub fn parse_per_second(text: &str) -> Result<f64, String> {
         }
     };
     match number.parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() && n * per_second > MAX_RATE_PER_SECOND => Err(format!(
+            "`{text}` is more than one machine can start: the limit is {}/s (spread a \
+             higher rate over several generator hosts)",
+            MAX_RATE_PER_SECOND as u64
+        )),
         Ok(n) if n > 0.0 && n.is_finite() => Ok(n * per_second),
         _ => Err(format!(
             "expected a positive rate like `500/s`, found `{text}`"
@@ -30,6 +42,15 @@ pub fn parse_per_second(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_above_one_machine_are_refused_with_the_limit() {
+        for text in ["1e9/s", "1e30/s", "20000/ms", "10000001"] {
+            let e = parse_per_second(text).unwrap_err();
+            assert!(e.contains("10000000/s"), "{text}: {e}");
+        }
+        assert_eq!(parse_per_second("10000/ms"), Ok(MAX_RATE_PER_SECOND));
+    }
 
     #[test]
     fn rates_table() {

@@ -358,6 +358,18 @@ fn bad_base_urls_and_methods() {
         40,
     );
     expect(
+        "target: {base_url: 'http://h'}\nrequests: {a: {path: /, headers: {X-A: \"1\\0\"}}}\n",
+        "control character",
+        2,
+        40,
+    );
+    expect(
+        "target: {base_url: 'http://h'}\nrequests: {a: {path: \"/a\\tb\"}}\n",
+        "without spaces or control characters",
+        2,
+        22,
+    );
+    expect(
         "target: {base_url: 'http://h:99999'}\nrequests: {a: {path: /}}\n",
         "port `99999`",
         1,

@@ -6,6 +6,14 @@
 //! whether `1` is a number or a string depends on what the decoder expects
 //! at that place. Duplicate keys and non-scalar keys are reported while the
 //! tree is built; a syntax error stops the build (YAML cannot be resumed).
+//!
+//! **Bounded.** An alias copies the node its anchor names, so nine nested
+//! aliases in 400 bytes expand to billions of values (the "billion laughs").
+//! The tree counts the values it holds, aliases expanded, and stops at
+//! `MAX_VALUES` with an error at the alias that crossed it. A scenario file
+//! holds one document: a second `---` is an error at its line.
+
+use std::collections::HashMap;
 
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
@@ -133,18 +141,27 @@ enum Frame {
         /// The key waiting for its value; `Err` when the key was not a scalar
         /// (already reported: its value is dropped).
         key: Option<Result<Key, ()>>,
+        /// Where each key was first written, for duplicates in O(1).
+        seen: HashMap<String, Pos>,
     },
 }
 
-/// Parses the first document of `text`.
+/// Values (scalars, lists, mappings) a document may hold once its aliases
+/// are expanded: a large scenario holds a few thousand.
+pub const MAX_VALUES: usize = 200_000;
+
+/// Parses the document in `text` (a leading byte-order mark is skipped).
 pub fn parse(text: &str) -> Parsed {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
         stack: Vec::new(),
         anchors: Vec::new(),
         root: None,
         errors: Vec::new(),
+        values: 0,
     };
+    let mut documents = 0;
     loop {
         let (event, marker) = match parser.next_token() {
             Ok(next) => next,
@@ -160,16 +177,58 @@ pub fn parse(text: &str) -> Parsed {
             }
         };
         let pos = Pos::from_marker(&marker);
+        let added = match &event {
+            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..) => 1,
+            Event::Alias(id) => builder
+                .anchors
+                .iter()
+                .rev()
+                .find(|(anchor, _, _)| anchor == id)
+                .map_or(1, |(_, _, size)| *size),
+            _ => 0,
+        };
+        builder.values = builder.values.saturating_add(added);
+        if builder.values > MAX_VALUES {
+            let how = if matches!(event, Event::Alias(_)) {
+                "this alias takes it past"
+            } else {
+                "it grows past"
+            };
+            builder.error(
+                pos,
+                format!(
+                    "the document holds more than {MAX_VALUES} values once its aliases are \
+                     expanded ({how} the limit): a scenario needs far fewer; do not nest \
+                     aliases of aliases"
+                ),
+            );
+            return Parsed {
+                root: None,
+                errors: builder.errors,
+            };
+        }
         match event {
-            Event::StreamEnd | Event::DocumentEnd => break,
-            Event::Nothing | Event::StreamStart | Event::DocumentStart => {}
+            Event::StreamEnd => break,
+            Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
+            Event::DocumentStart => {
+                documents += 1;
+                if documents > 1 {
+                    builder.error(
+                        pos,
+                        "a second YAML document starts here: a scenario file holds one \
+                         (remove this `---` and what follows, or put it in a file of its own)"
+                            .to_string(),
+                    );
+                    break;
+                }
+            }
             Event::Alias(id) => {
                 let node = builder
                     .anchors
                     .iter()
                     .rev()
-                    .find(|(anchor, _)| *anchor == id)
-                    .map(|(_, node)| node.clone());
+                    .find(|(anchor, _, _)| *anchor == id)
+                    .map(|(_, node, _)| node.clone());
                 match node {
                     Some(node) => builder.push(node),
                     None => {
@@ -202,6 +261,7 @@ pub fn parse(text: &str) -> Parsed {
                 pos,
                 anchor,
                 key: None,
+                seen: HashMap::new(),
             }),
             Event::SequenceEnd | Event::MappingEnd => {
                 let (node, anchor) = match builder.stack.pop() {
@@ -237,9 +297,12 @@ pub fn parse(text: &str) -> Parsed {
 
 struct Builder {
     stack: Vec<Frame>,
-    anchors: Vec<(usize, Node)>,
+    /// Anchor id, the node it names, and how many values that node holds.
+    anchors: Vec<(usize, Node, usize)>,
     root: Option<Node>,
     errors: Vec<YamlError>,
+    /// Values in the tree so far, aliases expanded.
+    values: usize,
 }
 
 impl Builder {
@@ -249,7 +312,8 @@ impl Builder {
 
     fn remember(&mut self, anchor: usize, node: &Node) {
         if anchor != 0 {
-            self.anchors.push((anchor, node.clone()));
+            self.anchors
+                .push((anchor, node.clone(), count_values(node)));
         }
     }
 
@@ -258,19 +322,22 @@ impl Builder {
         match self.stack.last_mut() {
             None => self.root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
-            Some(Frame::Map { entries, key, .. }) => match key.take() {
+            Some(Frame::Map {
+                entries, key, seen, ..
+            }) => match key.take() {
                 None => match node {
                     Node::Scalar { value, pos, .. } => {
-                        if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == value) {
+                        if let Some(first) = seen.get(&value) {
                             problem = Some((
                                 pos,
                                 format!(
                                     "duplicate key `{value}` (first defined at line {})",
-                                    first.pos.line
+                                    first.line
                                 ),
                             ));
                             *key = Some(Err(()));
                         } else {
+                            seen.insert(value.clone(), pos);
                             *key = Some(Ok(Key { name: value, pos }));
                         }
                     }
@@ -288,6 +355,20 @@ impl Builder {
         }
         if let Some((pos, message)) = problem {
             self.error(pos, message);
+        }
+    }
+}
+
+/// Values in `node`, itself included.
+fn count_values(node: &Node) -> usize {
+    match node {
+        Node::Scalar { .. } => 1,
+        Node::Seq { items, .. } => 1 + items.iter().map(count_values).sum::<usize>(),
+        Node::Map { entries, .. } => {
+            1 + entries
+                .iter()
+                .map(|(_, v)| 1 + count_values(v))
+                .sum::<usize>()
         }
     }
 }
@@ -320,6 +401,44 @@ mod tests {
         assert_eq!(*pos, Pos { line: 3, column: 3 });
         assert_eq!(inner[0].1.pos(), Pos { line: 3, column: 6 });
         assert_eq!(inner[1].1.pos(), Pos { line: 4, column: 6 });
+    }
+
+    #[test]
+    fn an_alias_bomb_stops_at_the_limit_with_its_place() {
+        // Nine levels of ten aliases each: 10^9 values if expanded.
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let names = "abcdefghij".as_bytes();
+        for w in names.windows(2) {
+            let (prev, next) = (w[0] as char, w[1] as char);
+            let refs = vec![format!("*{prev}"); 10].join(", ");
+            text.push_str(&format!("{next}: &{next} [{refs}]\n"));
+        }
+        assert!(text.len() < 500);
+        let begin = std::time::Instant::now();
+        let parsed = parse(&text);
+        assert!(parsed.root.is_none());
+        let e = &parsed.errors[0];
+        assert!(e.message.contains("more than 200000 values"), "{e:?}");
+        assert!(e.pos.line >= 5 && e.pos.line <= 7, "{e:?}");
+        assert!(begin.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn one_document_a_bom_and_many_keys() {
+        let parsed = parse("a: 1\n---\nb: 2\n");
+        assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
+        assert_eq!(parsed.errors[0].pos.line, 2);
+        assert!(parsed.errors[0].message.contains("second YAML document"));
+        // An explicit first `---` is one document.
+        assert!(parse("---\na: 1\n").errors.is_empty());
+        let node = root("\u{FEFF}a: 1\n");
+        assert!(matches!(node, Node::Map { entries, .. } if entries[0].0.name == "a"));
+        // Duplicates among many keys are found without comparing every pair.
+        let mut text: String = (0..50_000).map(|i| format!("k{i}: {i}\n")).collect();
+        text.push_str("k7: again\n");
+        let parsed = parse(&text);
+        assert_eq!(parsed.errors.len(), 1);
+        assert!(parsed.errors[0].message.contains("first defined at line 8"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use apache_avro::Schema;
 
 use super::super::avro::{bytes, encode_text, zigzag, AvroTemplate, Leaf, LeafKind};
 use super::super::diagnostic::did_you_mean;
+use super::super::files;
 use super::super::model::{AvroFraming, AvroValue};
 use super::super::template::{Builder, Escape, Names};
 use super::super::yaml::{Node, Style};
@@ -41,14 +42,19 @@ pub fn decode_avro(
         (Some(inline), None) => Some((inline, yaml_to_json(inline, false).to_string())),
         (None, Some(file)) => ctx.string(file, "a schema file path").and_then(|relative| {
             let path = base_dir.join(&relative);
-            match std::fs::read_to_string(&path) {
+            let read =
+                files::read_bounded(&path, files::SMALL_FILE_LIMIT, "Avro schema").and_then(|b| {
+                    String::from_utf8(b).map_err(|_| {
+                        format!(
+                            "cannot read Avro schema `{}`: not UTF-8 text",
+                            path.display()
+                        )
+                    })
+                });
+            match read {
                 Ok(text) => Some((file, text)),
                 Err(e) => {
-                    let shown = path.display();
-                    ctx.error(
-                        file.pos(),
-                        format!("cannot read Avro schema `{shown}`: {e}"),
-                    );
+                    ctx.error(file.pos(), e);
                     None
                 }
             }

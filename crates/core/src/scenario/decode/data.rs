@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use super::super::files;
 use super::super::model::{Feeder, FeederSource};
 use super::super::yaml::Node;
 use super::ctx::{is_name, Ctx};
@@ -119,7 +120,7 @@ fn decode_range(ctx: &mut Ctx, node: &Node) -> Option<(i64, i64)> {
 /// Reads a CSV file with a header row and at least one data row.
 fn read_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read CSV file `{shown}`: {e}"))?;
+    let bytes = files::read_bounded(path, files::DATA_LIMIT, "CSV file")?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .trim(csv::Trim::Headers)

@@ -22,6 +22,7 @@ mod session;
 mod url;
 
 use super::diagnostic::{did_you_mean, Diagnostic};
+use super::files;
 use super::model::*;
 use super::threshold::parse_threshold;
 use super::yaml::{self, Node, Pos};
@@ -401,7 +402,9 @@ fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings
         let n = fields.get(key)?;
         let name = ctx.string(n, "a file path")?;
         let path = base_dir.join(&name);
-        match std::fs::read_to_string(&path) {
+        let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what)
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        match read {
             Ok(text) if text.contains(marker) => Some(path),
             Ok(_) => {
                 ctx.error(
@@ -412,7 +415,7 @@ fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings
                 None
             }
             Err(e) => {
-                ctx.error(n.pos(), format!("cannot read `{}`: {e}", path.display()));
+                ctx.error(n.pos(), e);
                 ok = false;
                 None
             }

@@ -228,10 +228,13 @@ fn decode_request(
             );
             return None;
         }
-        if text.contains(|c: char| c.is_whitespace()) {
+        if text.contains(|c: char| c.is_whitespace() || c.is_control()) {
             ctx.error(
                 n.pos(),
-                format!("expected a path without spaces (write `%20`), found `{text}`"),
+                format!(
+                    "expected a path without spaces or control characters (write a space as `%20`), found {}",
+                    n.describe()
+                ),
             );
             return None;
         }
@@ -256,11 +259,23 @@ fn decode_request(
             };
             // A line break would end the header and start another (or a
             // second request): never sent, whatever the server makes of it.
+            // NUL and other control characters (RFC 9110 allows the tab)
+            // are refused by servers or cut the value short.
             if text.contains(['\r', '\n']) {
                 ctx.error(
                     value.pos(),
                     format!(
                         "header `{}` holds a line break, which would end the header early",
+                        name.name
+                    ),
+                );
+                continue;
+            }
+            if text.contains(|c: char| c.is_control() && c != '\t') {
+                ctx.error(
+                    value.pos(),
+                    format!(
+                        "header `{}` holds a control character (NUL, escape, …), which no header value may hold",
                         name.name
                     ),
                 );
