@@ -269,6 +269,10 @@ pub struct AgentArgs {
     /// File whose first line is the bearer token clients must send.
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+    /// Allow `match=cmdline` queries for exactly this name (repeatable).
+    /// Off by default: command lines hold other programs' arguments.
+    #[arg(long, value_name = "NAME")]
+    pub allow_cmdline: Vec<String>,
 }
 
 #[derive(Debug, Args)]

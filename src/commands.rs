@@ -266,6 +266,7 @@ pub fn agent(args: AgentArgs) -> Outcome {
     autoperf_agent::agent_main(autoperf_agent::AgentOptions {
         listen: args.listen,
         token_file: args.token_file,
+        allow_cmdline: args.allow_cmdline,
     })
     .map(|_| exit::OK)
     .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))

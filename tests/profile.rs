@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::time::Duration;
 
 fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
@@ -223,4 +224,55 @@ fn a_missing_agent_is_exit_3_unless_told_to_run_without() {
     let a = args(&["--no-agents"]);
     let (code, _, stderr) = support::autoperf(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn a_token_protected_agent_is_used_with_the_token_file() {
+    let _serial = support::serial();
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("agent-token");
+    let token = dir.join("agent.token");
+    std::fs::write(&token, "a-secret-of-enough-characters\n").unwrap();
+    let (mut agent, url) = support::agent_process_with(&["--token-file", token.to_str().unwrap()]);
+    let scenario = |token_line: &str| {
+        let s = dir.join(format!("s{}.yaml", token_line.len()));
+        std::fs::write(
+            &s,
+            format!(
+                "target: {{base_url: \"{}\"}}\nthink_time: 20ms\nrequests:\n  cpu: {{path: \"/cpu?ms=1\"}}\nservers:\n  - {{tier: web, agent: \"{url}\", processes: [tb-web]{token_line}}}\n",
+                tb.web_url
+            ),
+        )
+        .unwrap();
+        s
+    };
+    let run = |s: &Path, out: &str| {
+        support::autoperf(&[
+            "run",
+            s.to_str().unwrap(),
+            "--users",
+            "2",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--out",
+            dir.join(out).to_str().unwrap(),
+        ])
+    };
+    // Without the token: refused at the start, saying what to add.
+    let (code, _, stderr) = run(&scenario(""), "without");
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("requires a token") && stderr.contains("token_file"),
+        "{stderr}"
+    );
+    // With it: the tier's figures are measured.
+    let (code, _, stderr) = run(&scenario(", token_file: agent.token"), "with");
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(code, Some(0), "{stderr}");
+    let level = &support::run_json(&dir.join("with"))["levels"][0];
+    let u = level["servers"]["web"]["cpu_util_cores"].as_f64().unwrap();
+    assert!(u > 0.0, "{level}");
 }

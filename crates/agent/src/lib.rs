@@ -6,6 +6,7 @@
 //!
 //! ```text
 //!   options   argv values → listen address + token (off loopback: required)
+//!             + the names command lines may be matched against
 //!   server    HTTP → auth → /v1/counters?process=…  /v1/health
 //!                              │
 //!   api       query parsing ───┘          response types (shared with the controller)
@@ -21,6 +22,7 @@
 //! accounting keeps a pre-fork server's churning workers from making the
 //! total jump backwards.
 
+pub mod admission;
 pub mod api;
 pub mod groups;
 pub mod options;
@@ -35,14 +37,14 @@ use anyhow::Context as _;
 pub use api::{
     AgentInfo, Counters, CpuTimes, DiskCounters, GroupCounters, Health, HostCounters, NetCounters,
 };
-pub use options::{is_loopback, resolve_token, AgentOptions, OptionsError, DEFAULT_LISTEN};
+pub use options::{is_loopback, resolve_token, Access, AgentOptions, OptionsError, DEFAULT_LISTEN};
 pub use server::serve;
 
 /// Runs the agent until SIGINT or SIGTERM: checks the options, binds, prints
 /// the address it listens on and serves on a single-threaded runtime (the
 /// agent must barely disturb the host it measures).
 pub fn agent_main(options: AgentOptions) -> anyhow::Result<()> {
-    let token = resolve_token(&options)?;
+    let access = Access::from_options(&options)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -53,7 +55,7 @@ pub fn agent_main(options: AgentOptions) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {}", options.listen))?;
         let addr = listener.local_addr()?;
         println!("autoperf agent listening on http://{addr}");
-        serve(listener, token, shutdown_signal()).await
+        serve(listener, access, shutdown_signal()).await
     })
 }
 
@@ -87,7 +89,7 @@ impl BackgroundAgent {
             .spawn(move || {
                 runtime.block_on(async move {
                     if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
-                        let _ = serve(listener, None, async {
+                        let _ = serve(listener, Access::default(), async {
                             let _ = stopped.await;
                         })
                         .await;
@@ -144,7 +146,7 @@ mod tests {
     fn agent_main_refuses_off_loopback_without_a_token_before_binding() {
         let options = AgentOptions {
             listen: "0.0.0.0:0".parse().unwrap(),
-            token_file: None,
+            ..AgentOptions::default()
         };
         let err = agent_main(options).unwrap_err();
         assert!(matches!(

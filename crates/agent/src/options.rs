@@ -17,6 +17,9 @@ pub struct AgentOptions {
     pub listen: SocketAddr,
     /// A file whose first line is the bearer token.
     pub token_file: Option<PathBuf>,
+    /// Names that may be matched against whole command lines
+    /// (`match=cmdline`); none by default.
+    pub allow_cmdline: Vec<String>,
 }
 
 impl Default for AgentOptions {
@@ -24,7 +27,29 @@ impl Default for AgentOptions {
         AgentOptions {
             listen: DEFAULT_LISTEN,
             token_file: None,
+            allow_cmdline: Vec::new(),
         }
+    }
+}
+
+/// Who may ask the agent what.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Access {
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    /// The only names `match=cmdline` may ask about. A command line holds
+    /// other programs' arguments (passwords, keys); answering for any
+    /// substring would let a client read them a character at a time.
+    pub cmdline: Vec<String>,
+}
+
+impl Access {
+    /// The token, and the command-line names allowed, from the options.
+    pub fn from_options(options: &AgentOptions) -> Result<Access, OptionsError> {
+        Ok(Access {
+            token: resolve_token(options)?,
+            cmdline: options.allow_cmdline.clone(),
+        })
     }
 }
 
@@ -80,7 +105,9 @@ pub fn resolve_token(options: &AgentOptions) -> Result<Option<String>, OptionsEr
 }
 
 /// The token is the first line, surrounding whitespace removed.
-fn token_from_text(text: &str, path: &Path) -> Result<String, OptionsError> {
+/// The token in a token file's text (its first line), checked as the
+/// agent checks it; shared with the controller's `servers: [{token_file}]`.
+pub fn token_from_text(text: &str, path: &Path) -> Result<String, OptionsError> {
     let token = text.lines().next().unwrap_or("").trim();
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(OptionsError::TokenNotPrintable {
@@ -103,6 +130,7 @@ mod tests {
         AgentOptions {
             listen: listen.parse().unwrap(),
             token_file,
+            ..AgentOptions::default()
         }
     }
 

@@ -2,6 +2,7 @@
 //! a clean stop on the shutdown signal.
 //!
 //! ```text
+//!   accept → pending (admission.rs) ─first authorised request→ a served slot
 //!   request → auth (bearer, constant time) → route → /v1/counters: touch groups,
 //!             scan /proc, update registry, read host files → JSON
 //!   sampler ─200 ms→ scan /proc for tracked groups → update registry
@@ -21,19 +22,21 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::api::{self, AgentInfo, Counters, ErrorBody, Health};
+use crate::admission::{Admission, Ticket, AUTH_DEADLINE};
+use crate::api::{self, AgentInfo, Counters, ErrorBody, Health, MatchMode};
 use crate::groups::{GroupKey, Registry};
+use crate::options::Access;
 use crate::scan::{self, ProcFs};
 
 /// How often tracked groups are sampled between requests: what a process
 /// burns between its last sample and its exit is lost, so this bounds it.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Connections served at once; more are closed on accept. The controller
-/// needs one per agent; the bound keeps a misbehaving client cheap.
+/// Authorised connections served at once. The controller needs one per
+/// agent; the bound keeps a misbehaving client cheap.
 const MAX_CONNECTIONS: usize = 64;
 
 /// A client has this long to send its request headers.
@@ -46,7 +49,7 @@ struct State {
     registry: Mutex<Registry>,
     procfs: ProcFs,
     clk_tck: u64,
-    token: Option<String>,
+    access: Access,
 }
 
 impl State {
@@ -68,23 +71,23 @@ impl State {
 
 /// Serves the agent's API on `listener` until `shutdown` completes.
 ///
-/// With `require_token`, every request must carry `Authorization: Bearer
+/// With `access.token`, every request must carry `Authorization: Bearer
 /// <token>`; the caller decides when one is needed (see
 /// [`crate::resolve_token`]), so tests can require one on loopback.
 pub async fn serve(
     listener: TcpListener,
-    require_token: Option<String>,
+    access: Access,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let state = Arc::new(State {
         registry: Mutex::new(Registry::default()),
         procfs: ProcFs::system(),
         clk_tck: scan::clk_tck(),
-        token: require_token,
+        access,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let sampler = tokio::spawn(sample_periodically(state.clone(), stop_rx.clone()));
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let admission = Admission::new(MAX_CONNECTIONS);
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -101,27 +104,43 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            continue;
-        };
+        let ticket = admission.arrive();
         let state = state.clone();
         let mut stop = stop_rx.clone();
         connections.spawn(async move {
-            let _permit = permit;
-            let service = service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(handle(&state, &req)) }
+            let service = service_fn({
+                let ticket = ticket.clone();
+                move |req| {
+                    let reply = handle(&state, &ticket, &req);
+                    async move { Ok::<_, Infallible>(reply) }
+                }
             });
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stop.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
+            let deadline = tokio::time::sleep(AUTH_DEADLINE);
+            tokio::pin!(deadline);
+            // Until its first authorised request the connection may be
+            // pushed out by a newer one or run out of time.
+            let mut pending = true;
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => break,
+                    _ = ticket.evicted(), if pending => {
+                        if !ticket.admitted() { break }
+                        pending = false;
+                    }
+                    _ = &mut deadline, if pending => {
+                        if !ticket.admitted() { break }
+                        pending = false;
+                    }
+                    _ = stop.changed() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                        break;
+                    }
                 }
             }
         });
@@ -156,8 +175,8 @@ async fn sample_periodically(state: Arc<State>, mut stop: watch::Receiver<bool>)
 
 type Reply = Response<Full<Bytes>>;
 
-fn handle(state: &State, req: &Request<Incoming>) -> Reply {
-    if let Some(token) = &state.token {
+fn handle(state: &State, ticket: &Ticket, req: &Request<Incoming>) -> Reply {
+    if let Some(token) = &state.access.token {
         if !authorized(req, token) {
             let mut reply = json(StatusCode::UNAUTHORIZED, &error_body("unauthorized"));
             reply
@@ -165,6 +184,14 @@ fn handle(state: &State, req: &Request<Incoming>) -> Reply {
                 .insert("www-authenticate", HeaderValue::from_static("Bearer"));
             return reply;
         }
+    }
+    if !ticket.admit() {
+        return json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &error_body(&format!(
+                "busy: {MAX_CONNECTIONS} clients are connected; retry when one leaves"
+            )),
+        );
     }
     let path = req.uri().path();
     if path != "/v1/counters" && path != "/v1/health" {
@@ -191,6 +218,21 @@ fn handle(state: &State, req: &Request<Incoming>) -> Reply {
         Ok(q) => q,
         Err(e) => return json(StatusCode::BAD_REQUEST, &error_body(&e.to_string())),
     };
+    if query.mode == MatchMode::Cmdline {
+        if let Some(name) = query
+            .names
+            .iter()
+            .find(|n| !state.access.cmdline.contains(n))
+        {
+            return json(
+                StatusCode::FORBIDDEN,
+                &error_body(&format!(
+                    "match=cmdline is not allowed for `{name}`: command lines hold other \
+                     programs' arguments; start the agent with --allow-cmdline '{name}' to allow it"
+                )),
+            );
+        }
+    }
     match counters(state, &query) {
         Ok(c) => json(StatusCode::OK, &c),
         Err(e) => json(

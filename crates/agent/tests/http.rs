@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use autoperf_agent::{serve, Counters, GroupCounters};
+use autoperf_agent::{serve, Access, Counters, GroupCounters};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -22,11 +22,18 @@ struct Agent {
 
 impl Agent {
     async fn start(require_token: Option<&str>) -> Agent {
+        Agent::start_with(Access {
+            token: require_token.map(str::to_string),
+            cmdline: Vec::new(),
+        })
+        .await
+    }
+
+    async fn start_with(access: Access) -> Agent {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
-        let token = require_token.map(str::to_string);
-        let task = tokio::spawn(serve(listener, token, async move {
+        let task = tokio::spawn(serve(listener, access, async move {
             let _ = rx.await;
         }));
         Agent {
@@ -207,12 +214,16 @@ async fn comm_match_finds_this_test_process() {
 
 #[tokio::test]
 async fn live_cpu_grows_and_survives_the_process_exiting() {
-    let agent = Agent::start(None).await;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
     let marker = format!("autoperf-agent-live-{}-{nanos}", std::process::id());
+    let agent = Agent::start_with(Access {
+        token: None,
+        cmdline: vec![marker.clone()],
+    })
+    .await;
     // The marker is the shell's $0, so it is in its command line. The loop
     // count is a backstop (~30 s); the guard kills it well before.
     let child = Command::new("sh")
@@ -313,6 +324,62 @@ async fn a_token_is_required_when_configured() {
     assert_eq!(status, 200, "{body}");
     let (status, _) = agent.request("GET", "/nowhere", Some(&good)).await;
     assert_eq!(status, 404);
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn command_lines_answer_only_for_allowed_names() {
+    // Another program's secret on its command line.
+    let secret = format!("--api-key=s3cr3t-{}", std::process::id());
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("sleep 20")
+        .arg(&secret)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _child = ChildGuard(child);
+    let agent = Agent::start_with(Access {
+        token: None,
+        cmdline: vec!["tb-web".into()],
+    })
+    .await;
+    // The oracle: does any command line hold `--api-key=s`? Refused, for
+    // any prefix, with no count to learn from.
+    for guess in ["--api-key=s", "--api-key=x", "sh"] {
+        let (status, body) = agent
+            .get(&format!("/v1/counters?match=cmdline&process={guess}"))
+            .await;
+        assert_eq!(status, 403, "{guess}: {body}");
+        assert!(body.contains("--allow-cmdline"), "{body}");
+        assert!(!body.contains("processes"), "{body}");
+    }
+    // A name the agent was started with is answered.
+    let (status, body) = agent.get("/v1/counters?match=cmdline&process=tb-web").await;
+    assert_eq!(status, 200, "{body}");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn idle_connections_without_the_token_cannot_lock_out_the_controller() {
+    let agent = Agent::start(Some(TOKEN)).await;
+    // Far more idle connections than the agent serves, none sending a byte.
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(TcpStream::connect(agent.addr).await.unwrap());
+    }
+    let good = format!("Bearer {TOKEN}");
+    let begin = Instant::now();
+    let (status, body) = agent
+        .request("GET", "/v1/counters?process=sh", Some(&good))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        begin.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        begin.elapsed()
+    );
+    drop(idle);
     agent.stop().await;
 }
 

@@ -23,6 +23,8 @@ pub struct AgentEndpoint {
     pub processes: Vec<String>,
     /// The tiers served by this agent, for messages.
     pub tiers: Vec<String>,
+    /// The bearer token of the first tier that gives one.
+    token: Option<String>,
     request: Vec<u8>,
 }
 
@@ -37,6 +39,14 @@ pub enum AgentError {
         tiers: String,
         url: String,
         listen: String,
+        reason: String,
+    },
+    /// An agent answered, but not with counters (a token missing or
+    /// wrong, a name it refuses).
+    #[error("tier {tiers}: the profiler agent at {url} refused: {reason}")]
+    Refused {
+        tiers: String,
+        url: String,
         reason: String,
     },
 }
@@ -63,12 +73,16 @@ impl AgentSet {
                         addr,
                         processes: Vec::new(),
                         tiers: Vec::new(),
+                        token: None,
                         request: Vec::new(),
                     });
                     agents.last_mut().expect("just pushed")
                 }
             };
             agent.tiers.push(server.tier.clone());
+            if agent.token.is_none() {
+                agent.token = server.token.clone();
+            }
             agent.processes.extend(server.processes.iter().cloned());
         }
         for agent in &mut agents {
@@ -77,8 +91,13 @@ impl AgentSet {
                 .iter()
                 .map(|n| format!("process={}", percent_encode(n)))
                 .collect();
+            let auth = agent
+                .token
+                .as_ref()
+                .map(|t| format!("Authorization: Bearer {t}\r\n"))
+                .unwrap_or_default();
             agent.request = format!(
-                "GET /v1/counters?{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf\r\n\r\n",
+                "GET /v1/counters?{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf\r\n{auth}\r\n",
                 query.join("&"),
                 agent.addr
             )
@@ -120,6 +139,13 @@ impl AgentSet {
 
     fn unreachable(&self, i: usize, reason: String) -> AgentError {
         let agent = &self.agents[i.min(self.agents.len().saturating_sub(1))];
+        if reason.starts_with("HTTP ") {
+            return AgentError::Refused {
+                tiers: agent.tiers.join(", "),
+                url: agent.url.clone(),
+                reason,
+            };
+        }
         AgentError::Unreachable {
             tiers: agent.tiers.join(", "),
             url: agent.url.clone(),
@@ -149,6 +175,17 @@ impl AgentEndpoint {
             let body = response.body;
             if reply.close {
                 *conn = None;
+            }
+            if reply.status == 401 {
+                return Err(if self.token.is_some() {
+                    "HTTP 401: it refused the token of `token_file:`; give the file the agent \
+                     was started with"
+                        .to_string()
+                } else {
+                    "HTTP 401: it requires a token; give `token_file:` (the file the agent \
+                     was started with) in this tier's `servers:` entry"
+                        .to_string()
+                });
             }
             if reply.status != 200 {
                 return Err(format!(

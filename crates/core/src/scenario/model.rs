@@ -502,6 +502,8 @@ pub struct ServerSpec {
     pub processes: Vec<String>,
     /// Cores available to the tier; `None` means "ask the agent".
     pub cores: Option<u32>,
+    /// The bearer token the agent wants (`token_file:`), if any.
+    pub token: Option<String>,
 }
 
 /// An SLO such as `p99 < 250ms` or `login.error_rate < 1%`.

@@ -64,7 +64,7 @@ pub const TLS_KEYS: &[&str] = &[
     "server_name",
 ];
 pub const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
-pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores"];
+pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores", "token_file"];
 pub const CAPACITY_KEYS: &[&str] = &[
     "epsilon",
     "rho_min",
@@ -169,7 +169,7 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
     };
     let servers = top
         .get("servers")
-        .map(|n| decode_servers(&mut ctx, n))
+        .map(|n| decode_servers(&mut ctx, n, base_dir))
         .unwrap_or_default();
     let mut prerequisites = Vec::new();
     if let Some(items) = top
@@ -635,7 +635,8 @@ fn decode_think_time(ctx: &mut Ctx, node: &Node) -> Option<ThinkTime> {
     }
 }
 
-fn decode_servers(ctx: &mut Ctx, node: &Node) -> Vec<ServerSpec> {
+/// `servers:`; token files relative to the scenario, read now.
+fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec> {
     let mut servers: Vec<ServerSpec> = Vec::new();
     for item in ctx.seq(node, "`servers`").unwrap_or_default() {
         let Some(fields) = ctx.map(item, "a `servers` entry", SERVER_KEYS) else {
@@ -666,19 +667,56 @@ fn decode_servers(ctx: &mut Ctx, node: &Node) -> Vec<ServerSpec> {
             }
             let names: Vec<String> = items
                 .iter()
-                .filter_map(|p| ctx.string(p, "a process name"))
+                .filter_map(|p| {
+                    let name = ctx.string(p, "a process name")?;
+                    // What the agent answers for: refused here, not mid-run.
+                    let max = autoperf_agent::api::MAX_NAME_BYTES;
+                    if name.len() > max || name.chars().any(char::is_control) {
+                        ctx.error(
+                            p.pos(),
+                            format!(
+                                "expected a process name of 1 to {max} printable bytes, found {}",
+                                p.describe()
+                            ),
+                        );
+                        return None;
+                    }
+                    Some(name)
+                })
                 .collect();
             (names.len() == items.len() && !names.is_empty()).then_some(names)
         });
         let cores = fields
             .get("cores")
             .map(|n| ctx.integer(n, 1, "a positive number of cores"));
-        if let (Some(tier), Some(agent), Some(processes)) = (tier, agent, processes) {
+        let token = match fields.get("token_file") {
+            None => Some(None),
+            Some(n) => ctx.string(n, "a token file path").and_then(|name| {
+                let path = base_dir.join(&name);
+                let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, "token file")
+                    .and_then(|b| {
+                        let text = String::from_utf8_lossy(&b);
+                        autoperf_agent::options::token_from_text(&text, &path)
+                            .map_err(|e| e.to_string())
+                    });
+                match read {
+                    Ok(token) => Some(Some(token)),
+                    Err(e) => {
+                        ctx.error(n.pos(), e);
+                        None
+                    }
+                }
+            }),
+        };
+        if let (Some(tier), Some(agent), Some(processes), Some(token)) =
+            (tier, agent, processes, token)
+        {
             servers.push(ServerSpec {
                 tier,
                 agent,
                 processes,
                 cores: cores.flatten().map(|c| c.min(u32::MAX as u64) as u32),
+                token,
             });
         }
     }
