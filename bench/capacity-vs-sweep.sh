@@ -88,26 +88,30 @@ from datetime import datetime
 work, systems = sys.argv[1], sys.argv[2:]
 def load(name):
     r = json.load(open(f"{work}/{name}/run.json"))
-    pts = sorted((l["users"], l["throughput_rps"]) for l in r["levels"])
+    pts = sorted((l["users"], l["throughput_rps"], l["requests"]) for l in r["levels"])
     t = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))
     secs = (t(r["finished_at"]) - t(r["started_at"])).total_seconds()
     return r, pts, secs
 def interp(pts, u):
-    for (u0, x0), (u1, x1) in zip(pts, pts[1:]):
+    for (u0, x0, _), (u1, x1, _) in zip(pts, pts[1:]):
         if u0 <= u <= u1:
             return x0 + (x1 - x0) * (u - u0) / (u1 - u0)
     return None
-print(f"{'system':7} {'search':10} {'levels':>6} {'time':>6} {'max X/s':>8} {'RMS vs sweep':>12}  stop, levels run")
+# RMS: every sweep point alike. Weighted: each by its requests (the inverse
+# variance of its throughput): a 10-user point of 200 requests is itself
+# uncertain by 7% and should not decide a 5% comparison.
+print(f"{'system':7} {'search':10} {'levels':>6} {'time':>6} {'max X/s':>8} {'RMS':>6} {'weighted':>8}  stop, levels run")
 for system in systems:
     sweep, s_pts, s_secs = load(f"{system}-sweep")
-    print(f"{system:7} {'sweep':10} {len(s_pts):6} {s_secs:5.0f}s {max(x for _, x in s_pts):8.1f} {'':>12}")
+    print(f"{system:7} {'sweep':10} {len(s_pts):6} {s_secs:5.0f}s {max(x for _, x, _ in s_pts):8.1f}")
     for search in ("bisection", "model"):
         r, pts, secs = load(f"{system}-{search}")
-        diffs = [(interp(pts, u) - x) / x for u, x in s_pts if interp(pts, u) is not None]
-        rms = math.sqrt(sum(d * d for d in diffs) / len(diffs))
+        diffs = [((interp(pts, u) - x) / x, n) for u, x, n in s_pts if interp(pts, u) is not None]
+        rms = math.sqrt(sum(d * d for d, _ in diffs) / len(diffs))
+        wrms = math.sqrt(sum(n * d * d for d, n in diffs) / sum(n for _, n in diffs))
         a = r["analysis"]
         order = [c["users"] for c in a["levels_chosen"]]
         print(f"{system:7} {search:10} {len(pts):6} {secs:5.0f}s {a['max_throughput_rps']:8.1f} "
-              f"{100 * rms:10.1f}%  {a['stop_reason']}, {order} ({len(diffs)} sweep points)")
+              f"{100 * rms:5.1f}% {100 * wrms:7.1f}%  {a['stop_reason']}, {order} ({len(diffs)} sweep points)")
 PY
 echo "results: $work"

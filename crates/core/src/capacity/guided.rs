@@ -17,14 +17,17 @@
 //! only when it fits clearly better than the delay.
 //!
 //! **Trust, gap by gap.** At each measured level the ratio
-//! `r = X_measured / X_model` says how far the model is off there. Between
-//! two adjacent measured levels `a < b` the guide predicts
+//! `r = X_measured / X_model` says how far the model is off there, less what
+//! the level's own noise (two standard errors, `2/√requests`) explains.
+//! Between two adjacent measured levels `a < b` the guide predicts
 //! `P(N) = X_model(N) × r(N)`, `r` interpolated linearly between `r_a` and
-//! `r_b`, so the prediction passes through both measurements. Then:
+//! `r_b`, so the prediction passes through both ends. Then:
 //!
-//! - *shape*: `max |P(N) − line(N)|` over the gap, relative to the larger
-//!   end (the paper's linearity test, asked of the model instead of a run).
-//!   Above the tolerance, the guide runs the `N` where it is largest.
+//! - *shape*: `max |P(N) − line(N)| / P(N)` over the gap, the line drawn
+//!   between `P(a)` and `P(b)` (the paper's linearity test, asked of the
+//!   model instead of a run). Above half the tolerance (the model's own
+//!   shape is good to a few percent near a knee), the guide runs the level
+//!   that leaves the two halves closest to straight: near the bend.
 //! - *doubt*: `|r_b − r_a| / 2`. When the model is off by different amounts
 //!   at the two ends, its shape between them is not to be trusted: above the
 //!   tolerance the guide falls back to the paper's midpoint.
@@ -62,6 +65,9 @@ impl Point {
         self.requests.max(1) as f64
     }
 }
+
+/// The share of the tolerance a straight line may be off the model's curve.
+const SHAPE_MARGIN: f64 = 0.75;
 
 /// Gaps are scanned at most at this many evenly spaced levels.
 const SCAN_STEPS: u32 = 100;
@@ -152,9 +158,9 @@ impl Guide {
         };
         // Something hidden can only lower the curve: worth a search only
         // where the CPUs promise more than some level delivered.
-        let overshoots = points.iter().any(|p| {
-            p.throughput_rps < cpu_only[p.users as usize - 1] * (1.0 - 0.02 - p.noise())
-        });
+        let overshoots = points
+            .iter()
+            .any(|p| p.throughput_rps < cpu_only[p.users as usize - 1] * (1.0 - 0.02 - p.noise()));
         if !overshoots || x_max <= 0.0 {
             return Some(cpu_guide(cpu_only));
         }
@@ -251,7 +257,12 @@ impl Guide {
         let worst = chord_error(&predicted, a.users, p_a, b.users, p_b);
         let doubt = (r_b - r_a).abs() / 2.0;
         let (a_u, b_u) = (a.users, b.users);
-        if worst > tolerance && worst >= doubt {
+        // The model's own shape is good to a few percent near a knee (MVA
+        // assumes exponential service; the testbed's sharper knee sat 4%
+        // above it at 90 users): straight lines must be within half the
+        // tolerance of it.
+        let allowed = tolerance * SHAPE_MARGIN;
+        if worst > allowed && worst >= doubt {
             // The level whose measurement leaves the smaller worst error in
             // the two halves it makes: on a knee, close to where it bends.
             let step = ((b_u - a_u) / SCAN_STEPS).max(1);
@@ -266,7 +277,7 @@ impl Guide {
                 .min_by(|p, q| p.0.total_cmp(&q.0))
                 .map_or(a_u + (b_u - a_u) / 2, |(_, n)| n);
             Some((
-                worst - tolerance,
+                worst - allowed,
                 Proposal {
                     users: at,
                     reason: format!(
@@ -375,16 +386,17 @@ mod tests {
         let pts = points(&[1, 13, 126], x);
         let g = Guide::fit(&pts, &d, 0.5, 0).unwrap();
         assert_eq!(g.hidden_demand_s, 0.0);
-        // The chord from 13 to 126 users is at most 4.9% off the curve:
-        // within 5%, nothing to run; within 2%, run the level that leaves
-        // the two halves closest to straight, near the bend.
-        assert_eq!(g.next_level(&pts, 13, 126, 0.05), None);
-        let p = g.next_level(&pts, 13, 126, 0.02).unwrap();
+        // The chord from 13 to 126 users is at most 4.9% off the curve: a
+        // tolerance of 7% allows 5.25% of it, nothing to run; one of 5%
+        // allows 3.75%: run the level that leaves the two halves closest
+        // to straight, near the bend.
+        assert_eq!(g.next_level(&pts, 13, 126, 0.07), None);
+        let p = g.next_level(&pts, 13, 126, 0.05).unwrap();
         assert_eq!(p.users, 94, "{p:?}");
         assert!(p.reason.contains("bends near 94"), "{}", p.reason);
         let mut more = pts.clone();
         more.extend(points(&[p.users], x));
-        let next = g.next_level(&more, 13, 126, 0.02);
+        let next = g.next_level(&more, 13, 126, 0.05);
         assert!(next.is_none(), "{next:?}");
     }
 
