@@ -269,6 +269,36 @@ fn thresholds_decide_the_exit_code_and_land_in_run_json() {
     let checks = printed["analysis"]["thresholds"].as_array().unwrap();
     assert!(checks.iter().all(|c| c["passed"] == false), "{checks:?}");
 
+    // A server that never answers passes no latency threshold: nothing
+    // was measured (latency read 0 ms and passed).
+    let (hung, _) = support::misbehaving_server(support::Misbehaviour::NeverAnswer);
+    let path = dir.join("hung.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "target: {{base_url: \"http://{hung}\", timeout: 300ms}}\nthink_time: 20ms\nrequests:\n  a: {{path: /}}\nthresholds: [\"p99 < 250ms\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("hung");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        path.to_str().unwrap(),
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("FAIL  p99 < 250ms") && stdout.contains("no successful requests"),
+        "{stdout}"
+    );
+
     // A bad expression is caught by check, with its place.
     let bad = threshold_scenario(&dir, &tb.web_url, &["p99 < fast"]);
     let (code, _, stderr) = support::autoperf(&["check", &bad]);

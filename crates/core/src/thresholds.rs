@@ -254,6 +254,7 @@ mod tests {
                 users: 10.0,
                 x_r_plus_z: 10.0,
                 relative_gap: 0.0,
+                cycles: 100.0,
             },
             client: ClientRecord {
                 cpu_util_cores: 0.1,

@@ -135,6 +135,12 @@ pub struct LittleCheck {
     pub x_r_plus_z: f64,
     /// |1 − x_r_plus_z / users|
     pub relative_gap: f64,
+    /// Cycles (`R + Z`) the measured window held. Little's law holds for a
+    /// window of many cycles; over a few, the users whose cycle straddles
+    /// an end make the gap large though nothing is wrong (0: not known, or
+    /// an open level).
+    #[serde(default)]
+    pub cycles: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -295,6 +301,7 @@ impl LevelRecord {
                 } else {
                     0.0
                 }),
+                cycles: round3(secs / (cycle_r_s + measured.max(configured)).max(1e-6)),
             },
             client: ClientRecord {
                 cpu_util_cores: round3(t.client_cpu.as_secs_f64() / secs),
@@ -365,6 +372,7 @@ impl LevelRecord {
             users: 0.0,
             x_r_plus_z: 0.0,
             relative_gap: 0.0,
+            cycles: 0.0,
         };
         self
     }

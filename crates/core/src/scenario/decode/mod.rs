@@ -720,6 +720,31 @@ fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec
             });
         }
     }
+    // The agent answers for at most MAX_NAMES names per request, and the
+    // controller asks each agent about all its tiers' names at once.
+    let max = autoperf_agent::api::MAX_NAMES;
+    let mut per_agent: Vec<(&str, std::collections::BTreeSet<&str>)> = Vec::new();
+    for s in &servers {
+        let i = match per_agent.iter().position(|(a, _)| *a == s.agent) {
+            Some(i) => i,
+            None => {
+                per_agent.push((&s.agent, Default::default()));
+                per_agent.len() - 1
+            }
+        };
+        per_agent[i]
+            .1
+            .extend(s.processes.iter().map(String::as_str));
+    }
+    if let Some((agent, names)) = per_agent.iter().find(|(_, n)| n.len() > max) {
+        ctx.error(
+            node.pos(),
+            format!(
+                "the agent at {agent} is asked about {} process names; it answers for at most {max} (group them under fewer names)",
+                names.len()
+            ),
+        );
+    }
     servers
 }
 
