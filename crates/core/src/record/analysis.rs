@@ -89,9 +89,9 @@ pub struct CapacityAnalysis {
     /// Kleinrock's saturation number from the measured demands.
     pub n_star: Option<f64>,
     pub saturation_users: Option<u32>,
-    /// How levels inside the range were chosen: `model` or `bisection`
-    /// (absent for manual levels and in results written before it existed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How levels inside the range were chosen: `model` or `bisection`;
+    /// null for manual levels (and absent in results written before it).
+    #[serde(default)]
     pub search: Option<String>,
 }
 
