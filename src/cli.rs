@@ -39,9 +39,11 @@ pub enum Command {
         /// The scenario file (YAML).
         scenario: PathBuf,
     },
-    /// Automatic capacity analysis: finds the throughput and response-time curve up to saturation.
+    /// Automatic capacity analysis: finds the throughput and response-time
+    /// curve up to saturation (users); on a scenario with `arrivals:` (or
+    /// --open), the highest arrival rate that meets the SLOs.
     #[command(
-        after_help = "Examples:\n  autoperf capacity shop.yaml\n  autoperf capacity shop.yaml --levels 10,50,100 --duration 60s\n  autoperf capacity shop.yaml --resume autoperf-results/shop-20261123T101500Z"
+        after_help = "Examples:\n  autoperf capacity shop.yaml\n  autoperf capacity shop.yaml --levels 10,50,100 --duration 60s\n  autoperf capacity shop.yaml --resume autoperf-results/shop-20261123T101500Z\n  autoperf capacity api.yaml --open --rate 50/s\n  autoperf capacity api.yaml --vary web_workers=1,2 --apply 'scripts/testbed-restart.sh {web_workers}' --ready http://127.0.0.1:8080/health"
     )]
     Capacity(CapacityArgs),
     /// Measure what one request of each type costs every server process.
@@ -150,6 +152,31 @@ pub struct CapacityArgs {
     /// else model].
     #[arg(long, value_name = "STRATEGY", value_parser = parse_search, conflicts_with = "levels")]
     pub search: Option<SearchStrategy>,
+    /// Search the highest arrival rate that meets the SLOs (an open
+    /// workload), as on a scenario with `arrivals:`, even without them.
+    #[arg(long, conflicts_with_all = ["levels", "search"])]
+    pub open: bool,
+    /// The open search's first rate, e.g. 50/s [default: the scenario's
+    /// `arrivals:` rate, else 10/s]. Implies --open.
+    #[arg(long, value_parser = parse_rate, conflicts_with_all = ["levels", "search"])]
+    pub rate: Option<f64>,
+    /// Open search per resource value, as Theodolite's scalability
+    /// benchmark: NAME=v1,v2,… (e.g. web_workers=1,2). Needs --apply.
+    #[arg(long, value_name = "NAME=VALUES", requires = "apply", conflicts_with_all = ["levels", "search", "resume"])]
+    pub vary: Option<String>,
+    /// The shell command that reconfigures the system under test for each
+    /// --vary value, `{NAME}` replaced by it (e.g. 'scripts/restart.sh
+    /// {web_workers}'); it runs before each series, and may start a server
+    /// in the background.
+    #[arg(long, value_name = "COMMAND", requires = "vary")]
+    pub apply: Option<String>,
+    /// After --apply, wait until GET URL answers 2xx [default: until the
+    /// target accepts connections].
+    #[arg(long, value_name = "URL", requires = "vary")]
+    pub ready: Option<String>,
+    /// How long to wait for readiness after --apply.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub ready_timeout: Duration,
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,

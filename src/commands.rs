@@ -15,7 +15,9 @@ use autoperf_core::report::{self, text};
 use autoperf_core::results::{read_levels, read_run, write_run_file, ResultsDir};
 use autoperf_core::run::capacity::CapacityController;
 use autoperf_core::run::fixed::{single_level, FixedLevels, SingleLevel};
+use autoperf_core::run::open_capacity::{OpenCapacityController, Vary};
 use autoperf_core::run::profile::ProfileController;
+use autoperf_core::run::vary;
 use autoperf_core::run::{run_levels, LevelController, RunError, RunPlan};
 use autoperf_core::scenario::{self, BaseUrl, Endpoint, RequestId, Scenario};
 use autoperf_core::thresholds;
@@ -421,6 +423,21 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
         scenario.capacity.search = search;
     }
     let scenario = Arc::new(scenario);
+    let resumed_open = match &args.resume {
+        Some(dir) => read_levels(dir)
+            .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
+            .iter()
+            .any(|l| l.rate_search.is_some()),
+        None => false,
+    };
+    let open = args.open
+        || args.rate.is_some()
+        || args.vary.is_some()
+        || resumed_open
+        || (scenario.arrivals.is_some() && args.levels.is_empty() && args.search.is_none());
+    if open {
+        return capacity_open(args, scenario);
+    }
     let (agents, first) = if args.no_agents {
         (AgentSet::default(), Vec::new())
     } else {
@@ -622,4 +639,114 @@ fn capacity_prediction(
     let prediction = predict::predict(&model, &ask, &measured);
     let path = write_prediction(out, &prediction)?;
     Ok(Some(text::model_summary(&prediction, &path)))
+}
+
+/// `autoperf capacity` on an open workload: the highest arrival rate that
+/// meets the SLOs, once, or per `--vary` value.
+fn capacity_open(args: CapacityArgs, scenario: Arc<Scenario>) -> Outcome {
+    let quiet = args.output.quiet || args.output.json;
+    let mut controller = OpenCapacityController::new(scenario.clone(), args.rate);
+    if let Some(text) = &args.vary {
+        let (name, values) = vary::parse_vary(text).map_err(Failure::bad_input)?;
+        let command = args
+            .apply
+            .clone()
+            .expect("clap requires --apply with --vary");
+        let ready = args.ready.clone();
+        let timeout = args.ready_timeout;
+        let target = scenario.clone();
+        let reconfigure = {
+            let name = name.clone();
+            move |value: &str| -> Result<(), String> {
+                if !quiet {
+                    eprintln!("--vary {name}={value}: {command}");
+                }
+                vary::apply(&command, &name, value, quiet)?;
+                let took = match &ready {
+                    Some(url) => vary::wait_ready(url, timeout)?,
+                    None => wait_target(&target, timeout)?,
+                };
+                if !quiet {
+                    eprintln!(
+                        "--vary {name}={value}: ready after {:.1} s",
+                        took.as_secs_f64()
+                    );
+                }
+                Ok(())
+            }
+        };
+        let mut apply: Box<dyn FnMut(&str) -> Result<(), String>> = Box::new(reconfigure);
+        // The first value before anything runs: the target is probed then.
+        apply(&values[0]).map_err(Failure::cannot_proceed)?;
+        controller = controller.vary(Vary {
+            name,
+            values,
+            apply,
+        });
+    }
+    let (out, resumed) = match &args.resume {
+        Some(dir) => {
+            let finished: Vec<LevelRecord> = read_levels(dir)
+                .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
+                .into_iter()
+                .filter(|l| !l.interrupted)
+                .collect();
+            (dir.clone(), finished)
+        }
+        None => (out_dir(&args.output.out, &scenario), Vec::new()),
+    };
+    if !resumed.is_empty() {
+        controller = controller.resume(&resumed);
+        if !quiet {
+            eprintln!(
+                "resuming {}: {} levels already measured",
+                out.display(),
+                resumed.len()
+            );
+        }
+    }
+    let record = execute_plan(
+        &scenario,
+        RunPlan {
+            mode: Mode::Capacity,
+            out: out.clone(),
+            use_agents: !args.no_agents,
+            resumed,
+            generators: generators(Some(&args.generators)),
+        },
+        &mut controller,
+        0,
+        &args.output,
+    )?;
+    let summary = format!(
+        "\n{}\n{}",
+        text::rate_levels_table(&record.levels),
+        text::rate_summary(&record)
+    );
+    finish(&out, &record, &args.output, &summary)?;
+    match record.analysis.stop_reason {
+        StopReason::ApplyFailed => Ok(exit::CANNOT_PROCEED),
+        _ => Ok(exit::OK),
+    }
+}
+
+/// Waits until the scenario's target accepts connections again (after
+/// `--apply` restarted it); how long that took.
+fn wait_target(
+    scenario: &Scenario,
+    timeout: std::time::Duration,
+) -> Result<std::time::Duration, String> {
+    let start = std::time::Instant::now();
+    loop {
+        match autoperf_core::engine::probe_target(scenario) {
+            Ok(()) => return Ok(start.elapsed()),
+            Err(e) if start.elapsed() >= timeout => {
+                return Err(format!(
+                    "the target did not come back within {:.0} s after --apply: {e}",
+                    timeout.as_secs_f64()
+                ))
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
 }

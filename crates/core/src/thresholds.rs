@@ -278,6 +278,7 @@ mod tests {
             per_request,
             servers: BTreeMap::new(),
             capacity: None,
+            rate_search: None,
         }
     }
 

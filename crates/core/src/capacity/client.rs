@@ -88,9 +88,11 @@ pub fn think_gap(configured: &ThinkTime, achieved_s: f64, response_s: f64) -> f6
 }
 
 /// An open level's generator was the bottleneck when arrivals could not
-/// start at all, or started later than scheduling noise explains.
-pub fn arrivals_bottleneck(unstarted: u64, lateness_p99_s: f64) -> bool {
-    unstarted > 0 || lateness_p99_s > LATENESS_FLOOR_S
+/// start at all, or started later than scheduling noise explains. The one
+/// arrival in a thousand still waiting for its connection when the level
+/// ended is not news: a server past its capacity holds a few up anyway.
+pub fn arrivals_bottleneck(unstarted: u64, due: u64, lateness_p99_s: f64) -> bool {
+    unstarted * 1000 > due || lateness_p99_s > LATENESS_FLOOR_S
 }
 
 #[cfg(test)]
@@ -170,8 +172,9 @@ mod tests {
 
     #[test]
     fn open_levels_blame_the_generator_for_late_or_missing_arrivals() {
-        assert!(!arrivals_bottleneck(0, 0.001));
-        assert!(arrivals_bottleneck(1, 0.0));
-        assert!(arrivals_bottleneck(0, 0.05));
+        assert!(!arrivals_bottleneck(0, 100, 0.001));
+        assert!(arrivals_bottleneck(1, 100, 0.0));
+        assert!(!arrivals_bottleneck(1, 10_000, 0.0));
+        assert!(arrivals_bottleneck(0, 100, 0.05));
     }
 }

@@ -22,6 +22,8 @@
 //! - `client`: achieved think time by Little's law, the one client-bottleneck
 //!   rule (2.1.3) every level is judged by.
 //! - `search`: the level-selection state machine (2.1.2) and its summary.
+//! - `rate`: the open-workload search for the highest arrival rate that
+//!   meets the SLOs (Theodolite's rule).
 //! - `guided`: the queueing model that picks the levels inside the range
 //!   where the curve bends (beyond the paper; bisection is the fallback).
 //!
@@ -32,6 +34,7 @@ pub mod demand;
 pub mod guided;
 pub mod overload;
 pub mod range;
+pub mod rate;
 pub mod search;
 pub mod steady;
 

@@ -33,6 +33,20 @@ impl StopSignal {
         *self.0.flag.borrow()
     }
 
+    /// Waits `duration`, or less when the signal stops meanwhile; true
+    /// when it did.
+    pub fn wait(&self, duration: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + duration;
+        while !self.is_stopped() {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+        }
+        true
+    }
+
     /// A signal that also stops when this one does.
     pub fn child(&self) -> StopSignal {
         let child = StopSignal::default();

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::servers::TierDemands;
-use crate::capacity::search;
+use crate::capacity::{rate, search};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Analysis {
@@ -17,6 +17,9 @@ pub struct Analysis {
     pub capacity: Option<CapacityAnalysis>,
     #[serde(flatten)]
     pub profile: Option<ProfileAnalysis>,
+    /// The open-workload capacity search (`capacity` with `arrivals:`).
+    #[serde(flatten)]
+    pub rates: Option<RateAnalysis>,
     pub stop_reason: StopReason,
     /// The scenario's SLOs checked against the level (`run` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,6 +42,13 @@ pub enum StopReason {
     ClientBottleneck,
     MaxLevels,
     MaxUsers,
+    /// The open search: every rate up to the generator's ceiling passed.
+    MaxRate,
+    /// The open search: even a small fraction of the start rate failed.
+    NoPassingRate,
+    /// `--vary`: the command that reconfigures the system failed, or the
+    /// system did not become ready after it.
+    ApplyFailed,
 }
 
 impl StopReason {
@@ -51,6 +61,9 @@ impl StopReason {
             StopReason::ClientBottleneck => "client_bottleneck",
             StopReason::MaxLevels => "max_levels",
             StopReason::MaxUsers => "max_users",
+            StopReason::MaxRate => "max_rate",
+            StopReason::NoPassingRate => "no_passing_rate",
+            StopReason::ApplyFailed => "apply_failed",
         }
     }
 }
@@ -71,6 +84,76 @@ impl From<search::StopReason> for StopReason {
             search::StopReason::MaxUsers => StopReason::MaxUsers,
         }
     }
+}
+
+impl From<rate::RateStop> for StopReason {
+    fn from(r: rate::RateStop) -> StopReason {
+        match r {
+            rate::RateStop::Completed => StopReason::Completed,
+            rate::RateStop::ClientBottleneck => StopReason::ClientBottleneck,
+            rate::RateStop::MaxLevels => StopReason::MaxLevels,
+            rate::RateStop::MaxRate => StopReason::MaxRate,
+            rate::RateStop::NoPassingRate => StopReason::NoPassingRate,
+        }
+    }
+}
+
+/// The open-workload search's verdict (DESIGN.md: `max_passing_rate_rps`,
+/// `first_failing_rate_rps`, `failed_slo`, `stop_reason`). With `--vary`,
+/// the top-level figures are the last series'; `series` holds each one and
+/// `demand` Theodolite's resource demand per load.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RateAnalysis {
+    /// Sessions (arrivals) per second: the highest rate that met every SLO.
+    pub max_passing_rate_rps: Option<f64>,
+    /// The lowest rate that failed one (above the highest passing).
+    pub first_failing_rate_rps: Option<f64>,
+    /// The SLO that rate failed first, with the measured value.
+    pub failed_slo: Option<ThresholdResult>,
+    /// What the system delivered at a saturated level: its capacity.
+    pub capacity_rps: Option<f64>,
+    /// The achieved-rate rule: this fraction of the rate must be delivered.
+    pub min_achieved: f64,
+    /// The search ends when the bracket is this narrow (a fraction).
+    pub rate_precision: f64,
+    /// The levels' rates in the order they ran, with why (this series).
+    pub rates_chosen: Vec<RateChoice>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub demand: Vec<DemandPoint>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RateChoice {
+    pub rate_rps: f64,
+    pub reason: String,
+    pub verdict: String,
+}
+
+/// One value of `--vary` and what the search found under it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SeriesResult {
+    pub name: String,
+    pub value: String,
+    pub max_passing_rate_rps: Option<f64>,
+    pub first_failing_rate_rps: Option<f64>,
+    pub failed_slo: Option<ThresholdResult>,
+    pub capacity_rps: Option<f64>,
+    pub stop_reason: StopReason,
+    /// The levels (`level` numbers) of this series.
+    pub levels: Vec<u32>,
+    /// Why the series could not run (the command failed, not ready).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Theodolite's demand metric: the least resource value whose highest
+/// passing rate covers this load (none when no value does).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DemandPoint {
+    pub load_rps: f64,
+    pub resource: Option<String>,
 }
 
 /// The capacity analysis's verdict (DESIGN.md: `n_min`, `n_star`,
@@ -180,6 +263,7 @@ mod tests {
                 search: Some("model".into()),
             }),
             profile: None,
+            rates: None,
             stop_reason: StopReason::Overload,
             thresholds: None,
         };

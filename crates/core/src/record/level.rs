@@ -181,6 +181,34 @@ pub struct LevelRecord {
     /// What the capacity analysis made of this level (capacity runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityLevel>,
+    /// What the open-workload capacity search made of this level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<RateLevel>,
+}
+
+/// An open capacity level's verdict: every SLO it was held to and how it
+/// fared, kept so the search can be resumed and the report can say why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RateLevel {
+    /// Why this rate was run.
+    pub reason: String,
+    /// `pass`, `fail`, or `generator_bound` (an SLO failed, but the
+    /// generator could not keep the rate).
+    pub verdict: String,
+    /// The scenario's thresholds, then the achieved-rate rule.
+    pub slos: Vec<super::ThresholdResult>,
+    /// Sessions delivered per second: successful requests per second over
+    /// the requests a session makes on average.
+    pub delivered_rps: f64,
+    /// The delivered rate fell short of the rate: it is what the system
+    /// can do (its capacity), measured.
+    pub saturated: bool,
+    /// Why the generator, not the system, limited this level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_bound: Option<String>,
+    /// `--vary`: the resource value this level ran under.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub series: BTreeMap<String, String>,
 }
 
 /// A capacity level's own figures: why it was run and the demands the
@@ -326,6 +354,7 @@ impl LevelRecord {
             per_request,
             servers: BTreeMap::new(),
             capacity: None,
+            rate_search: None,
         }
         .with_open(run)
     }
@@ -364,8 +393,11 @@ impl LevelRecord {
             unstarted: t.stats.arrivals_unstarted,
             max_in_flight: open.max_in_flight,
         });
-        self.client_bottleneck =
-            client::arrivals_bottleneck(t.stats.arrivals_unstarted, late.p99 / 1e3);
+        self.client_bottleneck = client::arrivals_bottleneck(
+            t.stats.arrivals_unstarted,
+            t.stats.arrivals,
+            late.p99 / 1e3,
+        );
         self.client.arrival_lateness_ms = Some(late);
         // Little's law with a think time does not describe an open level.
         self.little = LittleCheck {

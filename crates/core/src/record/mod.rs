@@ -15,12 +15,12 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use analysis::{
-    Analysis, BottleneckRecord, CapacityAnalysis, LevelChoice, ProfileAnalysis, StopReason,
-    ThresholdResult, Unit,
+    Analysis, BottleneckRecord, CapacityAnalysis, DemandPoint, LevelChoice, ProfileAnalysis,
+    RateAnalysis, RateChoice, SeriesResult, StopReason, ThresholdResult, Unit,
 };
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
-    LittleCheck, PerRequestRecord, ThinkRecord, TimerLateness,
+    LittleCheck, PerRequestRecord, RateLevel, ThinkRecord, TimerLateness,
 };
 pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
 

@@ -340,3 +340,134 @@ pub fn capacity_summary(record: &crate::record::RunRecord) -> String {
     }
     out
 }
+
+/// The open search's levels: target and delivered rate, p99, the verdict
+/// and the first SLO that failed.
+pub fn rate_levels_table(levels: &[LevelRecord]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>10}  {:>12}  {:>9}  {:>8}  {:<8}  why",
+        "rate /s", "delivered /s", "p99 ms", "errors", "verdict"
+    );
+    for l in levels {
+        let Some(judged) = &l.rate_search else {
+            continue;
+        };
+        let why = match (
+            &judged.generator_bound,
+            judged.slos.iter().find(|r| !r.passed),
+        ) {
+            (Some(g), _) if judged.verdict != "pass" => g.clone(),
+            (_, Some(slo)) => failed_slo_text(slo),
+            _ => String::new(),
+        };
+        let series: String = judged
+            .series
+            .iter()
+            .map(|(k, v)| format!("[{k}={v}] "))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>10.1}  {:>12.1}  {:>9.2}  {:>8}  {:<8}  {series}{why}",
+            l.rate_rps.unwrap_or(0.0),
+            judged.delivered_rps,
+            l.response_time_ms.p99,
+            l.errors,
+            if l.interrupted {
+                "cut"
+            } else {
+                judged.verdict.as_str()
+            },
+        );
+    }
+    out
+}
+
+/// `p99 < 100ms failed: 412.000 ms (4.1× the bound)`.
+pub fn failed_slo_text(slo: &crate::record::ThresholdResult) -> String {
+    match slo.actual {
+        Some(v) if slo.bound > 0.0 => format!(
+            "{} failed: {} ({:.2}× the bound)",
+            slo.source,
+            slo.unit.format(v),
+            v / slo.bound
+        ),
+        Some(v) => format!("{} failed: {}", slo.source, slo.unit.format(v)),
+        None => format!(
+            "{} failed: {}",
+            slo.source,
+            slo.note.as_deref().unwrap_or("not measured")
+        ),
+    }
+}
+
+/// The open search's verdict: the highest passing rate, the first failing
+/// one and why; with `--vary`, one line per resource value and the demand.
+pub fn rate_summary(record: &crate::record::RunRecord) -> String {
+    let mut out = String::new();
+    let Some(a) = &record.analysis.rates else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "open capacity: {} levels, stopped: {}",
+        record.levels.len(),
+        record.analysis.stop_reason
+    );
+    let rate = |r: Option<f64>| r.map_or("none".to_string(), |r| format!("{r}/s"));
+    let verdict =
+        |pass: Option<f64>, fail: Option<f64>, slo: Option<&crate::record::ThresholdResult>| {
+            let why = slo.map_or(String::new(), |s| format!(" — {}", failed_slo_text(s)));
+            format!(
+                "highest passing rate {}, first failing {}{why}",
+                rate(pass),
+                rate(fail)
+            )
+        };
+    if a.series.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            verdict(
+                a.max_passing_rate_rps,
+                a.first_failing_rate_rps,
+                a.failed_slo.as_ref()
+            )
+        );
+    }
+    for s in &a.series {
+        let _ = writeln!(
+            out,
+            "{}={}: {} (stopped: {}{})",
+            s.name,
+            s.value,
+            verdict(
+                s.max_passing_rate_rps,
+                s.first_failing_rate_rps,
+                s.failed_slo.as_ref()
+            ),
+            s.stop_reason,
+            s.error.as_ref().map_or(String::new(), |e| format!("; {e}"))
+        );
+    }
+    if let Some(c) = a.capacity_rps {
+        let _ = writeln!(out, "capacity measured past saturation: {c:.1}/s");
+    }
+    for d in &a.demand {
+        let _ = writeln!(
+            out,
+            "demand: {}/s needs {}",
+            d.load_rps,
+            d.resource.as_deref().unwrap_or("more than any value tried")
+        );
+    }
+    if record.analysis.stop_reason == crate::record::StopReason::ClientBottleneck {
+        let _ = writeln!(
+            out,
+            "warning: the load generator could not keep the rate above {}; that is autoperf's limit here, not the system's (spread the load with --generators, or run on a bigger machine)",
+            rate(a.max_passing_rate_rps)
+        );
+    }
+    out
+}

@@ -6,13 +6,17 @@
 //!   plan of `autoperf run`'s one level.
 //! - `capacity`: the capacity analysis (AutoPerf 2.1) as a controller.
 //! - `profile`: the profiling mode (2.1.4) as a controller.
+//! - `open_capacity`: the open-workload search for the highest arrival rate
+//!   that meets the SLOs, optionally per resource value (`--vary`).
 //!
 //! The pure algorithms these lean on live below this wing, in `capacity/`
 //! and `profile/`; nothing there imports from here.
 
 pub mod capacity;
 pub mod fixed;
+pub mod open_capacity;
 pub mod profile;
+pub mod vary;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,6 +86,12 @@ pub trait LevelController {
     /// Why the controller chose what it is running now, for the live view.
     fn reason(&self) -> Option<String> {
         None
+    }
+
+    /// Idle time before the level `next` chose: an overloaded level leaves
+    /// a backlog the server works off before the next one is measured.
+    fn pause(&mut self) -> Duration {
+        Duration::ZERO
     }
 }
 
@@ -155,6 +165,16 @@ pub fn run_levels(
         };
         if let Some(why) = controller.reason() {
             observer.note(&why);
+        }
+        let pause = controller.pause();
+        if !pause.is_zero() {
+            observer.note(&format!(
+                "pausing {:.0} s: the last level left a backlog the target works off first",
+                pause.as_secs_f64().ceil()
+            ));
+            if stop.wait(pause) {
+                break StopReason::Interrupted;
+            }
         }
         let placement = engine::fleet::place(scenario, level.connections(), &plan.generators)?;
         if let Some(note) = placement.note() {

@@ -583,6 +583,14 @@ pub struct CapacitySettings {
     pub levels_beyond: u32,
     /// How the levels inside the range are chosen.
     pub search: SearchStrategy,
+    /// The open search: a rate passes only when at least this fraction of
+    /// it is delivered (Theodolite's rule, 95%).
+    pub min_achieved: f64,
+    /// The open search ends when the first failing rate is within this
+    /// fraction above the highest passing one.
+    pub rate_precision: f64,
+    /// The open search's ramp: each passing rate times this, until one fails.
+    pub rate_factor: f64,
 }
 
 /// How the levels between `N_min` and the top are chosen.
@@ -629,6 +637,9 @@ impl Default for CapacitySettings {
             s_low: Duration::from_millis(5),
             levels_beyond: 2,
             search: SearchStrategy::Model,
+            min_achieved: 0.95,
+            rate_precision: 0.02,
+            rate_factor: 2.0,
         }
     }
 }

@@ -5,12 +5,14 @@
 //!
 //! Layout: summary and verdict, warnings, thresholds; for runs over several
 //! loads the curves against users (with the queueing model's, when
-//! `prediction.json` is there); the profile's demand table; the model's
+//! `prediction.json` is there); the open search's rates and verdicts; the
+//! profile's demand table; the model's
 //! section; one section
 //! per level (its time series and per-request table); the scenario text.
 
 mod charts;
 mod prediction;
+mod rates;
 mod tables;
 
 pub use charts::SeriesRow;
@@ -144,6 +146,9 @@ pub fn render(record: &RunRecord, series: &[SeriesRow], prediction: Option<&Pred
     summary(&mut h, record);
     warnings(&mut h, record);
     thresholds(&mut h, &record.analysis);
+    if let Some(a) = &record.analysis.rates {
+        rates::section(&mut h, record, a);
+    }
     let over_loads = distinct_users(&record.levels) > 1;
     if over_loads {
         h.push_str("<h2>Against load</h2>\n");
@@ -297,6 +302,8 @@ fn summary(h: &mut String, r: &RunRecord) {
         if let Some(n) = a.n_min {
             card(h, "", "N_min", &format!("{} users", fnum(n.into(), 0)));
         }
+    } else if let Some(a) = &r.analysis.rates {
+        rates::cards(h, a);
     } else {
         let requests: u64 = r.levels.iter().map(|l| l.requests).sum();
         let errors: u64 = r.levels.iter().map(|l| l.errors).sum();
@@ -355,6 +362,16 @@ fn elapsed(start: &str, end: &str) -> Option<String> {
 fn warnings(h: &mut String, r: &RunRecord) {
     let mut items: Vec<String> = r.warnings.iter().map(|w| esc(w)).collect();
     for l in r.levels.iter().filter(|l| l.client_bottleneck) {
+        if let (Some(rate), Some(late)) = (l.rate_rps, &l.client.arrival_lateness_ms) {
+            items.push(format!(
+                "<strong>Client bottleneck at level {} ({} arrivals/s offered)</strong>: arrivals started late (p99 {} ms) or not at all ({} unstarted) — the load generator, or sessions held up by a slow server, limited this level.",
+                l.level,
+                fnum(rate, 1),
+                fnum(late.p99, 1),
+                l.arrivals.as_ref().map_or(0, |a| a.unstarted)
+            ));
+            continue;
+        }
         items.push(format!(
             "<strong>Client bottleneck at level {} ({})</strong>: users thought {} s on average against {} s configured — the load generator, not the server, limited this level; its figures understate what the server can do.",
             l.level,

@@ -79,6 +79,9 @@ pub const CAPACITY_KEYS: &[&str] = &[
     "s_low",
     "levels_beyond",
     "search",
+    "min_achieved",
+    "rate_precision",
+    "rate_factor",
 ];
 
 /// Decodes the document's root.
@@ -773,6 +776,26 @@ fn decode_capacity(ctx: &mut Ctx, node: &Node) -> Option<CapacitySettings> {
             "rho_min" => c.rho_min = ctx.fraction(value, "a fraction").unwrap_or(c.rho_min),
             "tolerance" => c.tolerance = ctx.fraction(value, "a fraction").unwrap_or(c.tolerance),
             "think_gap" => c.think_gap = ctx.fraction(value, "a fraction").unwrap_or(c.think_gap),
+            "min_achieved" => match ctx.fraction(value, "a fraction") {
+                Some(f) if f > 0.0 => c.min_achieved = f,
+                Some(_) => ctx.error(value.pos(), "expected a fraction above 0, like `95%`, found 0"),
+                None => {}
+            },
+            "rate_precision" => match ctx.fraction(value, "a fraction") {
+                Some(f) if f > 0.0 && f < 1.0 => c.rate_precision = f,
+                Some(_) => ctx.error(
+                    value.pos(),
+                    format!("expected a precision between 0 and 100% (like `2%`), found {}", value.describe()),
+                ),
+                None => {}
+            },
+            "rate_factor" => match value.as_str().and_then(|t| t.trim().parse::<f64>().ok()) {
+                Some(f) if f > 1.0 && f <= 100.0 => c.rate_factor = f,
+                _ => ctx.error(
+                    value.pos(),
+                    format!("expected the ramp's factor, a number above 1 and at most 100 (like `2`), found {}", value.describe()),
+                ),
+            },
             "demand_epsilon" => {
                 // In percent, like the paper: `5` and `5%` both mean 5 %.
                 let text = value.as_str().unwrap_or("");

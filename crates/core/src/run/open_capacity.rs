@@ -1,0 +1,500 @@
+//! The open-workload capacity analysis as a `LevelController`: the rate
+//! search (`capacity::rate`) chooses arrival rates, each level runs to
+//! steady state, and every finished level is judged against the SLOs — the
+//! scenario's thresholds and "at least 95% of the rate delivered"
+//! (Theodolite's rule). A level that failed while the generator could not
+//! keep the rate says nothing about the system: it ends the search with
+//! `client_bottleneck`, never a system limit.
+//!
+//! With `--vary NAME=v1,v2,…` the search runs once per value; between
+//! series a `Reconfigure` hook (the user's `--apply` command and the
+//! `--ready` wait) changes the system under test. The result is
+//! Theodolite's scalability benchmark: the highest passing rate per
+//! resource value, and the resource each load needs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{LevelController, Next};
+use crate::capacity::client::LATENESS_FLOOR_S;
+use crate::capacity::rate::{
+    RateDecision, RateOutcome, RateSearch, RateSearchConfig, RateStop, RateVerdict,
+};
+use crate::capacity::steady::{SteadyConfig, SteadyState, SteadyVerdict};
+use crate::engine::{default_warmup, Level, OpenPlan, DEFAULT_MAX_IN_FLIGHT};
+use crate::load::Spacing;
+use crate::measure::{LevelInfo, Tick};
+use crate::profile::Sampler;
+use crate::record::{
+    Analysis, DemandPoint, LevelRecord, RateAnalysis, RateChoice, RateLevel, SeriesResult,
+    StopReason, ThresholdResult, Unit,
+};
+use crate::scenario::{ArrivalSpacing, Scenario};
+use crate::thresholds;
+
+/// The start rate when neither `--rate` nor `arrivals:` gives one.
+pub const DEFAULT_START_RPS: f64 = 10.0;
+
+/// The longest pause between levels for a backlog to drain.
+const MAX_PAUSE: Duration = Duration::from_secs(30);
+
+/// Generator CPU (a fraction of its cores) past which a failing level
+/// counts as the generator's limit.
+const GENERATOR_CPU_LIMIT: f64 = 0.95;
+
+/// Changes the system under test to one `--vary` value and waits until it
+/// is ready; an error ends the analysis (`apply_failed`).
+pub type Reconfigure = Box<dyn FnMut(&str) -> Result<(), String>>;
+
+/// `--vary NAME=v1,v2,…`: the values still to run and the hook that
+/// applies them. The first value is applied before the analysis starts.
+pub struct Vary {
+    pub name: String,
+    pub values: Vec<String>,
+    pub apply: Reconfigure,
+}
+
+pub struct OpenCapacityController {
+    scenario: Arc<Scenario>,
+    config: RateSearchConfig,
+    search: RateSearch,
+    min_achieved: f64,
+    /// Requests per session (the CBMG's expected visits): delivered
+    /// sessions per second are successful requests per second over this.
+    visits: f64,
+    steady_config: SteadyConfig,
+    warmup: Duration,
+    spacing: Spacing,
+    max_in_flight: u32,
+    index: u32,
+    current: Option<Current>,
+    pause: Duration,
+    vary: Option<Vary>,
+    /// Index into `vary.values` of the series running now.
+    series_at: usize,
+    /// Finished series (with `--vary`).
+    series: Vec<SeriesResult>,
+    /// This series' levels: (level, rate, reason, verdict, first failed SLO).
+    levels: Vec<(u32, f64, String, String, Option<ThresholdResult>)>,
+}
+
+struct Current {
+    rate: f64,
+    reason: String,
+    steady: SteadyState,
+    /// Measured time so far (after the warm-up).
+    measured: Duration,
+}
+
+impl OpenCapacityController {
+    pub fn new(scenario: Arc<Scenario>, start_rps: Option<f64>) -> OpenCapacityController {
+        let settings = &scenario.capacity;
+        let arrivals = scenario.arrivals.as_ref();
+        let start = start_rps
+            .or_else(|| {
+                arrivals.and_then(|a| a.stages.iter().map(|s| s.rate_per_s).reduce(f64::max))
+            })
+            .filter(|r| *r > 0.0)
+            .unwrap_or(DEFAULT_START_RPS);
+        let config = RateSearchConfig {
+            start_rps: start,
+            factor: settings.rate_factor,
+            precision: settings.rate_precision,
+            ..RateSearchConfig::default()
+        };
+        let visits: f64 = scenario.session.expected_visits().iter().sum();
+        OpenCapacityController {
+            search: RateSearch::new(config.clone()),
+            config,
+            min_achieved: settings.min_achieved,
+            visits: if visits.is_finite() && visits >= 1.0 {
+                visits
+            } else {
+                1.0
+            },
+            steady_config: SteadyConfig::from_settings(settings),
+            warmup: default_warmup(&scenario).min(settings.min_duration),
+            spacing: match arrivals.map(|a| a.spacing) {
+                Some(ArrivalSpacing::Even) => Spacing::Even,
+                _ => Spacing::Poisson { seed: 0 },
+            },
+            max_in_flight: arrivals
+                .and_then(|a| a.max_in_flight)
+                .unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+                .max(1),
+            index: 0,
+            current: None,
+            pause: Duration::ZERO,
+            vary: None,
+            series_at: 0,
+            series: Vec::new(),
+            levels: Vec::new(),
+            scenario,
+        }
+    }
+
+    /// Runs the search once per value; the first is applied already.
+    pub fn vary(mut self, vary: Vary) -> OpenCapacityController {
+        self.vary = Some(vary);
+        self
+    }
+
+    /// Continues an interrupted search (one series): the finished levels
+    /// (Ctrl-C's cut-short one left out) are replayed into it.
+    pub fn resume(mut self, finished: &[LevelRecord]) -> OpenCapacityController {
+        for level in finished {
+            let (Some(rate), Some(judged)) = (level.rate_rps, &level.rate_search) else {
+                continue;
+            };
+            self.index = self.index.max(level.level);
+            let verdict = outcome_verdict(judged);
+            self.levels.push((
+                level.level,
+                rate,
+                judged.reason.clone(),
+                judged.verdict.clone(),
+                judged.slos.iter().find(|r| !r.passed).cloned(),
+            ));
+            self.search.record(RateOutcome {
+                rate_rps: rate,
+                verdict,
+            });
+        }
+        self
+    }
+
+    /// The value of `--vary` running now, as the level records keep it.
+    fn series_key(&self) -> BTreeMap<String, String> {
+        self.vary
+            .as_ref()
+            .and_then(|v| Some((v.name.clone(), v.values.get(self.series_at)?.clone())))
+            .into_iter()
+            .collect()
+    }
+
+    /// Judges a finished level against every SLO.
+    fn judge(&self, level: &LevelRecord) -> (RateVerdict, RateLevel) {
+        let rate = level.rate_rps.unwrap_or(0.0);
+        let ok = level.requests.saturating_sub(level.errors) as f64;
+        let delivered = ok / level.duration_s.max(1e-9) / self.visits;
+        let achieved = ThresholdResult {
+            source: format!(
+                "achieved >= {}% of the rate",
+                (self.min_achieved * 1e3).round() / 10.0
+            ),
+            passed: rate > 0.0 && delivered >= self.min_achieved * rate,
+            actual: Some(if rate > 0.0 {
+                (delivered / rate * 1e4).round() / 1e4
+            } else {
+                0.0
+            }),
+            bound: self.min_achieved,
+            unit: Unit::Fraction,
+            note: None,
+        };
+        let mut slos = thresholds::evaluate(&self.scenario, level);
+        slos.push(achieved);
+        // Nothing delivered measures no capacity: the target is down or
+        // every request failed.
+        let saturated = delivered > 0.0 && delivered < self.min_achieved * rate;
+        let generator = generator_bound(level);
+        let failed = slos.iter().find(|r| !r.passed);
+        let (verdict, name) = match (failed, &generator) {
+            (None, _) => (RateVerdict::Pass, "pass"),
+            (Some(_), Some(why)) => (
+                RateVerdict::GeneratorBound { why: why.clone() },
+                "generator_bound",
+            ),
+            (Some(slo), None) => (
+                RateVerdict::Fail {
+                    slo: slo.source.clone(),
+                    saturated_rps: saturated.then_some(delivered),
+                },
+                "fail",
+            ),
+        };
+        let record = RateLevel {
+            reason: String::new(),
+            verdict: name.into(),
+            slos,
+            delivered_rps: (delivered * 1e3).round() / 1e3,
+            saturated,
+            generator_bound: generator,
+            series: self.series_key(),
+        };
+        (verdict, record)
+    }
+
+    /// The figures of the series running now.
+    fn series_result(&self, stop_reason: StopReason, error: Option<String>) -> SeriesResult {
+        let s = self.search.summary();
+        let vary = self.vary.as_ref();
+        SeriesResult {
+            name: vary.map(|v| v.name.clone()).unwrap_or_default(),
+            value: vary
+                .and_then(|v| v.values.get(self.series_at).cloned())
+                .unwrap_or_default(),
+            max_passing_rate_rps: s.max_passing_rate_rps,
+            first_failing_rate_rps: s.first_failing_rate_rps,
+            failed_slo: self.failed_slo(),
+            capacity_rps: s.capacity_rps.map(round3),
+            stop_reason,
+            levels: self.levels.iter().map(|l| l.0).collect(),
+            error,
+        }
+    }
+
+    /// The SLO the first failing rate failed, as measured there.
+    fn failed_slo(&self) -> Option<ThresholdResult> {
+        let fail = self.search.summary().first_failing_rate_rps?;
+        self.levels
+            .iter()
+            .rev()
+            .find(|l| (l.1 - fail).abs() < 1e-9 && l.4.is_some())
+            .and_then(|l| l.4.clone())
+    }
+
+    /// Ends the series running now; with `--vary`, applies the next value
+    /// and starts its search. `None` when there is no next series.
+    fn next_series(&mut self, stop: RateStop) -> Option<Result<(), String>> {
+        let vary = self.vary.as_ref()?;
+        let result = self.series_result(stop.into(), None);
+        self.series.push(result);
+        self.series_at += 1;
+        let value = vary.values.get(self.series_at)?.clone();
+        let applied = (self.vary.as_mut()?.apply)(&value);
+        if let Err(e) = &applied {
+            let failed = self.series_result(StopReason::ApplyFailed, Some(e.clone()));
+            self.levels.clear();
+            self.series.push(SeriesResult {
+                levels: Vec::new(),
+                max_passing_rate_rps: None,
+                first_failing_rate_rps: None,
+                failed_slo: None,
+                capacity_rps: None,
+                ..failed
+            });
+            return Some(applied);
+        }
+        self.search = RateSearch::new(self.config.clone());
+        self.levels.clear();
+        self.pause = Duration::ZERO;
+        Some(Ok(()))
+    }
+
+    /// Theodolite's demand: for each series' highest passing rate (the
+    /// loads), the first resource value, in the order given, that passes it.
+    fn demand(&self) -> Vec<DemandPoint> {
+        let mut loads: Vec<f64> = self
+            .series
+            .iter()
+            .filter_map(|s| s.max_passing_rate_rps)
+            .collect();
+        loads.sort_by(f64::total_cmp);
+        loads.dedup();
+        loads
+            .into_iter()
+            .map(|load| DemandPoint {
+                load_rps: load,
+                resource: self
+                    .series
+                    .iter()
+                    .find(|s| s.max_passing_rate_rps.is_some_and(|p| p >= load))
+                    .map(|s| s.value.clone()),
+            })
+            .collect()
+    }
+}
+
+/// The verdict a recorded level gave, for a resumed search.
+fn outcome_verdict(judged: &RateLevel) -> RateVerdict {
+    match judged.verdict.as_str() {
+        "pass" => RateVerdict::Pass,
+        "generator_bound" => RateVerdict::GeneratorBound {
+            why: judged.generator_bound.clone().unwrap_or_default(),
+        },
+        _ => RateVerdict::Fail {
+            slo: judged
+                .slos
+                .iter()
+                .find(|r| !r.passed)
+                .map_or_else(|| "an SLO".into(), |r| r.source.clone()),
+            saturated_rps: judged.saturated.then_some(judged.delivered_rps),
+        },
+    }
+}
+
+/// Why the generator, not the system, limited a level: arrivals left the
+/// scheduler later than scheduling noise explains (the pacer runs before
+/// any connection is asked for, so a slow server cannot make it late), or
+/// its CPU was all but spent. Arrivals that waited for an in-flight slot
+/// are not evidence: the slots fill when sessions do not finish, which is
+/// the server's doing.
+pub fn generator_bound(level: &LevelRecord) -> Option<String> {
+    let late = level.client.arrival_lateness_ms.as_ref()?;
+    if late.p99 > LATENESS_FLOOR_S * 1e3 {
+        return Some(format!(
+            "arrivals left the generator late (p99 {:.1} ms past their time)",
+            late.p99
+        ));
+    }
+    let cores = level.client.cores.max(1) as f64;
+    if level.client.cpu_util_cores >= GENERATOR_CPU_LIMIT * cores {
+        return Some(format!(
+            "the generator used {:.2} of its {} cores",
+            level.client.cpu_util_cores, level.client.cores
+        ));
+    }
+    None
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+impl LevelController for OpenCapacityController {
+    fn next(&mut self, _finished: &[LevelRecord]) -> Next {
+        loop {
+            match self.search.next() {
+                RateDecision::Run { rate_rps, reason } => {
+                    self.index += 1;
+                    self.current = Some(Current {
+                        rate: rate_rps,
+                        reason,
+                        steady: SteadyState::new(self.steady_config.clone()),
+                        measured: Duration::ZERO,
+                    });
+                    let mut plan = OpenPlan::constant(
+                        self.index,
+                        rate_rps,
+                        self.warmup,
+                        self.scenario.capacity.max_duration,
+                    );
+                    plan.spacing = self.spacing;
+                    plan.max_in_flight = self.max_in_flight;
+                    return Next::Run(Level::Open(plan));
+                }
+                RateDecision::Done { stop_reason } => match self.next_series(stop_reason) {
+                    Some(Ok(())) => continue,
+                    Some(Err(_)) => return Next::Finish(StopReason::ApplyFailed),
+                    None => return Next::Finish(stop_reason.into()),
+                },
+            }
+        }
+    }
+
+    fn on_tick(&mut self, _level: &LevelInfo, tick: &Tick, _sampler: Option<&Sampler>) -> bool {
+        let Some(cur) = self.current.as_mut() else {
+            return false;
+        };
+        let total = tick.stats.total();
+        let x = total.requests as f64 / tick.length.as_secs_f64().max(1e-3);
+        // Steady state is judged on the whole level (the detector finds
+        // where the warm-up really ends), but the SLOs are judged on the
+        // measured window: it lasts at least `min_duration`.
+        let verdict = cur.steady.push(x);
+        if !tick.warmup {
+            cur.measured += tick.length;
+        }
+        match verdict {
+            SteadyVerdict::GaveUp { .. } => true,
+            SteadyVerdict::Steady { .. } => cur.measured >= self.scenario.capacity.min_duration,
+            SteadyVerdict::NotYet => false,
+        }
+    }
+
+    fn finish_level(&mut self, level: &mut LevelRecord, _sampler: Option<&Sampler>) {
+        let Some(cur) = self.current.take() else {
+            return;
+        };
+        let (verdict, mut judged) = self.judge(level);
+        judged.reason = cur.reason.clone();
+        // A level Ctrl-C cut short measured a fraction of a level: kept on
+        // disk, marked, never judged.
+        if !level.interrupted {
+            if let RateVerdict::Fail {
+                saturated_rps: Some(delivered),
+                ..
+            } = &verdict
+            {
+                // The sessions that arrived over what was delivered are
+                // still queued at the server: let it work them off.
+                let backlog = (cur.rate - delivered).max(0.0) * (level.duration_s + level.warmup_s);
+                self.pause = Duration::from_secs_f64(backlog / delivered.max(1e-3)).min(MAX_PAUSE);
+            } else {
+                self.pause = Duration::ZERO;
+            }
+            self.levels.push((
+                level.level,
+                cur.rate,
+                cur.reason,
+                judged.verdict.clone(),
+                judged.slos.iter().find(|r| !r.passed).cloned(),
+            ));
+            self.search.record(RateOutcome {
+                rate_rps: cur.rate,
+                verdict,
+            });
+        }
+        level.rate_search = Some(judged);
+    }
+
+    fn pause(&mut self) -> Duration {
+        std::mem::take(&mut self.pause)
+    }
+
+    fn analysis(&self) -> Analysis {
+        let s = self.search.summary();
+        let mut series = self.series.clone();
+        let running = self
+            .vary
+            .as_ref()
+            .is_some_and(|v| self.series_at < v.values.len())
+            && self.series.len() <= self.series_at;
+        if running {
+            series.push(self.series_result(StopReason::Running, None));
+        }
+        Analysis {
+            rates: Some(RateAnalysis {
+                max_passing_rate_rps: s.max_passing_rate_rps,
+                first_failing_rate_rps: s.first_failing_rate_rps,
+                failed_slo: self.failed_slo(),
+                capacity_rps: s.capacity_rps.map(round3),
+                min_achieved: self.min_achieved,
+                rate_precision: self.config.precision,
+                rates_chosen: self
+                    .levels
+                    .iter()
+                    .map(|l| RateChoice {
+                        rate_rps: l.1,
+                        reason: l.2.clone(),
+                        verdict: l.3.clone(),
+                    })
+                    .collect(),
+                series,
+                demand: self.demand(),
+            }),
+            ..Analysis::default()
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        let cur = self.current.as_ref()?;
+        let (pass, fail) = self.search.bracket();
+        let mark = |r: Option<f64>, m: &str| r.map_or("?".to_string(), |r| format!("{r}/s {m}"));
+        let series = self
+            .series_key()
+            .into_iter()
+            .map(|(k, v)| format!(" [{k}={v}]"))
+            .collect::<String>();
+        Some(format!(
+            "level {}{series}: {}/s — {}; bracket {} … {}",
+            self.index,
+            cur.rate,
+            cur.reason,
+            mark(pass, "✓"),
+            mark(fail, "✗")
+        ))
+    }
+}

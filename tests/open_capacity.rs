@@ -1,0 +1,258 @@
+//! `autoperf capacity` on an open workload, end to end against the testbed:
+//! the highest arrival rate meeting the SLOs, the generator's own limit
+//! told apart from the system's, and Theodolite's scalability benchmark
+//! with `--vary` restarting the testbed between series.
+
+mod support;
+
+use std::path::Path;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// The levels' rates and verdicts, for messages.
+fn levels(run: &serde_json::Value) -> String {
+    run["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            format!(
+                "{}/s {} (p99 {} ms, delivered {}/s)",
+                l["rate_rps"],
+                l["rate_search"]["verdict"],
+                l["response_time_ms"]["p99"],
+                l["rate_search"]["delivered_rps"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn finds_the_highest_rate_meeting_a_p99_slo_on_one_web_worker() {
+    // One web worker burning 4 ms per request: at most 250 requests/s.
+    // Evenly spaced arrivals queue only past that.
+    let _serial = support::serial();
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("open-cap");
+    let s = write(
+        &dir,
+        "open.yaml",
+        &format!(
+            r#"
+name: open-cpu
+target: {{base_url: "{}"}}
+arrivals: {{rate: 50/s, spacing: even}}
+requests:
+  cpu: {{path: "/cpu?ms=4"}}
+thresholds: ["p99 < 100ms"]
+capacity: {{min_duration: 4s, window: 2s, max_duration: 20s}}
+"#,
+            tb.web_url
+        ),
+    );
+    let out = dir.join("out");
+    let (code, stdout, stderr) =
+        support::autoperf(&["capacity", &s, "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    let all = levels(&run);
+    assert_eq!(a["stop_reason"], "completed", "{a}\n{all}");
+    let pass = a["max_passing_rate_rps"].as_f64().expect("a passing rate");
+    let fail = a["first_failing_rate_rps"]
+        .as_f64()
+        .expect("a failing rate");
+    // The true limit is 250/s less the testbed's overhead; a machine
+    // shared with other tests gives some noise either way.
+    assert!((200.0..=275.0).contains(&pass), "{pass}\n{all}");
+    assert!(
+        fail > pass && fail - pass <= 0.02 * fail + 1e-9,
+        "{pass} {fail}\n{all}"
+    );
+    assert_eq!(a["failed_slo"]["source"], "p99 < 100ms", "{a}");
+    assert!(a["failed_slo"]["actual"].as_f64().unwrap() >= 100.0, "{a}");
+    let n = run["levels"].as_array().unwrap().len();
+    assert!(n < 12, "{n} levels:\n{all}");
+    // Every level carries its verdict and the SLOs it was held to.
+    for l in run["levels"].as_array().unwrap() {
+        let slos = l["rate_search"]["slos"].as_array().unwrap();
+        assert_eq!(slos.len(), 2, "{l}");
+        assert_eq!(slos[1]["source"], "achieved >= 95% of the rate");
+    }
+    assert!(stdout.contains("highest passing rate"), "{stdout}");
+    assert!(stdout.contains("p99 < 100ms failed"), "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Highest rate meeting the SLOs"));
+    assert!(html.contains("First failing rate"));
+}
+
+#[test]
+fn a_starved_generator_ends_the_open_search_without_a_system_limit() {
+    // autoperf pinned to one core that a busy loop also wants, against
+    // /health (microseconds): the generator gives out first.
+    let _serial = support::serial();
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("open-starved");
+    let s = write(
+        &dir,
+        "starved.yaml",
+        &format!(
+            r#"
+name: starved-open
+target: {{base_url: "{}"}}
+arrivals: {{rate: 2000/s, spacing: even}}
+requests:
+  health: {{path: /health}}
+thresholds: ["p99 < 50ms"]
+capacity: {{min_duration: 3s, window: 1s, max_duration: 10s, rate_factor: 4}}
+"#,
+            tb.web_url
+        ),
+    );
+    let mut hog = std::process::Command::new("taskset")
+        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset runs");
+    let out = dir.join("out");
+    let output = std::process::Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(support::autoperf_exe())
+        .args(["capacity", &s, "--quiet", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    assert_eq!(
+        a["stop_reason"],
+        "client_bottleneck",
+        "{a}\n{}",
+        levels(&run)
+    );
+    // No limit of the system is claimed.
+    assert!(a["first_failing_rate_rps"].is_null(), "{a}");
+    assert!(a["failed_slo"].is_null(), "{a}");
+    let last = run["levels"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["rate_search"]["verdict"], "generator_bound", "{last}");
+    assert!(
+        stdout.contains("load generator could not keep the rate"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn vary_restarts_the_testbed_per_value_and_gives_the_demand() {
+    let _serial = support::serial();
+    let dir = support::scratch_dir("open-vary");
+    // A port of our own for the testbed the script restarts.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let s = write(
+        &dir,
+        "vary.yaml",
+        &format!(
+            r#"
+name: open-vary
+target: {{base_url: "http://{addr}"}}
+arrivals: {{rate: 100/s, spacing: even}}
+requests:
+  cpu: {{path: "/cpu?ms=4"}}
+thresholds: ["p99 < 100ms"]
+capacity: {{min_duration: 3s, window: 1s, max_duration: 15s, rate_precision: 5%}}
+"#
+        ),
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/testbed-restart.sh");
+    let apply = format!(
+        "TMPDIR={} {} {addr} {{web_workers}} {}",
+        dir.display(),
+        script.display(),
+        support::autoperf_exe().display()
+    );
+    let out = dir.join("out");
+    let ready = format!("http://{addr}/health");
+    let result = support::autoperf(&[
+        "capacity",
+        &s,
+        "--vary",
+        "web_workers=1,2",
+        "--apply",
+        &apply,
+        "--ready",
+        &ready,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stop = format!("TMPDIR={} {} {addr} stop", dir.display(), script.display());
+    let _ = std::process::Command::new("sh")
+        .args(["-c", &stop])
+        .status();
+    let (code, stdout, stderr) = result;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    let all = levels(&run);
+    let series = a["series"].as_array().expect("one result per value");
+    assert_eq!(series.len(), 2, "{a}");
+    assert_eq!(series[0]["value"], "1");
+    assert_eq!(series[1]["value"], "2");
+    let one = series[0]["max_passing_rate_rps"].as_f64().unwrap();
+    let two = series[1]["max_passing_rate_rps"].as_f64().unwrap();
+    // A second worker adds capacity (on 2 shared cores, not twice as much).
+    assert!(two > one * 1.3, "{one} {two}\n{all}");
+    // Every level says which value it ran under.
+    for l in run["levels"].as_array().unwrap() {
+        assert!(l["rate_search"]["series"]["web_workers"].is_string(), "{l}");
+    }
+    // Theodolite's demand: the lower load needs one worker, the higher two.
+    let demand = a["demand"].as_array().unwrap();
+    assert_eq!(demand.len(), 2, "{a}");
+    assert_eq!(demand[0]["resource"], "1");
+    assert_eq!(demand[1]["resource"], "2");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Capacity per resource value"));
+    assert!(
+        stdout.contains("web_workers=2: highest passing rate"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_failing_apply_command_ends_with_exit_3_and_says_why() {
+    let dir = support::scratch_dir("open-apply-fails");
+    let s = write(
+        &dir,
+        "s.yaml",
+        "name: s\ntarget: {base_url: \"http://127.0.0.1:9\"}\narrivals: {rate: 10/s}\nrequests: {a: {path: /}}\n",
+    );
+    let (code, _, stderr) = support::autoperf(&[
+        "capacity",
+        &s,
+        "--vary",
+        "w=1,2",
+        "--apply",
+        "echo no such system >&2; exit 4",
+        "--quiet",
+    ]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("w=1") && stderr.contains("failed"),
+        "{stderr}"
+    );
+    // --vary without --apply is a usage error.
+    let (code, _, stderr) = support::autoperf(&["capacity", &s, "--vary", "w=1,2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+}
