@@ -26,18 +26,17 @@ BROKER_CPU=${BROKER_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 # autoperf's maximum (MAX_MODE):
 #   search (default): the highest fixed rate it sustains, found per case and
-#     round from Java's rate in the same round: open workload, evenly spaced
-#     arrivals; a rate is sustained when >= 97% of it is acknowledged in the
-#     measured window with no error and no arrival left unstarted. Up from
-#     1.5x Java's rate by 1.4x steps until one fails, then SEARCH_STEPS
-#     bisections between the last rate that passed and the first that failed.
+#     round from Java's rate in the same round by autoperf's own open search
+#     (`autoperf capacity`): open workload, evenly spaced arrivals; a rate is
+#     sustained when >= 97% of it is acknowledged in the measured window with
+#     no error. Up from 1.5x Java's rate by 1.4x steps until one fails, then
+#     bisection until the bracket is within 5%.
 #   closed: USERS producers without think time, each waiting for its
 #     acknowledgement.
 #   open: one open-workload run at OVERLOAD_RATE, far above what it can do.
 MAX_MODE=${MAX_MODE:-search}
 USERS=${USERS:-20000}
 OVERLOAD_RATE=${OVERLOAD_RATE:-8000000}
-SEARCH_STEPS=${SEARCH_STEPS:-3}
 SEARCH_DURATION=${SEARCH_DURATION:-5}
 # Open workloads: at rate R with acknowledgements taking L, R·L records are
 # in flight; 100,000 covers 4,000,000/s at 25 ms.
@@ -231,46 +230,51 @@ else:
 PY
 }
 
-# Whether a run at RATE sustained it: >= PERCENT acknowledged, no error,
-# none left unstarted.
-sustained() { # rate percent "acked errors arrived cpu unstarted"
-    local acked errors unstarted
-    read -r acked errors _ _ unstarted <<<"$3"
-    ((errors == 0 && unstarted == 0 && acked * 100 >= $1 * $2))
+# The highest rate autoperf sustains (open workload, evenly spaced) on CPUS,
+# found by autoperf's own open-workload search (`autoperf capacity` on a
+# scenario with `arrivals:`): up from START by 1.4x until a rate fails, then
+# bisection until the bracket is within PRECISION percent; a rate passes when
+# >= PERCENT of it is acknowledged with no error (`error_rate <= 0%`).
+#   -> "acked_per_s errors acked cpu_cores unstarted_arrivals rate" of the
+#      highest passing level, and the search's stop reason
+search_rate() { # kind acks cpus start percent precision
+    local topic="bench-$1" out="$WORK/search-out" file
+    fresh_topic "$topic"
+    rm -rf "$out"
+    file=$(scenario "$1" "$2" "$topic")
+    sed -i "s/^  spacing: even$/  spacing: even\n  max_in_flight: $MAX_IN_FLIGHT/" "$file"
+    cat >>"$file" <<YAML
+thresholds: ["error_rate <= 0%"]
+capacity: {min_duration: ${DURATION}s, max_duration: $((3 * DURATION))s, rate_factor: 1.4, rate_precision: ${6}%, min_achieved: ${5}%}
+YAML
+    taskset -c "$3" "$AUTOPERF" capacity "$file" --rate "$4/s" --quiet --out "$out" >"$WORK/search.log" 2>&1 || {
+        echo "autoperf capacity failed:" >&2
+        tail -20 "$WORK/search.log" >&2
+        echo "0 1 0 0 0 0 failed"
+        return
+    }
+    "$PY" - "$out/run.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+a = run["analysis"]
+for lv in run["levels"]:
+    j = lv.get("rate_search") or {}
+    sys.stderr.write(f"    {lv['rate_rps']:.0f}/s -> {lv['throughput_rps']:.0f} acked/s, {j.get('verdict')}, {lv['client']['cpu_util_cores']:.2f} cores\n")
+best = a.get("max_passing_rate_rps")
+lv = next((l for l in run["levels"] if best is not None and l["rate_rps"] == best), None)
+if lv is None:
+    print(f"0 1 0 0 0 0 {a['stop_reason']}")
+else:
+    unstarted = (lv.get("arrivals") or {}).get("unstarted", 0)
+    print(f"{lv['throughput_rps']:.0f} {lv['errors']} {lv['throughput_rps']:.0f} {lv['client']['cpu_util_cores']:.2f} {unstarted} {best:.0f} {a['stop_reason']}")
+PY
 }
 
-# The highest rate autoperf sustains (open workload, evenly spaced) on CPUS:
-# up from START by 1.4x steps until one fails, then SEARCH_STEPS bisections
-#   -> the result of run_autoperf at that rate, with the rate appended
-search_rate() { # kind acks cpus start percent
-    local rate=$4 best="" pass=0 fail="" r step
-    (( rate > 0 )) || rate=100000
-    for step in 1 2 3 4 5 6 7 8; do
-        r=$(run_autoperf "$1" "$2" "$rate" "$3")
-        echo "    search $1 acks=$2 cores $3: $rate/s -> $r" >&2
-        if sustained "$rate" "$5" "$r"; then
-            best="$r $rate" pass=$rate
-            rate=$(( rate * 7 / 5 ))
-        else
-            fail=$rate
-            break
-        fi
-    done
-    if [[ -n $fail ]]; then
-        for step in $(seq "$SEARCH_STEPS"); do
-            rate=$(( (pass + fail) / 2 ))
-            r=$(run_autoperf "$1" "$2" "$rate" "$3")
-            echo "    search $1 acks=$2 cores $3: $rate/s -> $r" >&2
-            if sustained "$rate" "$5" "$r"; then best="$r $rate" pass=$rate; else fail=$rate; fi
-        done
-    fi
-    echo "${best:-0 1 0 0 0 0}"
-}
-
-# autoperf's maximum for the comparison: searched from 1.5x Java's rate.
+# autoperf's maximum for the comparison: searched from 1.5x Java's rate,
+# 97% acknowledged, the bracket within 5% (about 3 bisections of a 1.4x step).
 max_autoperf() { # kind acks cpus java_rate
     local DURATION=$SEARCH_DURATION
-    search_rate "$1" "$2" "$3" $(( $4 * 3 / 2 )) 97
+    search_rate "$1" "$2" "$3" $(( $4 * 3 / 2 )) 97 5
 }
 
 echo "broker $BOOTSTRAP (pid $BROKER_PID) on core $BROKER_CPU, generators on core $GEN_CPU, $PARTITIONS partitions"
@@ -334,18 +338,19 @@ PY
 [[ $SLO == 1 ]] || exit 0
 
 # The SLO search: the highest configured rate of which >= 95% is
-# acknowledged, with no errors (search_rate, from 1,000,000/s).
-slo_search() { # cpus -> highest passing rate
+# acknowledged, with no errors (autoperf's open search, from 1,000,000/s).
+slo_search() { # cpus -> highest passing rate and the stop reason
     local DURATION=$SLO_DURATION r
-    r=$(search_rate theodolite all "$1" 1000000 95)
-    echo "${r##* }"
+    r=$(search_rate theodolite all "$1" 1000000 95 2)
+    read -r _ _ _ _ _ rate stop <<<"$r"
+    echo "$rate $stop"
 }
 
 echo
 echo "SLO search, Theodolite records, acks=all: highest rate with >= 95% acknowledged"
 echo "(1 core: autoperf on core $GEN_CPU, broker on core $BROKER_CPU; 2 cores: both share cores 0-1)"
-one=$(slo_search "$GEN_CPU")
+read -r one one_stop < <(slo_search "$GEN_CPU")
 pin_broker 0-1
-two=$(slo_search 0-1)
-echo "  1 core:  $one records/s per core"
-echo "  2 cores: $two records/s, $((two / 2)) per core (the broker shares them)"
+read -r two two_stop < <(slo_search 0-1)
+echo "  1 core:  $one records/s per core (search stopped: $one_stop)"
+echo "  2 cores: $two records/s, $((two / 2)) per core, the broker sharing them (search stopped: $two_stop)"

@@ -644,3 +644,46 @@ fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
         assert!(records > 100, "partition {p} holds {records} records");
     }
 }
+
+#[test]
+fn the_theodolite_example_searches_its_highest_sustained_rate() {
+    // `autoperf capacity` on the example (it has `arrivals:`): the open
+    // search over a Kafka target, coarse (factor 8, 25%) to stay short.
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-open-search");
+    let topic = format!("open-search-{}", epoch_ms());
+    let scenario = theodolite(&dir, &bootstrap, &topic, 1);
+    let mut text = std::fs::read_to_string(&scenario).unwrap();
+    text.push_str(
+        "capacity: {min_duration: 3s, window: 1s, max_duration: 10s, rate_factor: 8, rate_precision: 25%}\n",
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "capacity",
+        scenario.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    let pass = a["max_passing_rate_rps"].as_f64().expect("a passing rate");
+    assert!(pass >= 10_000.0, "{a}");
+    // It ends on the broker's limit (a failed SLO) or on autoperf's own,
+    // and says which.
+    match a["stop_reason"].as_str() {
+        Some("completed") => assert!(a["failed_slo"]["source"].is_string(), "{a}"),
+        Some("client_bottleneck") => assert!(a["generator_limit_rps"].as_f64() > Some(pass), "{a}"),
+        other => panic!("stop_reason {other:?}: {a}"),
+    }
+    // What was acknowledged is on the broker.
+    let acked: u64 = run["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["requests"].as_u64().unwrap() - l["errors"].as_u64().unwrap())
+        .sum();
+    assert!(records_in(&bootstrap, &topic) >= acked, "{acked}");
+}

@@ -23,6 +23,11 @@
 //! failure end the search. When latency fails sooner (Poisson arrivals, a
 //! tight percentile) the probes fail and the bracket is bisected as usual.
 //!
+//! **The generator's limit.** A level that failed while the generator could
+//! not keep the rate tops the bracket like a failure, so the search still
+//! narrows it down, but it ends as `client_bottleneck` and the rate is
+//! reported as autoperf's limit (`generator_limit_rps`), never the system's.
+//!
 //! Pure: the controller (`run::open_capacity`) runs the levels and judges
 //! them; this only chooses rates. No clock, no I/O.
 
@@ -112,7 +117,9 @@ pub struct RateSearch {
     /// The latest capacity measured at a saturated level.
     capacity: Option<f64>,
     tried: Vec<f64>,
-    stopped: Option<RateStop>,
+    /// The lowest rate the generator could not keep while an SLO failed:
+    /// the bracket's top then is autoperf's limit, not the system's.
+    generator: Option<f64>,
 }
 
 /// What the search found so far.
@@ -122,6 +129,8 @@ pub struct RateSummary {
     pub first_failing_rate_rps: Option<f64>,
     pub failed_slo: Option<String>,
     pub capacity_rps: Option<f64>,
+    /// The lowest rate the generator could not keep.
+    pub generator_limit_rps: Option<f64>,
     pub levels: u32,
 }
 
@@ -133,7 +142,18 @@ impl RateSearch {
             fail: None,
             capacity: None,
             tried: Vec::new(),
-            stopped: None,
+            generator: None,
+        }
+    }
+
+    /// The lowest rate known to fail, and whether the generator (not the
+    /// system) failed there.
+    fn top(&self) -> Option<(f64, bool)> {
+        match (&self.fail, self.generator) {
+            (Some((f, _)), Some(g)) if g < *f => Some((g, true)),
+            (Some((f, _)), _) => Some((*f, false)),
+            (None, Some(g)) => Some((g, true)),
+            (None, None) => None,
         }
     }
 
@@ -144,14 +164,16 @@ impl RateSearch {
             rate_rps: round_rate(rate),
             reason,
         };
-        if let Some(stop) = self.stopped {
-            return done(stop);
-        }
         if self.tried.len() as u32 >= self.config.max_levels {
             return done(RateStop::MaxLevels);
         }
         let c = &self.config;
-        match (self.pass, &self.fail) {
+        // A bracket topped by the generator's failure ends as its limit.
+        let end = |generator: bool| match generator {
+            true => RateStop::ClientBottleneck,
+            false => RateStop::Completed,
+        };
+        match (self.pass, self.top()) {
             (None, None) => run(c.start_rps, "start".into()),
             (Some(pass), None) => {
                 if pass >= c.max_rate_rps {
@@ -163,29 +185,35 @@ impl RateSearch {
                     format!("ramp: ×{} the highest passing rate", c.factor),
                 )
             }
-            (None, Some((fail, _))) => {
-                let below = self.capacity.map(|e| e * (1.0 - c.precision / 2.0));
+            (None, Some((fail, generator))) => {
+                let below = self
+                    .capacity
+                    .filter(|_| !generator)
+                    .map(|e| e * (1.0 - c.precision / 2.0));
                 match below {
-                    Some(rate) if rate < *fail && self.untried(rate) => run(
+                    Some(rate) if rate < fail && self.untried(rate) => run(
                         rate,
                         format!("just below the capacity measured at {fail}/s"),
                     ),
                     _ => {
                         let rate = fail / c.factor;
                         if rate < c.start_rps / c.factor.powi(MAX_STEPS_DOWN) {
-                            return done(RateStop::NoPassingRate);
+                            return done(match generator {
+                                true => RateStop::ClientBottleneck,
+                                false => RateStop::NoPassingRate,
+                            });
                         }
                         run(rate, format!("ramp down: ÷{} the failing rate", c.factor))
                     }
                 }
             }
-            (Some(pass), Some((fail, _))) => {
+            (Some(pass), Some((fail, generator))) => {
                 if fail - pass <= c.precision * fail {
-                    return done(RateStop::Completed);
+                    return done(end(generator));
                 }
-                let inside = |r: f64| r > pass && r < *fail && self.untried(r);
+                let inside = |r: f64| r > pass && r < fail && self.untried(r);
                 let narrow = |r: f64| r - pass > c.precision * r && fail - r > c.precision * fail;
-                if let Some(e) = self.capacity {
+                if let Some(e) = self.capacity.filter(|_| !generator) {
                     let below = e * (1.0 - c.precision / 2.0);
                     let above = e * (1.0 + c.precision / 2.0);
                     if inside(below) && below - pass > c.precision * below {
@@ -208,12 +236,17 @@ impl RateSearch {
                         );
                     }
                 }
+                let what = if generator {
+                    "the generator's limit: "
+                } else {
+                    ""
+                };
                 run(
                     (pass + fail) / 2.0,
                     format!(
-                        "bisection of {}/s ✓ … {}/s ✗",
+                        "bisection of {what}{}/s ✓ … {}/s ✗",
                         round_rate(pass),
-                        round_rate(*fail)
+                        round_rate(fail)
                     ),
                 )
             }
@@ -239,6 +272,9 @@ impl RateSearch {
                 if self.fail.as_ref().is_some_and(|(f, _)| *f <= rate) {
                     self.fail = None;
                 }
+                if self.generator.is_some_and(|g| g <= rate) {
+                    self.generator = None;
+                }
             }
             RateVerdict::Fail { slo, saturated_rps } => {
                 if self.fail.as_ref().is_none_or(|(f, _)| rate < *f) {
@@ -252,14 +288,20 @@ impl RateSearch {
                 }
             }
             RateVerdict::GeneratorBound { .. } => {
-                self.stopped = Some(RateStop::ClientBottleneck);
+                if self.generator.is_none_or(|g| rate < g) {
+                    self.generator = Some(rate);
+                }
+                if self.pass.is_some_and(|p| p >= rate) {
+                    self.pass = None;
+                }
             }
         }
     }
 
-    /// The highest passing rate and the lowest failing one, so far.
+    /// The highest passing rate and the lowest failing one (the system's
+    /// or the generator's), so far.
     pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
-        (self.pass, self.fail.as_ref().map(|(f, _)| *f))
+        (self.pass, self.top().map(|t| t.0))
     }
 
     pub fn summary(&self) -> RateSummary {
@@ -268,6 +310,7 @@ impl RateSearch {
             first_failing_rate_rps: self.fail.as_ref().map(|(f, _)| *f),
             failed_slo: self.fail.as_ref().map(|(_, s)| s.clone()),
             capacity_rps: self.capacity,
+            generator_limit_rps: self.generator,
             levels: self.tried.len() as u32,
         }
     }
@@ -394,10 +437,18 @@ mod tests {
                 }
             }
         });
+        // The generator's limit is bracketed like a system's, but never
+        // reported as one.
         assert_eq!(stop, RateStop::ClientBottleneck);
         let sum = s.summary();
-        assert_eq!(sum.max_passing_rate_rps, Some(80.0));
+        let pass = sum.max_passing_rate_rps.unwrap();
+        let limit = sum.generator_limit_rps.unwrap();
+        assert!(
+            pass < 100.0 && limit >= 100.0 && limit - pass <= 0.02 * limit,
+            "{sum:?}"
+        );
         assert_eq!(sum.first_failing_rate_rps, None);
+        assert_eq!(sum.failed_slo, None);
     }
 
     #[test]

@@ -112,6 +112,10 @@ pub struct RateAnalysis {
     pub failed_slo: Option<ThresholdResult>,
     /// What the system delivered at a saturated level: its capacity.
     pub capacity_rps: Option<f64>,
+    /// The lowest rate the generator could not keep while an SLO failed:
+    /// autoperf's limit on this machine, not the system's.
+    #[serde(default)]
+    pub generator_limit_rps: Option<f64>,
     /// The achieved-rate rule: this fraction of the rate must be delivered.
     pub min_achieved: f64,
     /// The search ends when the bracket is this narrow (a fraction).
@@ -140,6 +144,8 @@ pub struct SeriesResult {
     pub first_failing_rate_rps: Option<f64>,
     pub failed_slo: Option<ThresholdResult>,
     pub capacity_rps: Option<f64>,
+    #[serde(default)]
+    pub generator_limit_rps: Option<f64>,
     pub stop_reason: StopReason,
     /// The levels (`level` numbers) of this series.
     pub levels: Vec<u32>,

@@ -462,10 +462,10 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
             d.resource.as_deref().unwrap_or("more than any value tried")
         );
     }
-    if record.analysis.stop_reason == crate::record::StopReason::ClientBottleneck {
+    if let Some(g) = a.generator_limit_rps {
         let _ = writeln!(
             out,
-            "warning: the load generator could not keep the rate above {}; that is autoperf's limit here, not the system's (spread the load with --generators, or run on a bigger machine)",
+            "warning: the load generator could not keep {g}/s (it kept {}); that is autoperf's limit on this machine, not the system's (spread the load with --generators, or generate from a bigger machine)",
             rate(a.max_passing_rate_rps)
         );
     }

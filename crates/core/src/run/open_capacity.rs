@@ -239,6 +239,7 @@ impl OpenCapacityController {
             first_failing_rate_rps: s.first_failing_rate_rps,
             failed_slo: self.failed_slo(),
             capacity_rps: s.capacity_rps.map(round3),
+            generator_limit_rps: s.generator_limit_rps,
             stop_reason,
             levels: self.levels.iter().map(|l| l.0).collect(),
             error,
@@ -273,6 +274,7 @@ impl OpenCapacityController {
                 first_failing_rate_rps: None,
                 failed_slo: None,
                 capacity_rps: None,
+                generator_limit_rps: None,
                 ..failed
             });
             return Some(applied);
@@ -461,6 +463,7 @@ impl LevelController for OpenCapacityController {
                 first_failing_rate_rps: s.first_failing_rate_rps,
                 failed_slo: self.failed_slo(),
                 capacity_rps: s.capacity_rps.map(round3),
+                generator_limit_rps: s.generator_limit_rps,
                 min_achieved: self.min_achieved,
                 rate_precision: self.config.precision,
                 rates_chosen: self

@@ -33,6 +33,17 @@ pub(super) fn cards(h: &mut String, a: &RateAnalysis) {
         "First failing rate",
         &format!("{}{why}", esc(&rate(a.first_failing_rate_rps))),
     );
+    if let Some(g) = a.generator_limit_rps {
+        card(
+            h,
+            "verdict",
+            "Generator's limit",
+            &format!(
+                "{} /s<br><small>autoperf could not keep this rate: not the system's limit</small>",
+                fnum(g, 1)
+            ),
+        );
+    }
     if let Some(c) = a.capacity_rps {
         card(
             h,
