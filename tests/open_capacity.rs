@@ -263,3 +263,77 @@ fn a_failing_apply_command_ends_with_exit_3_and_says_why() {
     let (code, _, stderr) = support::autoperf(&["capacity", &s, "--vary", "w=1,2"]);
     assert_eq!(code, Some(2), "{stderr}");
 }
+
+#[test]
+fn an_interrupted_open_search_resumes_where_it_stopped() {
+    let _serial = support::serial();
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("open-resume");
+    let s = write(
+        &dir,
+        "r.yaml",
+        &format!(
+            r#"
+name: open-resume
+target: {{base_url: "{}"}}
+arrivals: {{rate: 50/s, spacing: even}}
+requests:
+  cpu: {{path: "/cpu?ms=4"}}
+thresholds: ["p99 < 100ms"]
+capacity: {{min_duration: 3s, window: 1s, max_duration: 15s, rate_precision: 5%}}
+"#,
+            tb.web_url
+        ),
+    );
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap().to_string();
+    let mut child = std::process::Command::new(support::autoperf_exe())
+        .args(["capacity", &s, "--quiet", "--out", &out_s])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Interrupt (SIGINT, as Ctrl-C) once three levels are on disk.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let n = std::fs::read_to_string(out.join("levels.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if n >= 3 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "levels never appeared");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert!(child.wait().unwrap().success());
+    let run = support::run_json(&out);
+    assert_eq!(run["analysis"]["stop_reason"], "interrupted");
+    let rates = |run: &serde_json::Value| -> Vec<f64> {
+        run["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["interrupted"] == false)
+            .map(|l| l["rate_rps"].as_f64().unwrap())
+            .collect()
+    };
+    let before = rates(&run);
+    assert!(before.len() >= 3, "{before:?}");
+
+    // --resume alone: the search is replayed from the levels on disk.
+    let (code, stdout, stderr) = support::autoperf(&["capacity", &s, "--resume", &out_s]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    assert_eq!(run["analysis"]["stop_reason"], "completed", "{}", levels(&run));
+    let after = rates(&run);
+    assert_eq!(after[..before.len()], before[..], "{after:?}");
+    // No finished level is run again.
+    let mut sorted = after.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    assert_eq!(sorted.len(), after.len(), "{after:?}");
+    assert!(run["analysis"]["max_passing_rate_rps"].as_f64().unwrap() >= 200.0);
+}
