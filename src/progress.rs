@@ -144,7 +144,7 @@ impl RunObserver for LiveView {
                         format!("{u}{n}{steady}")
                     }
                     None => String::new(),
-                }
+                } + &rate_verdict(level)
             );
         }
     }
@@ -183,4 +183,23 @@ fn load_label(level: &Level) -> String {
         Level::Closed(plan) => format!("{} users", plan.users),
         Level::Open(plan) => format!("{:.1} arrivals/s", plan.target_rate()),
     }
+}
+
+/// The open search's verdict on a finished level, for its line:
+/// `, delivered 249.8/s: FAIL p99 < 100ms failed: …`.
+fn rate_verdict(level: &LevelRecord) -> String {
+    let Some(j) = &level.rate_search else {
+        return String::new();
+    };
+    let why = match (&j.generator_bound, j.slos.iter().find(|r| !r.passed)) {
+        (Some(g), _) if j.verdict != "pass" => format!(" — {g}"),
+        (_, Some(slo)) => format!(" — {}", autoperf_core::report::text::failed_slo_text(slo)),
+        _ => String::new(),
+    };
+    let verdict = match j.verdict.as_str() {
+        "pass" => "pass".to_string(),
+        "fail" => "FAIL".to_string(),
+        other => other.replace('_', " "),
+    };
+    format!(", delivered {:.1}/s: {verdict}{why}", j.delivered_rps)
 }

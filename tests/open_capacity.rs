@@ -302,7 +302,10 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 15s, rate_precision: 5%}
         if n >= 3 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "levels never appeared");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "levels never appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     unsafe {
@@ -327,7 +330,12 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 15s, rate_precision: 5%}
     let (code, stdout, stderr) = support::autoperf(&["capacity", &s, "--resume", &out_s]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let run = support::run_json(&out);
-    assert_eq!(run["analysis"]["stop_reason"], "completed", "{}", levels(&run));
+    assert_eq!(
+        run["analysis"]["stop_reason"],
+        "completed",
+        "{}",
+        levels(&run)
+    );
     let after = rates(&run);
     assert_eq!(after[..before.len()], before[..], "{after:?}");
     // No finished level is run again.
