@@ -423,20 +423,14 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
         scenario.capacity.search = search;
     }
     let scenario = Arc::new(scenario);
-    let resumed_open = match &args.resume {
-        Some(dir) => read_levels(dir)
-            .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
-            .iter()
-            .any(|l| l.rate_search.is_some()),
-        None => false,
-    };
+    let (out, resumed) = capacity_out(&args, &scenario)?;
     let open = args.open
         || args.rate.is_some()
         || args.vary.is_some()
-        || resumed_open
+        || resumed.iter().any(|l| l.rate_search.is_some())
         || (scenario.arrivals.is_some() && args.levels.is_empty() && args.search.is_none());
     if open {
-        return capacity_open(args, scenario);
+        return capacity_open(args, scenario, out, resumed);
     }
     let (agents, first) = if args.no_agents {
         (AgentSet::default(), Vec::new())
@@ -461,40 +455,10 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
             .expect("clap requires --duration with --levels");
         controller = controller.manual(args.levels.clone(), duration);
     }
-    let (out, resumed) = match &args.resume {
-        Some(dir) => {
-            let finished: Vec<LevelRecord> = read_levels(dir)
-                .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
-                .into_iter()
-                .filter(|l| !l.interrupted)
-                .collect();
-            (dir.clone(), finished)
-        }
-        None => (out_dir(&args.output.out, &scenario), Vec::new()),
-    };
     if !resumed.is_empty() {
         controller = controller.resume(&resumed);
-        if !args.output.quiet {
-            eprintln!(
-                "resuming {}: {} levels already measured",
-                out.display(),
-                resumed.len()
-            );
-        }
     }
-    let record = execute_plan(
-        &scenario,
-        RunPlan {
-            mode: Mode::Capacity,
-            out: out.clone(),
-            use_agents: !args.no_agents,
-            resumed,
-            generators: generators(Some(&args.generators)),
-        },
-        &mut controller,
-        args.levels.len(),
-        &args.output,
-    )?;
+    let record = run_capacity(&scenario, &args, &mut controller, &out, resumed)?;
     let model = match args.no_predict {
         true => None,
         false => capacity_prediction(&out, &record, &scenario, args.predict)?,
@@ -643,7 +607,12 @@ fn capacity_prediction(
 
 /// `autoperf capacity` on an open workload: the highest arrival rate that
 /// meets the SLOs, once, or per `--vary` value.
-fn capacity_open(args: CapacityArgs, scenario: Arc<Scenario>) -> Outcome {
+fn capacity_open(
+    args: CapacityArgs,
+    scenario: Arc<Scenario>,
+    out: PathBuf,
+    resumed: Vec<LevelRecord>,
+) -> Outcome {
     let quiet = args.output.quiet || args.output.json;
     let mut controller = OpenCapacityController::new(scenario.clone(), args.rate);
     if let Some(text) = &args.vary {
@@ -684,40 +653,10 @@ fn capacity_open(args: CapacityArgs, scenario: Arc<Scenario>) -> Outcome {
             apply,
         });
     }
-    let (out, resumed) = match &args.resume {
-        Some(dir) => {
-            let finished: Vec<LevelRecord> = read_levels(dir)
-                .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
-                .into_iter()
-                .filter(|l| !l.interrupted)
-                .collect();
-            (dir.clone(), finished)
-        }
-        None => (out_dir(&args.output.out, &scenario), Vec::new()),
-    };
     if !resumed.is_empty() {
         controller = controller.resume(&resumed);
-        if !quiet {
-            eprintln!(
-                "resuming {}: {} levels already measured",
-                out.display(),
-                resumed.len()
-            );
-        }
     }
-    let record = execute_plan(
-        &scenario,
-        RunPlan {
-            mode: Mode::Capacity,
-            out: out.clone(),
-            use_agents: !args.no_agents,
-            resumed,
-            generators: generators(Some(&args.generators)),
-        },
-        &mut controller,
-        0,
-        &args.output,
-    )?;
+    let record = run_capacity(&scenario, &args, &mut controller, &out, resumed)?;
     let summary = format!(
         "\n{}\n{}",
         text::rate_levels_table(&record.levels),
@@ -749,4 +688,55 @@ fn wait_target(
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
         }
     }
+}
+
+/// Where a capacity analysis writes: `--resume DIR` and the levels it
+/// finished there (a level Ctrl-C cut short is run again), or a new
+/// directory.
+fn capacity_out(
+    args: &CapacityArgs,
+    scenario: &Scenario,
+) -> Result<(PathBuf, Vec<LevelRecord>), Failure> {
+    match &args.resume {
+        Some(dir) => {
+            let finished: Vec<LevelRecord> = read_levels(dir)
+                .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
+                .into_iter()
+                .filter(|l| !l.interrupted)
+                .collect();
+            Ok((dir.clone(), finished))
+        }
+        None => Ok((out_dir(&args.output.out, scenario), Vec::new())),
+    }
+}
+
+/// Runs a capacity controller (closed or open) into `out`, after the
+/// `resumed` levels it was given.
+fn run_capacity(
+    scenario: &Arc<Scenario>,
+    args: &CapacityArgs,
+    controller: &mut dyn LevelController,
+    out: &Path,
+    resumed: Vec<LevelRecord>,
+) -> Result<RunRecord, Failure> {
+    if !resumed.is_empty() && !(args.output.quiet || args.output.json) {
+        eprintln!(
+            "resuming {}: {} levels already measured",
+            out.display(),
+            resumed.len()
+        );
+    }
+    execute_plan(
+        scenario,
+        RunPlan {
+            mode: Mode::Capacity,
+            out: out.to_path_buf(),
+            use_agents: !args.no_agents,
+            resumed,
+            generators: generators(Some(&args.generators)),
+        },
+        controller,
+        args.levels.len(),
+        &args.output,
+    )
 }

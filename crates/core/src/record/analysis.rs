@@ -104,6 +104,24 @@ impl From<rate::RateStop> for StopReason {
 /// `demand` Theodolite's resource demand per load.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RateAnalysis {
+    #[serde(flatten)]
+    pub found: RateFound,
+    /// The achieved-rate rule: this fraction of the rate must be delivered.
+    pub min_achieved: f64,
+    /// The search ends when the bracket is this narrow (a fraction).
+    pub rate_precision: f64,
+    /// The levels' rates in the order they ran, with why (this series).
+    pub rates_chosen: Vec<RateChoice>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub demand: Vec<DemandPoint>,
+}
+
+/// What one search found: the bracket, why its top failed, and the limits
+/// measured on the way.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RateFound {
     /// Sessions (arrivals) per second: the highest rate that met every SLO.
     pub max_passing_rate_rps: Option<f64>,
     /// The lowest rate that failed one (above the highest passing).
@@ -116,16 +134,6 @@ pub struct RateAnalysis {
     /// autoperf's limit on this machine, not the system's.
     #[serde(default)]
     pub generator_limit_rps: Option<f64>,
-    /// The achieved-rate rule: this fraction of the rate must be delivered.
-    pub min_achieved: f64,
-    /// The search ends when the bracket is this narrow (a fraction).
-    pub rate_precision: f64,
-    /// The levels' rates in the order they ran, with why (this series).
-    pub rates_chosen: Vec<RateChoice>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub series: Vec<SeriesResult>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub demand: Vec<DemandPoint>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -140,12 +148,8 @@ pub struct RateChoice {
 pub struct SeriesResult {
     pub name: String,
     pub value: String,
-    pub max_passing_rate_rps: Option<f64>,
-    pub first_failing_rate_rps: Option<f64>,
-    pub failed_slo: Option<ThresholdResult>,
-    pub capacity_rps: Option<f64>,
-    #[serde(default)]
-    pub generator_limit_rps: Option<f64>,
+    #[serde(flatten)]
+    pub found: RateFound,
     pub stop_reason: StopReason,
     /// The levels (`level` numbers) of this series.
     pub levels: Vec<u32>,
@@ -284,6 +288,52 @@ mod tests {
         let run: Analysis = serde_json::from_str(r#"{"stop_reason":"completed"}"#).unwrap();
         assert_eq!(run.capacity, None);
         assert_eq!(run.profile, None);
+    }
+
+    #[test]
+    fn an_open_search_keeps_its_keys_and_reads_back() {
+        let found = RateFound {
+            max_passing_rate_rps: Some(252.9),
+            first_failing_rate_rps: Some(258.0),
+            failed_slo: None,
+            capacity_rps: Some(250.4),
+            generator_limit_rps: None,
+        };
+        let a = Analysis {
+            rates: Some(RateAnalysis {
+                found: found.clone(),
+                min_achieved: 0.95,
+                rate_precision: 0.02,
+                rates_chosen: Vec::new(),
+                series: vec![SeriesResult {
+                    name: "web_workers".into(),
+                    value: "1".into(),
+                    found,
+                    stop_reason: StopReason::Completed,
+                    levels: vec![1, 2],
+                    error: None,
+                }],
+                demand: Vec::new(),
+            }),
+            stop_reason: StopReason::Completed,
+            ..Analysis::default()
+        };
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(
+            text.starts_with(
+                r#"{"max_passing_rate_rps":252.9,"first_failing_rate_rps":258.0,"failed_slo":null,"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#""series":[{"name":"web_workers","value":"1","max_passing_rate_rps":252.9,"#
+            ),
+            "{text}"
+        );
+        let back: Analysis = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.capacity, None);
     }
 
     #[test]

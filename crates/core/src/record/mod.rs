@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use analysis::{
     Analysis, BottleneckRecord, CapacityAnalysis, DemandPoint, LevelChoice, ProfileAnalysis,
-    RateAnalysis, RateChoice, SeriesResult, StopReason, ThresholdResult, Unit,
+    RateAnalysis, RateChoice, RateFound, SeriesResult, StopReason, ThresholdResult, Unit,
 };
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,

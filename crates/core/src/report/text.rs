@@ -430,9 +430,9 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
             out,
             "{}",
             verdict(
-                a.max_passing_rate_rps,
-                a.first_failing_rate_rps,
-                a.failed_slo.as_ref()
+                a.found.max_passing_rate_rps,
+                a.found.first_failing_rate_rps,
+                a.found.failed_slo.as_ref()
             )
         );
     }
@@ -443,15 +443,15 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
             s.name,
             s.value,
             verdict(
-                s.max_passing_rate_rps,
-                s.first_failing_rate_rps,
-                s.failed_slo.as_ref()
+                s.found.max_passing_rate_rps,
+                s.found.first_failing_rate_rps,
+                s.found.failed_slo.as_ref()
             ),
             s.stop_reason,
             s.error.as_ref().map_or(String::new(), |e| format!("; {e}"))
         );
     }
-    if let Some(c) = a.capacity_rps {
+    if let Some(c) = a.found.capacity_rps {
         let _ = writeln!(out, "capacity measured past saturation: {c:.1}/s");
     }
     for d in &a.demand {
@@ -462,11 +462,11 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
             d.resource.as_deref().unwrap_or("more than any value tried")
         );
     }
-    if let Some(g) = a.generator_limit_rps {
+    if let Some(g) = a.found.generator_limit_rps {
         let _ = writeln!(
             out,
             "warning: the load generator could not keep {g}/s (it kept {}); that is autoperf's limit on this machine, not the system's (spread the load with --generators, or generate from a bigger machine)",
-            rate(a.max_passing_rate_rps)
+            rate(a.found.max_passing_rate_rps)
         );
     }
     out

@@ -27,8 +27,8 @@ use crate::load::Spacing;
 use crate::measure::{LevelInfo, Tick};
 use crate::profile::Sampler;
 use crate::record::{
-    Analysis, DemandPoint, LevelRecord, RateAnalysis, RateChoice, RateLevel, SeriesResult,
-    StopReason, ThresholdResult, Unit,
+    Analysis, DemandPoint, LevelRecord, RateAnalysis, RateChoice, RateFound, RateLevel,
+    SeriesResult, StopReason, ThresholdResult, Unit,
 };
 use crate::scenario::{ArrivalSpacing, Scenario};
 use crate::thresholds;
@@ -226,20 +226,27 @@ impl OpenCapacityController {
         (verdict, record)
     }
 
+    /// What the search running now found.
+    fn found(&self) -> RateFound {
+        let s = self.search.summary();
+        RateFound {
+            max_passing_rate_rps: s.max_passing_rate_rps,
+            first_failing_rate_rps: s.first_failing_rate_rps,
+            failed_slo: self.failed_slo(),
+            capacity_rps: s.capacity_rps.map(round3),
+            generator_limit_rps: s.generator_limit_rps,
+        }
+    }
+
     /// The figures of the series running now.
     fn series_result(&self, stop_reason: StopReason, error: Option<String>) -> SeriesResult {
-        let s = self.search.summary();
         let vary = self.vary.as_ref();
         SeriesResult {
             name: vary.map(|v| v.name.clone()).unwrap_or_default(),
             value: vary
                 .and_then(|v| v.values.get(self.series_at).cloned())
                 .unwrap_or_default(),
-            max_passing_rate_rps: s.max_passing_rate_rps,
-            first_failing_rate_rps: s.first_failing_rate_rps,
-            failed_slo: self.failed_slo(),
-            capacity_rps: s.capacity_rps.map(round3),
-            generator_limit_rps: s.generator_limit_rps,
+            found: self.found(),
             stop_reason,
             levels: self.levels.iter().map(|l| l.0).collect(),
             error,
@@ -270,11 +277,7 @@ impl OpenCapacityController {
             self.levels.clear();
             self.series.push(SeriesResult {
                 levels: Vec::new(),
-                max_passing_rate_rps: None,
-                first_failing_rate_rps: None,
-                failed_slo: None,
-                capacity_rps: None,
-                generator_limit_rps: None,
+                found: RateFound::default(),
                 ..failed
             });
             return Some(applied);
@@ -291,7 +294,7 @@ impl OpenCapacityController {
         let mut loads: Vec<f64> = self
             .series
             .iter()
-            .filter_map(|s| s.max_passing_rate_rps)
+            .filter_map(|s| s.found.max_passing_rate_rps)
             .collect();
         loads.sort_by(f64::total_cmp);
         loads.dedup();
@@ -302,7 +305,7 @@ impl OpenCapacityController {
                 resource: self
                     .series
                     .iter()
-                    .find(|s| s.max_passing_rate_rps.is_some_and(|p| p >= load))
+                    .find(|s| s.found.max_passing_rate_rps.is_some_and(|p| p >= load))
                     .map(|s| s.value.clone()),
             })
             .collect()
@@ -447,7 +450,6 @@ impl LevelController for OpenCapacityController {
     }
 
     fn analysis(&self) -> Analysis {
-        let s = self.search.summary();
         let mut series = self.series.clone();
         let running = self
             .vary
@@ -459,11 +461,7 @@ impl LevelController for OpenCapacityController {
         }
         Analysis {
             rates: Some(RateAnalysis {
-                max_passing_rate_rps: s.max_passing_rate_rps,
-                first_failing_rate_rps: s.first_failing_rate_rps,
-                failed_slo: self.failed_slo(),
-                capacity_rps: s.capacity_rps.map(round3),
-                generator_limit_rps: s.generator_limit_rps,
+                found: self.found(),
                 min_achieved: self.min_achieved,
                 rate_precision: self.config.precision,
                 rates_chosen: self

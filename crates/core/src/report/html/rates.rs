@@ -22,18 +22,18 @@ pub(super) fn cards(h: &mut String, a: &RateAnalysis) {
         h,
         "verdict",
         "Highest passing rate",
-        &esc(&rate(a.max_passing_rate_rps)),
+        &esc(&rate(a.found.max_passing_rate_rps)),
     );
-    let why = a.failed_slo.as_ref().map_or(String::new(), |s| {
+    let why = a.found.failed_slo.as_ref().map_or(String::new(), |s| {
         format!("<br><small>{}</small>", esc(&failed_slo_text(s)))
     });
     card(
         h,
         "verdict",
         "First failing rate",
-        &format!("{}{why}", esc(&rate(a.first_failing_rate_rps))),
+        &format!("{}{why}", esc(&rate(a.found.first_failing_rate_rps))),
     );
-    if let Some(g) = a.generator_limit_rps {
+    if let Some(g) = a.found.generator_limit_rps {
         card(
             h,
             "verdict",
@@ -44,7 +44,7 @@ pub(super) fn cards(h: &mut String, a: &RateAnalysis) {
             ),
         );
     }
-    if let Some(c) = a.capacity_rps {
+    if let Some(c) = a.found.capacity_rps {
         card(
             h,
             "",
@@ -98,14 +98,14 @@ pub(super) fn section(h: &mut String, record: &RunRecord, a: &RateAnalysis) {
     }
     let marks = |c: &mut LineChart| {
         if a.series.is_empty() {
-            if let Some(p) = a.max_passing_rate_rps {
+            if let Some(p) = a.found.max_passing_rate_rps {
                 c.vlines.push(VLine {
                     x: p,
                     label: "highest passing".into(),
                     class: "mark",
                 });
             }
-            if let Some(f) = a.first_failing_rate_rps {
+            if let Some(f) = a.found.first_failing_rate_rps {
                 c.vlines.push(VLine {
                     x: f,
                     label: "first failing".into(),
@@ -230,7 +230,7 @@ fn scalability(h: &mut String, a: &RateAnalysis) {
         values: a
             .series
             .iter()
-            .map(|s| vec![s.max_passing_rate_rps.unwrap_or(0.0)])
+            .map(|s| vec![s.found.max_passing_rate_rps.unwrap_or(0.0)])
             .collect(),
     };
     figure(
@@ -241,7 +241,7 @@ fn scalability(h: &mut String, a: &RateAnalysis) {
     );
     h.push_str("<div class=\"table-wrap\"><table>\n<tr><th>Resource</th><th>Highest passing</th><th>First failing</th><th>Why</th><th>Stopped</th></tr>\n");
     for s in &a.series {
-        let why = match (&s.error, &s.failed_slo) {
+        let why = match (&s.error, &s.found.failed_slo) {
             (Some(e), _) => e.clone(),
             (None, Some(slo)) => failed_slo_text(slo),
             (None, None) => String::new(),
@@ -251,8 +251,8 @@ fn scalability(h: &mut String, a: &RateAnalysis) {
             "<tr><td class=\"l\"><code>{}={}</code></td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&s.name),
             esc(&s.value),
-            esc(&rate(s.max_passing_rate_rps)),
-            esc(&rate(s.first_failing_rate_rps)),
+            esc(&rate(s.found.max_passing_rate_rps)),
+            esc(&rate(s.found.first_failing_rate_rps)),
             esc(&why),
             esc(s.stop_reason.as_str())
         );
