@@ -27,6 +27,7 @@ use crate::cli::{
     ProfileArgs, RunArgs, TestbedArgs, TierArgs,
 };
 use crate::progress::LiveView;
+use crate::resume::CapacityPlan;
 use crate::{exit, print_out, Failure};
 
 type Outcome = Result<u8, Failure>;
@@ -63,12 +64,14 @@ pub fn run(args: RunArgs) -> Outcome {
         use_agents: !args.no_agents,
         resumed: Vec::new(),
         generators: generators(Some(&args.generators)),
+        asked: None,
     };
     let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
     let passed = thresholds::check_run(&scenario, &mut record);
     let summary = match record.levels.first() {
         Some(level) => {
-            let mut t = text::level_table(level);
+            let mut t = text::untrustworthy(&record);
+            t.push_str(&text::level_table(level));
             for c in record.analysis.thresholds.iter().flatten() {
                 t.push_str(&format!("{c}\n"));
             }
@@ -77,7 +80,11 @@ pub fn run(args: RunArgs) -> Outcome {
         None => String::new(),
     };
     finish(&out, &record, &args.output, &summary)?;
-    if passed {
+    if record.analysis.stop_reason == StopReason::Interrupted {
+        Ok(exit::INTERRUPTED)
+    } else if record.levels.iter().any(|l| l.invalid.is_some()) {
+        Ok(exit::UNTRUSTWORTHY)
+    } else if passed {
         Ok(exit::OK)
     } else {
         Ok(exit::THRESHOLD_FAILED)
@@ -195,20 +202,22 @@ pub fn demo(args: DemoArgs) -> Outcome {
         use_agents: true,
         resumed: Vec::new(),
         generators: generators(None),
+        asked: None,
     };
     let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
     testbed.shutdown();
     let record = result?;
     let model = capacity_prediction(&out, &record, &scenario, false)?;
     let summary = format!(
-        "\nscenario {} against the testbed:\n{}\n{}{}",
+        "\n{}scenario {} against the testbed:\n{}\n{}{}",
+        text::untrustworthy(&record),
         scenario.name,
         text::levels_table(&record.levels),
         text::capacity_summary(&record),
         model.unwrap_or_default()
     );
     finish(&out, &record, &args.output, &summary)?;
-    Ok(exit::OK)
+    Ok(capacity_exit(&record))
 }
 
 /// Generator processes run this binary; flags may ask for more of them or
@@ -401,6 +410,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         use_agents: true,
         resumed: Vec::new(),
         generators: generators(None),
+        asked: None,
     };
     let record = execute_plan(
         &scenario,
@@ -414,10 +424,21 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         summary.push_str("(interrupted: the table holds the request types measured so far)\n");
     }
     finish(&out, &record, &args.output, &summary)?;
-    Ok(exit::OK)
+    Ok(capacity_exit(&record))
 }
 
-pub fn capacity(args: CapacityArgs) -> Outcome {
+pub fn capacity(mut args: CapacityArgs) -> Outcome {
+    if let Some(dir) = args.resume.clone() {
+        let bad = |e: String| Failure::bad_input(format!("--resume {}: {e}", dir.display()));
+        let saved = read_run(&dir).map_err(|e| bad(e.to_string()))?;
+        // Results written before plans were kept have none: the flags given
+        // are the plan then.
+        if let Some(plan) = saved.plan {
+            let plan: CapacityPlan = serde_json::from_value(plan)
+                .map_err(|e| bad(format!("run.json's `plan` is not one autoperf wrote ({e})")))?;
+            plan.continue_with(&mut args).map_err(bad)?;
+        }
+    }
     let mut scenario = load(&args.scenario)?;
     if let Some(search) = args.search {
         scenario.capacity.search = search;
@@ -464,13 +485,25 @@ pub fn capacity(args: CapacityArgs) -> Outcome {
         false => capacity_prediction(&out, &record, &scenario, args.predict)?,
     };
     let summary = format!(
-        "\n{}\n{}{}",
+        "\n{}{}\n{}{}",
+        text::untrustworthy(&record),
         text::levels_table(&record.levels),
         text::capacity_summary(&record),
         model.unwrap_or_default()
     );
     finish(&out, &record, &args.output, &summary)?;
-    Ok(exit::OK)
+    Ok(capacity_exit(&record))
+}
+
+/// 4 when the analysis stopped on a level that measured errors, not the
+/// system; 3 when `--apply` could not reconfigure it; 130 on Ctrl-C; else 0.
+fn capacity_exit(record: &RunRecord) -> u8 {
+    match record.analysis.stop_reason {
+        StopReason::Interrupted => exit::INTERRUPTED,
+        r if r.untrustworthy() => exit::UNTRUSTWORTHY,
+        StopReason::ApplyFailed => exit::CANNOT_PROCEED,
+        _ => exit::OK,
+    }
 }
 
 pub fn predict(args: PredictArgs) -> Outcome {
@@ -658,15 +691,13 @@ fn capacity_open(
     }
     let record = run_capacity(&scenario, &args, &mut controller, &out, resumed)?;
     let summary = format!(
-        "\n{}\n{}",
+        "\n{}{}\n{}",
+        text::untrustworthy(&record),
         text::rate_levels_table(&record.levels),
         text::rate_summary(&record)
     );
     finish(&out, &record, &args.output, &summary)?;
-    match record.analysis.stop_reason {
-        StopReason::ApplyFailed => Ok(exit::CANNOT_PROCEED),
-        _ => Ok(exit::OK),
-    }
+    Ok(capacity_exit(&record))
 }
 
 /// Waits until the scenario's target accepts connections again (after
@@ -691,8 +722,8 @@ fn wait_target(
 }
 
 /// Where a capacity analysis writes: `--resume DIR` and the levels it
-/// finished there (a level Ctrl-C cut short is run again), or a new
-/// directory.
+/// finished there (a level Ctrl-C cut short, or one that measured errors
+/// and not the system, is run again), or a new directory.
 fn capacity_out(
     args: &CapacityArgs,
     scenario: &Scenario,
@@ -702,7 +733,7 @@ fn capacity_out(
             let finished: Vec<LevelRecord> = read_levels(dir)
                 .map_err(|e| Failure::bad_input(format!("--resume: {e}")))?
                 .into_iter()
-                .filter(|l| !l.interrupted)
+                .filter(|l| !l.interrupted && l.invalid.is_none())
                 .collect();
             Ok((dir.clone(), finished))
         }
@@ -734,6 +765,7 @@ fn run_capacity(
             use_agents: !args.no_agents,
             resumed,
             generators: generators(Some(&args.generators)),
+            asked: serde_json::to_value(CapacityPlan::of(args)).ok(),
         },
         controller,
         args.levels.len(),

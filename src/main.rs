@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod progress;
+mod resume;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,6 +20,12 @@ pub mod exit {
     pub const THRESHOLD_FAILED: u8 = 1;
     pub const BAD_INPUT: u8 = 2;
     pub const CANNOT_PROCEED: u8 = 3;
+    /// The run measured nothing trustworthy: a level whose requests all
+    /// failed (or past `capacity.max_error_rate`), or a target that died.
+    pub const UNTRUSTWORTHY: u8 = 4;
+    /// Ctrl-C: results written up to the interruption (128 + SIGINT, as
+    /// shells report it).
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// A failure that already knows its exit code and message.

@@ -199,7 +199,8 @@ fn manual_levels_resume_after_an_interruption_without_repeating_levels() {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
     let status = child.wait().unwrap();
-    assert!(status.success(), "Ctrl-C is a clean stop: {status:?}");
+    // A clean stop that a script can tell from a finished analysis.
+    assert_eq!(status.code(), Some(130), "Ctrl-C exits 130: {status:?}");
     let run = support::run_json(&out);
     assert_eq!(run["analysis"]["stop_reason"], "interrupted");
     let done: Vec<u64> = run["levels"]
@@ -211,17 +212,24 @@ fn manual_levels_resume_after_an_interruption_without_repeating_levels() {
         .collect();
     assert!(done.len() >= 2 && done.len() < 4, "{done:?}");
 
+    // A flag asking for another analysis is refused, naming the plan.
     let (code, _, stderr) = support::autoperf(&[
         "capacity",
         &s,
         "--levels",
-        "2,4,6,8",
+        "3,5",
         "--duration",
         "2s",
-        "--no-agents",
         "--resume",
         &out_s,
     ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--levels 2,4,6,8 --duration 2s --no-agents"),
+        "{stderr}"
+    );
+    // --resume alone continues the plan kept in run.json.
+    let (code, _, stderr) = support::autoperf(&["capacity", &s, "--resume", &out_s]);
     assert_eq!(code, Some(0), "{stderr}");
     let run = support::run_json(&out);
     assert_eq!(run["analysis"]["stop_reason"], "completed");

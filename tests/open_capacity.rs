@@ -311,7 +311,7 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 15s, rate_precision: 5%}
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
-    assert!(child.wait().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
     let run = support::run_json(&out);
     assert_eq!(run["analysis"]["stop_reason"], "interrupted");
     let rates = |run: &serde_json::Value| -> Vec<f64> {

@@ -57,6 +57,9 @@ pub enum Misbehaviour {
     InterimThenOk,
     /// Answers with status 999, which no HTTP server sends.
     Status999,
+    /// Answers `503 Service Unavailable` to every request, keeping the
+    /// connection: a load balancer with no backend.
+    Unavailable,
 }
 
 /// A raw TCP server on 127.0.0.1:0 running on its own thread until the
@@ -110,6 +113,19 @@ pub fn misbehaving_server(kind: Misbehaviour) -> (SocketAddr, Arc<AtomicU64>) {
                                 .await;
                             let _ = sock.shutdown().await;
                         }
+                        Misbehaviour::Unavailable => loop {
+                            let answer = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n";
+                            if sock.write_all(answer).await.is_err() {
+                                return;
+                            }
+                            seen.clear();
+                            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                                match sock.read(&mut buf).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                                }
+                            }
+                        },
                         Misbehaviour::AnswerOnceThenClose => {
                             let _ = sock
                                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")

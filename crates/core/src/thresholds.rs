@@ -250,6 +250,7 @@ mod tests {
             client_bottleneck: false,
             steady_state: true,
             interrupted: false,
+            invalid: None,
             little: LittleCheck {
                 users: 10.0,
                 x_r_plus_z: 10.0,

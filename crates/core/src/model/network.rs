@@ -147,10 +147,22 @@ impl Model {
             (None, Mode::Capacity | Mode::Demo) => {
                 // The demands of every level whose demands converged, the
                 // median per tier: robust to a level at the edges (too
-                // little load, or past saturation).
+                // little load, or past saturation). Invalid levels measured
+                // errors, not demands.
                 let mut per_tier: Vec<Vec<f64>> = vec![Vec::new(); tiers.len()];
-                for level in &record.levels {
-                    let Some(cap) = level.capacity.as_ref().filter(|c| c.demands_converged) else {
+                // Failing any converged level, the utilisation law's
+                // figures of every level: a near-idle process (a lock-bound
+                // system) may never converge, and they are still measured.
+                let any_converged = record
+                    .levels
+                    .iter()
+                    .any(|l| l.capacity.as_ref().is_some_and(|c| c.demands_converged));
+                for level in record.levels.iter().filter(|l| l.invalid.is_none()) {
+                    let Some(cap) = level
+                        .capacity
+                        .as_ref()
+                        .filter(|c| c.demands_converged || !any_converged)
+                    else {
                         continue;
                     };
                     for (t, tier) in tiers.iter().enumerate() {

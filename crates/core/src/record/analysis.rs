@@ -49,9 +49,19 @@ pub enum StopReason {
     /// `--vary`: the command that reconfigures the system failed, or the
     /// system did not become ready after it.
     ApplyFailed,
+    /// A level's errors said no server answered: the target is down.
+    TargetDown,
+    /// A level failed past `capacity.max_error_rate`: what is measured
+    /// from there on is errors, not the system.
+    InvalidLevel,
 }
 
 impl StopReason {
+    /// The run stopped because what it measured is not trustworthy.
+    pub fn untrustworthy(self) -> bool {
+        matches!(self, StopReason::TargetDown | StopReason::InvalidLevel)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Running => "running",
@@ -64,6 +74,8 @@ impl StopReason {
             StopReason::MaxRate => "max_rate",
             StopReason::NoPassingRate => "no_passing_rate",
             StopReason::ApplyFailed => "apply_failed",
+            StopReason::TargetDown => "target_down",
+            StopReason::InvalidLevel => "invalid_level",
         }
     }
 }

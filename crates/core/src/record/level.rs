@@ -163,6 +163,10 @@ pub struct LevelRecord {
     pub client_bottleneck: bool,
     pub steady_state: bool,
     pub interrupted: bool,
+    /// Why the level is not trustworthy (every request failed, or more
+    /// than `capacity.max_error_rate`); null when it is.
+    #[serde(default)]
+    pub invalid: Option<String>,
     pub little: LittleCheck,
     pub client: ClientRecord,
     /// Open workloads: arrivals started per second in the measured window.
@@ -321,6 +325,7 @@ impl LevelRecord {
             }),
             steady_state: steady::halves_agree(&t.throughput_series),
             interrupted: t.interrupted,
+            invalid: None,
             little: LittleCheck {
                 users,
                 x_r_plus_z: round3(x_r_plus_z),

@@ -118,6 +118,10 @@ pub struct RunRecord {
     pub levels: Vec<LevelRecord>,
     pub analysis: Analysis,
     pub warnings: Vec<String>,
+    /// What the run was asked for (a capacity analysis's levels, duration,
+    /// search…), so `--resume` continues exactly that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<serde_json::Value>,
 }
 
 impl RunRecord {
@@ -133,6 +137,7 @@ impl RunRecord {
             levels: Vec::new(),
             analysis: Analysis::default(),
             warnings: Vec::new(),
+            plan: None,
         }
     }
 }

@@ -124,7 +124,9 @@ pub fn levels_table(levels: &[LevelRecord]) -> String {
             l.think_time_s.achieved,
             l.errors,
             if l.steady_state { "yes" } else { "no" },
-            if l.client_bottleneck {
+            if l.invalid.is_some() {
+                "  INVALID: errors, not the system"
+            } else if l.client_bottleneck {
                 "  client bottleneck"
             } else {
                 ""
@@ -467,6 +469,28 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
             out,
             "warning: the load generator could not keep {g}/s (it kept {}); that is autoperf's limit on this machine, not the system's (spread the load with --generators, or generate from a bigger machine)",
             rate(a.found.max_passing_rate_rps)
+        );
+    }
+    out
+}
+
+/// The first lines of a summary when the run measured something that is
+/// not the system working: which levels, and why.
+pub fn untrustworthy(record: &crate::record::RunRecord) -> String {
+    let mut out = String::new();
+    for l in record.levels.iter().filter(|l| l.invalid.is_some()) {
+        let _ = writeln!(
+            out,
+            "NOT TRUSTWORTHY: level {}: {}",
+            l.level,
+            l.invalid.as_deref().unwrap_or("")
+        );
+    }
+    if record.analysis.stop_reason.untrustworthy() {
+        let _ = writeln!(
+            out,
+            "the analysis stopped there ({}); the levels before it are kept",
+            record.analysis.stop_reason
         );
     }
     out

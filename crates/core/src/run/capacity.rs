@@ -37,6 +37,8 @@ pub struct CapacityController {
     /// Levels run so far, resumed ones included.
     index: u32,
     current: Option<Current>,
+    /// A level was invalid: the analysis ends (`invalid_level`).
+    invalid: bool,
 }
 
 struct Current {
@@ -64,6 +66,7 @@ impl CapacityController {
             warmup: default_warmup(&scenario).min(settings.min_duration),
             index: 0,
             current: None,
+            invalid: false,
             procs,
             scenario,
         }
@@ -160,6 +163,9 @@ impl CapacityController {
 
 impl LevelController for CapacityController {
     fn next(&mut self, _finished: &[LevelRecord]) -> Next {
+        if self.invalid {
+            return Next::Finish(StopReason::InvalidLevel);
+        }
         if let Some((queue, duration)) = &mut self.manual {
             let duration = *duration;
             return match queue.pop_front() {
@@ -258,7 +264,11 @@ impl LevelController for CapacityController {
         // A level Ctrl-C cut short is kept on disk, marked, but it measured
         // a fraction of a level: the analysis (saturation, maximum
         // throughput, N*) and a resumed search never count it.
-        if !level.interrupted {
+        if level.invalid.is_some() {
+            // Its throughput is of errors: no curve point, and the search
+            // would only ask for it again.
+            self.invalid = true;
+        } else if !level.interrupted {
             self.search.record(outcome);
         }
         if let Some(cap) = &mut level.capacity {

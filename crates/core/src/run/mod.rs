@@ -16,6 +16,7 @@ pub mod capacity;
 pub mod fixed;
 pub mod open_capacity;
 pub mod profile;
+pub mod validity;
 pub mod vary;
 
 use std::path::PathBuf;
@@ -104,6 +105,8 @@ pub struct RunPlan {
     pub resumed: Vec<LevelRecord>,
     /// Where each level's load comes from (processes, source addresses).
     pub generators: engine::Generators,
+    /// What was asked, kept in run.json's `plan` for `--resume`.
+    pub asked: Option<serde_json::Value>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -152,6 +155,7 @@ pub fn run_levels(
         ResultsDir::reopen(&plan.out)?
     };
     let mut record = RunRecord::new(plan.mode, scenario);
+    record.plan = plan.asked.clone();
     record.levels = plan.resumed.clone();
     record.analysis = controller.analysis();
     dir.write_run(&record)?;
@@ -226,6 +230,17 @@ pub fn run_levels(
             observer.alarm(&w);
             record.warnings.push(w);
         }
+        let invalid = validity::judge(&level_record, scenario.capacity.max_error_rate)
+            .filter(|_| !level_record.interrupted);
+        if let Some(i) = &invalid {
+            level_record.invalid = Some(i.reason.clone());
+            let w = format!(
+                "level {}: NOT TRUSTWORTHY — {}",
+                level_record.level, i.reason
+            );
+            observer.alarm(&w);
+            record.warnings.push(w);
+        }
         controller.finish_level(&mut level_record, sampler.as_ref());
         if let Some(sampler) = &sampler {
             sampler.prune_before(run.totals.measure_end);
@@ -260,6 +275,11 @@ pub fn run_levels(
         record.levels.push(level_record);
         record.analysis = controller.analysis();
         dir.write_run(&record)?;
+        // A dead target is not measured level after level: what was
+        // measured before it went is kept.
+        if invalid.is_some_and(|i| i.target_down) {
+            break StopReason::TargetDown;
+        }
     };
     record.analysis = controller.analysis();
     record.analysis.stop_reason = reason;

@@ -591,6 +591,9 @@ pub struct CapacitySettings {
     pub rate_precision: f64,
     /// The open search's ramp: each passing rate times this, until one fails.
     pub rate_factor: f64,
+    /// A level with more failed requests than this fraction is invalid:
+    /// marked so, never a curve point; it ends a capacity analysis.
+    pub max_error_rate: f64,
 }
 
 /// How the levels between `N_min` and the top are chosen.
@@ -640,6 +643,7 @@ impl Default for CapacitySettings {
             min_achieved: 0.95,
             rate_precision: 0.02,
             rate_factor: 2.0,
+            max_error_rate: 0.5,
         }
     }
 }

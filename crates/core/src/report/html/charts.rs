@@ -63,10 +63,12 @@ pub(super) fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
     let _ = write!(h, "</ul>\n{svg}\n</figure>\n");
 }
 
-/// Levels ordered by users (the search does not run them in order).
+/// Levels ordered by users (the search does not run them in order); an
+/// invalid level is no curve point.
 fn by_users(levels: &[LevelRecord]) -> Vec<(f64, &LevelRecord)> {
     let mut v: Vec<(f64, &LevelRecord)> = levels
         .iter()
+        .filter(|l| l.invalid.is_none())
         .filter_map(|l| l.users.map(|u| (f64::from(u), l)))
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.level.cmp(&b.1.level)));

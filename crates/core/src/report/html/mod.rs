@@ -143,6 +143,7 @@ pub fn render(record: &RunRecord, series: &[SeriesRow], prediction: Option<&Pred
         esc(&record.scenario.file),
         esc(&record.scenario.target)
     );
+    untrustworthy(&mut h, record);
     summary(&mut h, record);
     warnings(&mut h, record);
     thresholds(&mut h, &record.analysis);
@@ -213,6 +214,9 @@ pub(crate) fn level_title(l: &LevelRecord) -> String {
     );
     if l.client_bottleneck {
         t.push_str(" · client bottleneck");
+    }
+    if l.invalid.is_some() {
+        t.push_str(" · NOT TRUSTWORTHY");
     }
     t
 }
@@ -357,6 +361,36 @@ fn elapsed(start: &str, end: &str) -> Option<String> {
     } else {
         format!("{s}s")
     })
+}
+
+/// First on the page: the levels that measured errors, not the system.
+fn untrustworthy(h: &mut String, r: &RunRecord) {
+    let invalid: Vec<&LevelRecord> = r.levels.iter().filter(|l| l.invalid.is_some()).collect();
+    if invalid.is_empty() {
+        return;
+    }
+    let stop = match r.analysis.stop_reason {
+        crate::record::StopReason::TargetDown => {
+            " The analysis stopped there: the target went down."
+        }
+        crate::record::StopReason::InvalidLevel => " The analysis stopped there.",
+        _ => "",
+    };
+    let _ = write!(
+        h,
+        "<div class=\"warnings untrusted\"><strong>Not trustworthy: {} of {} levels measured errors, not the system working; they are no point of any curve.{stop}</strong><ul>\n",
+        invalid.len(),
+        r.levels.len()
+    );
+    for l in invalid {
+        let _ = writeln!(
+            h,
+            "<li>Level {}: {}</li>",
+            l.level,
+            esc(l.invalid.as_deref().unwrap_or(""))
+        );
+    }
+    h.push_str("</ul></div>\n");
 }
 
 fn warnings(h: &mut String, r: &RunRecord) {

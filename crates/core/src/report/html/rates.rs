@@ -67,7 +67,10 @@ pub(super) fn cards(h: &mut String, a: &RateAnalysis) {
 /// The levels of each series (one, without `--vary`), by offered rate.
 fn by_series(levels: &[LevelRecord]) -> BTreeMap<String, Vec<&LevelRecord>> {
     let mut out: BTreeMap<String, Vec<&LevelRecord>> = BTreeMap::new();
-    for l in levels.iter().filter(|l| !l.interrupted) {
+    for l in levels
+        .iter()
+        .filter(|l| !l.interrupted && l.invalid.is_none())
+    {
         let Some(judged) = &l.rate_search else {
             continue;
         };

@@ -82,6 +82,7 @@ pub const CAPACITY_KEYS: &[&str] = &[
     "min_achieved",
     "rate_precision",
     "rate_factor",
+    "max_error_rate",
 ];
 
 /// Decodes the document's root.
@@ -776,6 +777,14 @@ fn decode_capacity(ctx: &mut Ctx, node: &Node) -> Option<CapacitySettings> {
             "rho_min" => c.rho_min = ctx.fraction(value, "a fraction").unwrap_or(c.rho_min),
             "tolerance" => c.tolerance = ctx.fraction(value, "a fraction").unwrap_or(c.tolerance),
             "think_gap" => c.think_gap = ctx.fraction(value, "a fraction").unwrap_or(c.think_gap),
+            "max_error_rate" => match ctx.fraction(value, "a fraction") {
+                Some(f) if f > 0.0 => c.max_error_rate = f,
+                Some(_) => ctx.error(
+                    value.pos(),
+                    "expected an error rate above 0 (like `50%`): at 0 one failed request would void a level",
+                ),
+                None => {}
+            },
             "min_achieved" => match ctx.fraction(value, "a fraction") {
                 Some(f) if f > 0.0 => c.min_achieved = f,
                 Some(_) => ctx.error(value.pos(), "expected a fraction above 0, like `95%`, found 0"),

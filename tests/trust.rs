@@ -1,0 +1,153 @@
+//! Verdicts on the data, not only on thresholds: a run that measured only
+//! errors says so first and exits 4, and a capacity analysis whose target
+//! dies stops there, keeping the levels measured before.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::Misbehaviour;
+
+#[test]
+fn a_run_against_a_server_answering_503_to_everything_is_not_trustworthy() {
+    let (addr, _) = support::misbehaving_server(Misbehaviour::Unavailable);
+    let dir = support::scratch_dir("trust-503");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: lb\ntarget: {{base_url: \"http://{addr}\"}}\nrequests: {{a: {{path: /}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        s.to_str().unwrap(),
+        "--users",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(4), "{stdout}\n{stderr}");
+    // The reason comes first, before any figure.
+    assert!(
+        stdout.starts_with("NOT TRUSTWORTHY: level 1: every request failed (http_5xx"),
+        "{stdout}"
+    );
+    let run = support::run_json(&out);
+    let invalid = run["levels"][0]["invalid"]
+        .as_str()
+        .expect("marked invalid");
+    assert!(invalid.contains("not the system working"), "{invalid}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Not trustworthy: 1 of 1 levels"),
+        "report says so"
+    );
+    // A healthy run keeps `invalid` null.
+    let tb = support::testbed(1);
+    let ok = dir.join("ok.yaml");
+    std::fs::write(
+        &ok,
+        format!(
+            "name: ok\ntarget: {{base_url: \"{}\"}}\nrequests: {{a: {{path: /health}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("ok-out");
+    let (code, stdout, _) = support::autoperf(&[
+        "run",
+        ok.to_str().unwrap(),
+        "--users",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "1s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(support::run_json(&out)["levels"][0]["invalid"].is_null());
+}
+
+#[test]
+fn a_target_killed_mid_analysis_stops_it_and_keeps_the_levels_before() {
+    let _serial = support::serial();
+    let mut tb = support::testbed(1);
+    let dir = support::scratch_dir("trust-killed");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: killed\ntarget: {{base_url: \"{}\"}}\nthink_time: 20ms\nrequests: {{a: {{path: \"/cpu?ms=0.2\"}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let mut child = std::process::Command::new(support::autoperf_exe())
+        .args([
+            "capacity",
+            s.to_str().unwrap(),
+            "--levels",
+            "2,4,6,8",
+            "--duration",
+            "2s",
+        ])
+        .args(["--no-agents", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill the target once the first level is on disk.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("levels.jsonl"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(Instant::now() < deadline, "the first level never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tb.shutdown();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.trim_start().starts_with("NOT TRUSTWORTHY: level"),
+        "{stdout}"
+    );
+    let run = support::run_json(&out);
+    assert_eq!(
+        run["analysis"]["stop_reason"], "target_down",
+        "{}",
+        run["analysis"]
+    );
+    let levels = run["levels"].as_array().unwrap();
+    // The good level is kept; the analysis stopped at the first dead one,
+    // not running the rest against a dead port.
+    assert!(levels[0]["invalid"].is_null(), "{}", levels[0]);
+    assert!(levels[0]["throughput_rps"].as_f64().unwrap() > 10.0);
+    let dead: Vec<&serde_json::Value> = levels.iter().filter(|l| !l["invalid"].is_null()).collect();
+    assert_eq!(dead.len(), 1, "{levels:?}");
+    assert!(levels.len() <= 3, "{} levels", levels.len());
+    let why = dead[0]["invalid"].as_str().unwrap();
+    assert!(
+        why.contains("connect_refused") && why.contains("down"),
+        "{why}"
+    );
+    // The dead level is no curve point: levels.csv keeps it, marked.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("the target went down"),
+        "report says why it stopped"
+    );
+}
