@@ -153,8 +153,10 @@ fn a_run_whose_every_request_failed_says_so_even_when_quiet() {
         "name: failing\ntarget: {{base_url: \"http://{addr}\"}}\nthink_time: 5ms\nrequests:\n  home: {{path: /, check: {{status: 201}}}}\n"
     );
     let (code, run, output) = run(&dir, &yaml);
-    // No thresholds: the exit code stays 0, but nobody can miss it.
-    assert_eq!(code, Some(0), "{output}");
+    // No thresholds, but nothing trustworthy was measured: exit 4, and
+    // nobody can miss it.
+    assert_eq!(code, Some(4), "{output}");
+    assert!(output.contains("NOT TRUSTWORTHY"), "{output}");
     assert!(output.contains("EVERY request failed"), "{output}");
     let warnings = run["warnings"].as_array().unwrap();
     assert!(

@@ -293,7 +293,13 @@ fn thresholds_decide_the_exit_code_and_land_in_run_json() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    // Every request failed: exit 4 (nothing trustworthy) wins over 1, said
+    // first; the threshold still says why it failed.
+    assert_eq!(code, Some(4), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("NOT TRUSTWORTHY: level 1: every request failed (timeout"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("FAIL  p99 < 250ms") && stdout.contains("no successful requests"),
         "{stdout}"
