@@ -316,6 +316,8 @@ fn redirects_stop_at_ten_hops_at_other_origins_and_when_asked() {
 name: limits
 target: {{base_url: "http://{addr}"}}
 think_time: 5ms
+# Two requests of three fail on purpose: the level is still the measurement.
+capacity: {{max_error_rate: 90%}}
 requests:
   loop: {{path: /loop}}
   away: {{path: /away}}

@@ -353,7 +353,9 @@ fn broker_going_away_mid_run_counts_errors_and_ends_on_time() {
     drop(broker); // a controlled shutdown, a few seconds
     let status = run.wait().unwrap();
     let took = began.elapsed();
-    assert_eq!(status.code(), Some(0));
+    // Most records of the level failed, refused: measured nothing
+    // trustworthy, and says so with exit 4.
+    assert_eq!(status.code(), Some(4));
     // 11 s of load, a moment to start and to write the results.
     assert!(took < Duration::from_secs(15), "took {took:?}");
     let level = &support::run_json(&out)["levels"][0];
@@ -368,6 +370,10 @@ fn broker_going_away_mid_run_counts_errors_and_ends_on_time() {
     assert!(
         level["requests"].as_u64().unwrap() > errors,
         "some records went through first"
+    );
+    assert!(
+        level["invalid"].as_str().unwrap().contains("connect"),
+        "{level}"
     );
 }
 
@@ -562,11 +568,20 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
     let out = dir.join("results");
     let began = Instant::now();
-    run_ok(
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
         scenario.to_str().unwrap(),
-        &["--rate", "500/s", "--duration", "2s", "--warmup", "1s"],
-        &out,
-    );
+        "--rate",
+        "500/s",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // Not one record acknowledged: nothing trustworthy, exit 4.
+    assert_eq!(code, Some(4), "{stdout}\n{stderr}");
     assert!(began.elapsed() < Duration::from_secs(15));
     let level = &support::run_json(&out)["levels"][0];
     // Every record is accounted for, none acknowledged, none left hanging

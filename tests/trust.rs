@@ -93,7 +93,7 @@ fn a_target_killed_mid_analysis_stops_it_and_keeps_the_levels_before() {
     )
     .unwrap();
     let out = dir.join("out");
-    let mut child = std::process::Command::new(support::autoperf_exe())
+    let child = std::process::Command::new(support::autoperf_exe())
         .args([
             "capacity",
             s.to_str().unwrap(),
