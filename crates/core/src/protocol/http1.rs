@@ -73,6 +73,13 @@ pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<Connecti
 enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+    /// A recorded answer, handed out `step` bytes per read: the response
+    /// reader without a socket, for the fuzzer and the tests.
+    Replay {
+        answer: Vec<u8>,
+        at: usize,
+        step: usize,
+    },
 }
 
 impl AsyncRead for Stream {
@@ -92,6 +99,12 @@ impl AsyncRead for Stream {
                 }
                 other => other,
             },
+            Stream::Replay { answer, at, step } => {
+                let n = (*step).min(answer.len() - *at).min(buf.remaining());
+                buf.put_slice(&answer[*at..*at + n]);
+                *at += n;
+                Poll::Ready(Ok(()))
+            }
         }
     }
 }
@@ -105,6 +118,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Replay { .. } => Poll::Ready(Ok(buf.len())),
         }
     }
 
@@ -112,6 +126,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+            Stream::Replay { .. } => Poll::Ready(Ok(())),
         }
     }
 
@@ -119,6 +134,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Replay { .. } => Poll::Ready(Ok(())),
         }
     }
 }
@@ -132,6 +148,17 @@ impl Connection {
     /// HTTP/1.1 over a plain TCP connection.
     pub fn over_tcp(stream: TcpStream) -> Connection {
         Connection::on(Stream::Plain(stream))
+    }
+
+    /// A connection whose server answers every request with the bytes of
+    /// `answer`, in reads of at most `step` bytes, then closes: how the
+    /// fuzzer and the tests drive the response reader without a socket.
+    pub fn replaying(answer: Vec<u8>, step: usize) -> Connection {
+        Connection::on(Stream::Replay {
+            answer,
+            at: 0,
+            step: step.max(1),
+        })
     }
 
     fn on(stream: Stream) -> Connection {
@@ -563,6 +590,63 @@ fn parse_decimal(s: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn exchange_all(
+        answer: &[u8],
+        step: usize,
+        times: usize,
+    ) -> Vec<Result<(u16, Vec<u8>), ErrorKind>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut conn = Connection::replaying(answer.to_vec(), step);
+        rt.block_on(async {
+            let mut out = Vec::new();
+            for _ in 0..times {
+                let mut response = super::super::Response::default();
+                let got = conn
+                    .exchange(
+                        b"GET / HTTP/1.1\r\n\r\n",
+                        false,
+                        Some(&mut response),
+                        &mut Vec::new(),
+                    )
+                    .await;
+                out.push(got.map(|r| (r.status, response.body)).map_err(|f| f.kind));
+            }
+            out
+        })
+    }
+
+    #[test]
+    fn a_response_reads_the_same_however_the_bytes_arrive() {
+        let chunked =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+            5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nTrailer: x\r\n\r\n";
+        let sized = b"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\ngone";
+        let overlong = [&sized[..], b"!"].concat();
+        let until_close = b"HTTP/1.0 200 OK\r\n\r\nto the end";
+        for step in [1, 2, 3, 7, 64, 1 << 20] {
+            assert_eq!(
+                exchange_all(chunked, step, 1),
+                [Ok((200, b"hello, world".to_vec()))],
+                "step {step}"
+            );
+            assert_eq!(exchange_all(sized, step, 1), [Ok((404, b"gone".to_vec()))]);
+            // More than announced: an error now or at the next exchange.
+            let got = exchange_all(&overlong, step, 2);
+            assert!(got.iter().any(|r| r.is_err()), "step {step}: {got:?}");
+            assert_eq!(
+                exchange_all(until_close, step, 1),
+                [Ok((200, b"to the end".to_vec()))]
+            );
+            // Cut anywhere, a response is an error, never a success or a hang.
+            for cut in 0..chunked.len() {
+                let got = exchange_all(&chunked[..cut], step.min(8), 1);
+                assert!(got[0].is_err(), "cut at {cut}: {got:?}");
+            }
+        }
+    }
 
     #[test]
     fn head_framing() {

@@ -21,7 +21,8 @@
 //! producer with them, so a dead broker cannot hold the level past its end.
 
 mod producer;
-mod wire;
+/// Public for the fuzzer (fuzz/), which feeds its decoders arbitrary bytes.
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -199,6 +199,11 @@ pub fn murmur2(data: &[u8]) -> u32 {
     h ^ (h >> 15)
 }
 
+/// The largest response autoperf reads: a broker announcing more is not
+/// answering a producer (Produce and Metadata answers are kilobytes), and
+/// believing it would buffer up to 2 GiB.
+pub const MAX_RESPONSE: usize = 64 << 20;
+
 /// A malformed or unexpected response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed;

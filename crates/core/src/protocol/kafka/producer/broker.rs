@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 
 use crate::measure::ErrorKind;
 
+use super::super::wire;
 use super::state::*;
 use crate::protocol::net;
 
@@ -145,8 +146,9 @@ async fn reader(producer: &Producer, b: usize, mut read: OwnedReadHalf) -> Error
         // Every whole response in the buffer.
         while buf.len() - at >= 4 {
             let size = i32::from_be_bytes(buf[at..at + 4].try_into().unwrap());
-            let Ok(size) = usize::try_from(size) else {
-                return ErrorKind::Malformed;
+            let size = match usize::try_from(size) {
+                Ok(size) if size <= wire::MAX_RESPONSE => size,
+                _ => return ErrorKind::Malformed,
             };
             if buf.len() - at - 4 < size {
                 break;

@@ -123,7 +123,10 @@ pub(in crate::protocol::kafka) async fn fetch_metadata(
                 .read_exact(&mut size)
                 .await
                 .map_err(|e| io_kind(&e))?;
-            let size = i32::from_be_bytes(size).clamp(0, 64 << 20) as usize;
+            let size = usize::try_from(i32::from_be_bytes(size))
+                .ok()
+                .filter(|&size| size <= wire::MAX_RESPONSE)
+                .ok_or(ErrorKind::Malformed)?;
             let mut body = vec![0; size];
             stream
                 .read_exact(&mut body)
