@@ -107,7 +107,12 @@ fn parse_metric(text: &str) -> Option<Metric> {
             if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            let per_mille = whole.parse::<u16>().ok()? * 10 + tenth.parse::<u16>().ok()?;
+            // Checked: `p6554` must not wrap around to p0.4 (found by fuzzing).
+            let per_mille = whole
+                .parse::<u16>()
+                .ok()?
+                .checked_mul(10)?
+                .checked_add(tenth.parse::<u16>().ok()?)?;
             (1..=1000)
                 .contains(&per_mille)
                 .then_some(Metric::Percentile(per_mille))
@@ -130,6 +135,15 @@ mod tests {
 
     fn lookup(name: &str) -> Option<RequestId> {
         (name == "login").then_some(RequestId(3))
+    }
+
+    #[test]
+    fn percentiles_past_p100_are_refused_however_large() {
+        assert_eq!(parse_metric("p99.9"), Some(Metric::Percentile(999)));
+        assert_eq!(parse_metric("p100"), Some(Metric::Percentile(1000)));
+        for text in ["p100.1", "p6554", "p9905", "p65535", "p99999", "p0"] {
+            assert_eq!(parse_metric(text), None, "{text}");
+        }
     }
 
     #[test]
