@@ -182,6 +182,73 @@ fn a_run_survives_its_agent_being_killed() {
 }
 
 #[test]
+fn an_agent_restarted_mid_level_is_measured_only_between_its_own_readings() {
+    let _serial = support::serial();
+    let tb = support::testbed(2);
+    let (mut agent, url) = support::agent_process();
+    let listen = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let dir = support::scratch_dir("agent-restarts");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "target: {{base_url: \"{}\"}}\nthink_time: 20ms\nrequests:\n  cpu: {{path: \"/cpu?ms=2\"}}\nservers:\n  - {{tier: web, agent: \"{url}\", processes: [tb-web]}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    // Down from 3 s to 4.5 s into the run, then back on the same address.
+    let restarter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        let _ = agent.kill();
+        let _ = agent.wait();
+        std::thread::sleep(Duration::from_millis(1500));
+        support::agent_process_on(&listen, &[]).0
+    });
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        s.to_str().unwrap(),
+        "--users",
+        "8",
+        "--duration",
+        "8s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let mut second = restarter.join().unwrap();
+    let _ = second.kill();
+    let _ = second.wait();
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let run = support::run_json(&out);
+    let warnings = run["warnings"].to_string();
+    for said in [
+        "stopped answering",
+        "answers again",
+        "restarted during the level",
+    ] {
+        assert!(warnings.contains(said), "no {said:?} in {warnings}");
+    }
+    let level = &run["levels"][0];
+    let web = &level["servers"]["web"];
+    let window = web["window_s"].as_f64().unwrap();
+    let measured = level["duration_s"].as_f64().unwrap();
+    assert!(
+        window > 2.0 && window < measured - 1.0,
+        "window {window} s of {measured} s"
+    );
+    // D = 2 ms by construction: the CPU used between readings of one agent
+    // process over the requests completed between the same instants.
+    let d = web["cpu_ms_per_request"]["tb-web"].as_f64().unwrap();
+    assert!(within(d, 2.0, 0.15), "D = {d} ms: {web}");
+}
+
+#[test]
 fn a_missing_agent_is_exit_3_unless_told_to_run_without() {
     let tb = support::testbed(1);
     let dead = std::net::TcpListener::bind("127.0.0.1:0")

@@ -153,9 +153,14 @@ pub fn agent_process() -> (std::process::Child, String) {
 
 /// `autoperf agent --listen 127.0.0.1:0 ARGS…` as a child process.
 pub fn agent_process_with(args: &[&str]) -> (std::process::Child, String) {
+    agent_process_on("127.0.0.1:0", args)
+}
+
+/// `autoperf agent --listen LISTEN ARGS…` as a child process, and its URL.
+pub fn agent_process_on(listen: &str, args: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(autoperf_exe())
-        .args(["agent", "--listen", "127.0.0.1:0"])
+        .args(["agent", "--listen", listen])
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

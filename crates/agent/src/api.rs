@@ -15,13 +15,28 @@ pub const MAX_NAME_BYTES: usize = 64;
 pub struct AgentInfo {
     pub name: String,
     pub version: String,
+    /// When this agent process started, ms since the Unix epoch (0 from
+    /// agents before it was sent). A new value means the agent restarted:
+    /// its group totals, which keep the CPU time of departed processes,
+    /// began again, so the controller never takes a difference across it.
+    #[serde(default)]
+    pub started_ms: u64,
 }
 
 impl AgentInfo {
+    /// This agent; the first call fixes `started_ms` (the server makes it
+    /// when it starts).
     pub fn this() -> AgentInfo {
+        static STARTED_MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let started_ms = *STARTED_MS.get_or_init(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        });
         AgentInfo {
             name: "autoperf-agent".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            started_ms,
         }
     }
 }

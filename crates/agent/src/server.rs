@@ -79,6 +79,7 @@ pub async fn serve(
     access: Access,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    AgentInfo::this(); // fixes started_ms now, not at the first request
     let state = Arc::new(State {
         registry: Mutex::new(Registry::default()),
         procfs: ProcFs::system(),

@@ -1,24 +1,27 @@
-//! Per-tier resource use over a level's measured window, from the first and
-//! last agent readings inside it: utilisation in busy cores, and per request
-//! CPU ms per process, network and disk bytes. Per-request figures use the
-//! utilisation law, `D = U / X` (AutoPerf section 2.1.1), with `U` over the
-//! agents' own clock and `X` the level's throughput.
+//! Per-tier resource use over a level's measured window, from the agent
+//! readings inside it (differences between consecutive readings of one
+//! agent process, summed): utilisation in busy cores, and per request
+//! CPU ms per process, network and disk bytes. Per-request figures divide
+//! what was used by the requests completed over the same intervals (the
+//! utilisation law, `D = U / X`, AutoPerf section 2.1.1): when the agent
+//! missed part of the level, the level's own throughput would not match.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use super::agents::{AgentSet, Counters};
 use super::sampler::Reading;
 use crate::record::{ByteRates, DiskRates, TierUsage};
 use crate::scenario::ServerSpec;
 
-/// The tiers' usage between the first and last readings in `readings` in
-/// which their agent answered; tiers without two such readings are left
-/// out (and named in the returned warnings).
+/// The tiers' usage over the readings in `readings` in which their agent
+/// answered; tiers without two such readings are left out (and named in the
+/// returned warnings).
 pub fn tier_usage(
     servers: &[ServerSpec],
     agents: &AgentSet,
     readings: &[Reading],
-    throughput_rps: f64,
+    completed: &dyn Fn(Instant, Instant) -> f64,
 ) -> (BTreeMap<String, TierUsage>, Vec<String>) {
     let mut out = BTreeMap::new();
     let mut warnings = Vec::new();
@@ -30,109 +33,225 @@ pub fn tier_usage(
         else {
             continue;
         };
-        let answered: Vec<&Counters> = readings
+        let answered: Vec<(Instant, &Counters)> = readings
             .iter()
-            .filter_map(|r| r.counters.get(i).and_then(Option::as_ref))
+            .filter_map(|r| Some((r.at, r.counters.get(i)?.as_ref()?)))
             .collect();
-        let (Some(first), Some(last)) = (answered.first(), answered.last()) else {
+        if answered.is_empty() {
             warnings.push(format!(
                 "tier {}: no agent readings in this level",
                 server.tier
             ));
             continue;
-        };
-        let dt = last.monotonic_s - first.monotonic_s;
-        if answered.len() < 2 || dt < 0.5 {
+        }
+        let (window, restarted) = Window::over(server, &answered, completed);
+        if window.dt < 0.5 {
             warnings.push(format!(
                 "tier {}: too few agent readings in this level to measure it",
                 server.tier
             ));
             continue;
         }
+        let span = answered[answered.len() - 1].1.monotonic_s - answered[0].1.monotonic_s;
+        if restarted {
+            warnings.push(format!(
+                "tier {}: its agent restarted during the level; usage is measured over the {:.1} s of {:.1} s between readings of one agent process",
+                server.tier, window.dt, span
+            ));
+        }
+        let last = answered[answered.len() - 1].1;
         out.insert(
             server.tier.clone(),
-            usage(
-                server,
-                &agents.agents[i].url,
-                first,
-                last,
-                dt,
-                throughput_rps,
-            ),
+            window.usage(server, &agents.agents[i].url, last.host.cores),
         );
     }
     (out, warnings)
 }
 
-fn usage(
-    server: &ServerSpec,
-    agent: &str,
-    first: &Counters,
-    last: &Counters,
+/// What a tier used over a window made of intervals between readings.
+#[derive(Default)]
+struct Window {
     dt: f64,
-    throughput_rps: f64,
-) -> TierUsage {
-    // Per request: a rate divided by throughput (utilisation law).
-    let per_request = |rate: f64| {
-        if throughput_rps > 0.0 {
-            rate / throughput_rps
-        } else {
-            0.0
+    /// Requests the load generator completed over the same intervals.
+    requests: f64,
+    /// CPU seconds per process name seen at both ends of some interval.
+    cpu_s: BTreeMap<String, f64>,
+    read: f64,
+    write: f64,
+    net_rx: f64,
+    net_tx: f64,
+    disk_read: f64,
+    disk_write: f64,
+    host_busy_s: f64,
+}
+
+impl Window {
+    /// Differences between consecutive readings, summed: a gap where the
+    /// agent did not answer is bridged (its counters are cumulative), a
+    /// restart is not (a new agent's group totals have forgotten the
+    /// processes that left before it). Also says whether there was one.
+    fn over(
+        server: &ServerSpec,
+        answered: &[(Instant, &Counters)],
+        completed: &dyn Fn(Instant, Instant) -> f64,
+    ) -> (Window, bool) {
+        let mut window = Window::default();
+        let mut restarted = false;
+        for pair in answered.windows(2) {
+            let ((from, a), (to, b)) = (pair[0], pair[1]);
+            if a.agent.started_ms == b.agent.started_ms {
+                window.add(server, a, b);
+                window.requests += completed(from, to);
+            } else {
+                restarted = true;
+            }
         }
-    };
-    let mut per_process_util = BTreeMap::new();
-    let mut cpu_ms = BTreeMap::new();
-    let (mut read, mut write) = (0.0, 0.0);
-    for name in &server.processes {
-        let (Some(a), Some(b)) = (first.processes.get(name), last.processes.get(name)) else {
-            continue;
-        };
-        let util = (b.cpu_s - a.cpu_s).max(0.0) / dt;
-        per_process_util.insert(name.clone(), round(util, 4));
-        cpu_ms.insert(name.clone(), round(per_request(util) * 1e3, 4));
+        (window, restarted)
+    }
+
+    fn add(&mut self, server: &ServerSpec, a: &Counters, b: &Counters) {
+        self.dt += (b.monotonic_s - a.monotonic_s).max(0.0);
         let delta = |x: Option<u64>, y: Option<u64>| match (x, y) {
             (Some(x), Some(y)) => y.saturating_sub(x) as f64,
             _ => 0.0,
         };
-        read += delta(a.read_bytes, b.read_bytes);
-        write += delta(a.write_bytes, b.write_bytes);
+        for name in &server.processes {
+            let (Some(pa), Some(pb)) = (a.processes.get(name), b.processes.get(name)) else {
+                continue;
+            };
+            *self.cpu_s.entry(name.clone()).or_default() += (pb.cpu_s - pa.cpu_s).max(0.0);
+            self.read += delta(pa.read_bytes, pb.read_bytes);
+            self.write += delta(pa.write_bytes, pb.write_bytes);
+        }
+        let net = |c: &Counters, f: fn(&autoperf_agent::NetCounters) -> u64| {
+            c.host.net.values().map(f).sum::<u64>()
+        };
+        let disk = |c: &Counters, f: fn(&autoperf_agent::DiskCounters) -> u64| {
+            c.host.disk.values().map(f).sum::<u64>()
+        };
+        self.net_rx += net(b, |n| n.rx_bytes).saturating_sub(net(a, |n| n.rx_bytes)) as f64;
+        self.net_tx += net(b, |n| n.tx_bytes).saturating_sub(net(a, |n| n.tx_bytes)) as f64;
+        self.disk_read +=
+            disk(b, |d| d.read_bytes).saturating_sub(disk(a, |d| d.read_bytes)) as f64;
+        self.disk_write +=
+            disk(b, |d| d.write_bytes).saturating_sub(disk(a, |d| d.write_bytes)) as f64;
+        self.host_busy_s += (b.host.cpu.busy_s - a.host.cpu.busy_s).max(0.0);
     }
-    let net = |f: fn(&autoperf_agent::NetCounters) -> u64| -> f64 {
-        let sum = |c: &Counters| c.host.net.values().map(f).sum::<u64>();
-        sum(last).saturating_sub(sum(first)) as f64
-    };
-    let disk = |f: fn(&autoperf_agent::DiskCounters) -> u64| -> f64 {
-        let sum = |c: &Counters| c.host.disk.values().map(f).sum::<u64>();
-        sum(last).saturating_sub(sum(first)) as f64
-    };
-    TierUsage {
-        agent: agent.to_string(),
-        cores: server.cores.unwrap_or(last.host.cores),
-        host_cores: last.host.cores,
-        cpu_util_cores: round(per_process_util.values().sum(), 4),
-        cpu_util_cores_per_process: per_process_util,
-        cpu_ms_per_request: cpu_ms,
-        net_bytes_per_request: ByteRates {
-            rx: round(per_request(net(|n| n.rx_bytes) / dt), 1),
-            tx: round(per_request(net(|n| n.tx_bytes) / dt), 1),
-        },
-        disk_bytes_per_request: DiskRates {
-            read: round(per_request(read / dt), 1),
-            write: round(per_request(write / dt), 1),
-        },
-        host_disk_bytes_per_request: DiskRates {
-            read: round(per_request(disk(|d| d.read_bytes) / dt), 1),
-            write: round(per_request(disk(|d| d.write_bytes) / dt), 1),
-        },
-        host_cpu_util_cores: round(
-            (last.host.cpu.busy_s - first.host.cpu.busy_s).max(0.0) / dt,
-            4,
-        ),
-        window_s: round(dt, 3),
+
+    fn usage(&self, server: &ServerSpec, agent: &str, host_cores: u32) -> TierUsage {
+        let dt = self.dt;
+        // Per request: a rate divided by throughput (utilisation law).
+        let throughput_rps = self.requests / dt;
+        let per_request = |rate: f64| {
+            if throughput_rps > 0.0 {
+                rate / throughput_rps
+            } else {
+                0.0
+            }
+        };
+        let mut per_process_util = BTreeMap::new();
+        let mut cpu_ms = BTreeMap::new();
+        for (name, cpu_s) in &self.cpu_s {
+            let util = cpu_s / dt;
+            per_process_util.insert(name.clone(), round(util, 4));
+            cpu_ms.insert(name.clone(), round(per_request(util) * 1e3, 4));
+        }
+        TierUsage {
+            agent: agent.to_string(),
+            cores: server.cores.unwrap_or(host_cores),
+            host_cores,
+            cpu_util_cores: round(per_process_util.values().sum(), 4),
+            cpu_util_cores_per_process: per_process_util,
+            cpu_ms_per_request: cpu_ms,
+            net_bytes_per_request: ByteRates {
+                rx: round(per_request(self.net_rx / dt), 1),
+                tx: round(per_request(self.net_tx / dt), 1),
+            },
+            disk_bytes_per_request: DiskRates {
+                read: round(per_request(self.read / dt), 1),
+                write: round(per_request(self.write / dt), 1),
+            },
+            host_disk_bytes_per_request: DiskRates {
+                read: round(per_request(self.disk_read / dt), 1),
+                write: round(per_request(self.disk_write / dt), 1),
+            },
+            host_cpu_util_cores: round(self.host_busy_s / dt, 4),
+            window_s: round(dt, 3),
+        }
     }
 }
 
 fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn reading(started_ms: u64, t: f64, cpu_s: f64) -> Counters {
+        serde_json::from_value(serde_json::json!({
+            "agent": {"name": "autoperf-agent", "version": "0", "started_ms": started_ms},
+            "timestamp_ms": 0, "monotonic_s": t,
+            "host": {"cores": 4, "clk_tck": 100, "cpu": {"busy_s": cpu_s, "total_s": 4.0 * t},
+                     "net": {}, "disk": {}},
+            "processes": {"web": {"cpu_s": cpu_s, "utime_s": cpu_s, "stime_s": 0.0,
+                "read_bytes": null, "write_bytes": null, "rchar": null, "wchar": null,
+                "processes": 2, "threads": 2, "departed": 0}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_restarted_agent_is_never_compared_with_its_predecessor() {
+        let server = ServerSpec {
+            tier: "web".into(),
+            agent: "http://127.0.0.1:1".into(),
+            processes: vec!["web".into()],
+            cores: None,
+            token: None,
+        };
+        // Half a core busy throughout. The first agent counted 10 s of a
+        // worker that left; the restarted one never knew it, so its totals
+        // start lower: comparing across would give 0, not 0.5 cores.
+        let readings = [
+            reading(1, 100.0, 20.0),
+            reading(1, 102.0, 21.0),
+            // (down from 102 s to 106 s: that interval spans the restart and
+            // is left out)
+            reading(2, 106.0, 13.0),
+            reading(2, 108.0, 14.0),
+            reading(2, 110.0, 15.0),
+        ];
+        // 100 requests a second on the load generator's clock, which
+        // starts at `zero` where the agents' clock says 100 s.
+        let zero = Instant::now();
+        let at = |c: &Counters| zero + Duration::from_secs_f64(c.monotonic_s - 100.0);
+        let completed = |from: Instant, to: Instant| 100.0 * (to - from).as_secs_f64();
+        let answered: Vec<(Instant, &Counters)> = readings.iter().map(|c| (at(c), c)).collect();
+        let (window, restarted) = Window::over(&server, &answered, &completed);
+        assert!(restarted);
+        assert_eq!(window.dt, 6.0);
+        let usage = window.usage(&server, "a", 4);
+        assert_eq!(usage.cpu_util_cores, 0.5);
+        assert_eq!(usage.cpu_ms_per_request["web"], 5.0);
+        assert_eq!(usage.host_cpu_util_cores, 0.5);
+        assert_eq!(usage.window_s, 6.0);
+
+        // One agent throughout, a reading missing: the gap is bridged.
+        let steady = [
+            reading(1, 100.0, 20.0),
+            reading(1, 104.0, 22.0),
+            reading(1, 106.0, 23.0),
+        ];
+        let answered: Vec<(Instant, &Counters)> = steady.iter().map(|c| (at(c), c)).collect();
+        let (window, restarted) = Window::over(&server, &answered, &completed);
+        assert!(!restarted);
+        let usage = window.usage(&server, "a", 4);
+        assert_eq!(usage.cpu_util_cores, 0.5);
+        assert_eq!(usage.cpu_ms_per_request["web"], 5.0);
+    }
 }

@@ -13,6 +13,7 @@
 //! and `profile/`; nothing there imports from here.
 
 pub mod capacity;
+mod completions;
 pub mod fixed;
 pub mod open_capacity;
 pub mod profile;
@@ -27,8 +28,9 @@ use crate::engine::{self, EngineError, Level, StopSignal};
 use crate::measure::{LevelInfo, Tick, TickSink};
 use crate::profile::{tier_usage, AgentError, AgentSet, Sampler};
 use crate::record::{now_rfc3339, Analysis, LevelRecord, Mode, RunRecord, StopReason};
-use crate::results::{ResultsDir, ResultsError};
+use crate::results::{self, ResultsDir, ResultsError};
 use crate::scenario::Scenario;
+use completions::Completions;
 
 /// How often the agents are read (AutoPerf's profilers report every second).
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
@@ -186,13 +188,15 @@ pub fn run_levels(
         }
         observer.level_started(&level);
         let level_stop = stop.child();
+        let mut completions = Completions::default();
         let run = {
             let mut watcher = ControllerSink {
                 controller: &mut *controller,
                 sampler: sampler.as_ref(),
                 level_stop: level_stop.clone(),
             };
-            let mut sinks: [&mut dyn TickSink; 3] = [&mut dir, &mut *observer, &mut watcher];
+            let mut sinks: [&mut dyn TickSink; 4] =
+                [&mut dir, &mut *observer, &mut watcher, &mut completions];
             engine::run_level(scenario, &level, &plan.generators, &mut sinks, &level_stop)?
         };
         let mut level_record = LevelRecord::from_run(&run, scenario);
@@ -209,12 +213,10 @@ pub fn run_levels(
             // A reading just past the window's end still describes it.
             let readings =
                 sampler.readings_between(t.measure_start, t.measure_end + SAMPLE_PERIOD / 2);
-            let (servers, notes) = tier_usage(
-                &scenario.servers,
-                &agents,
-                &readings,
-                level_record.throughput_rps,
-            );
+            let (servers, notes) =
+                tier_usage(&scenario.servers, &agents, &readings, &|from, to| {
+                    completions.between(from, to)
+                });
             level_record.servers = servers;
             for w in sampler.take_warnings().into_iter().chain(notes) {
                 let w = format!("level {}: {w}", level_record.level);
