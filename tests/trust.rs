@@ -151,3 +151,60 @@ fn a_target_killed_mid_analysis_stops_it_and_keeps_the_levels_before() {
         "report says why it stopped"
     );
 }
+
+/// `autoperf run … --out MOUNT/out` inside a mount namespace of its own
+/// where MOUNT is a fresh tmpfs mounted with `options`; returns the exit
+/// code, stdout (then what MOUNT holds afterwards) and stderr.
+fn run_on_tmpfs(scenario: &std::path::Path, options: &str) -> (Option<i32>, String, String) {
+    let mount = support::scratch_dir(&format!("tmpfs-{}", options.replace([',', '='], "-")));
+    let script = format!(
+        "mount -t tmpfs -o {options} autoperf-test {m} && {exe} run {s} --users 2 --duration 20s --warmup 0s --out {m}/out; \
+         code=$?; echo; echo \"left: [$(ls -A {m})]\"; exit $code",
+        m = mount.display(),
+        exe = support::autoperf_exe().display(),
+        s = scenario.display(),
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .output()
+        .expect("unshare runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_results_directory_that_cannot_keep_the_results_is_refused_before_any_load() {
+    // A tmpfs mounted in a mount namespace of the test's own: root only
+    // (as CI runs); elsewhere there is no full or read-only disk to try.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mounting a small or read-only tmpfs needs root");
+        return;
+    }
+    let (addr, connections) = support::misbehaving_server(Misbehaviour::Unavailable);
+    let dir = support::scratch_dir("trust-disk");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: disk\ntarget: {{base_url: \"http://{addr}\"}}\nrequests: {{a: {{path: /}}}}\n"
+        ),
+    )
+    .unwrap();
+    for (options, said) in [
+        ("size=64k", "KiB free and a run needs at least 16 MiB"),
+        ("ro", "read-only filesystem"),
+    ] {
+        let (code, stdout, stderr) = run_on_tmpfs(&s, options);
+        assert_eq!(code, Some(3), "{options}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(said) && stderr.contains("--out"),
+            "{options}: {stderr}"
+        );
+        // Nothing half-written, and not one request sent.
+        assert!(stdout.contains("left: []"), "{options}: {stdout}");
+    }
+    assert_eq!(connections.load(std::sync::atomic::Ordering::Relaxed), 0);
+}

@@ -45,6 +45,66 @@ fn reading(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
     }
 }
 
+/// The free space a results directory's filesystem must have before load
+/// starts: the time series and the levels grow during the run and the
+/// report is written at its end (a few MiB for hours of load), and a disk
+/// that fills then would lose what was measured.
+pub const MIN_FREE_BYTES: u64 = 16 << 20;
+
+/// Refuses a results directory whose filesystem is read-only, nearly full or
+/// out of inodes. The nearest existing ancestor of `path` tells which
+/// filesystem it will be on; when even that cannot be asked, the writes
+/// themselves will report.
+pub fn check_room(path: &Path) -> Result<(), ResultsError> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut probe = path;
+    while !probe.exists() {
+        match probe.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => probe = parent,
+            _ => {
+                probe = Path::new(".");
+                break;
+            }
+        }
+    }
+    let Ok(c_path) = std::ffi::CString::new(probe.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: statvfs writes only into `stat`, from a NUL-terminated path.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
+        return Ok(());
+    }
+    let refuse = |kind: io::ErrorKind, why: String| Err(at(path)(io::Error::new(kind, why)));
+    if stat.f_flag & libc::ST_RDONLY != 0 {
+        return refuse(
+            io::ErrorKind::ReadOnlyFilesystem,
+            format!(
+                "{} is on a read-only filesystem; choose a writable directory with --out",
+                probe.display()
+            ),
+        );
+    }
+    let free = stat.f_bavail as u64 * stat.f_frsize as u64;
+    if free < MIN_FREE_BYTES {
+        return refuse(
+            io::ErrorKind::StorageFull,
+            format!(
+                "its filesystem has {} KiB free and a run needs at least {} MiB for its results; free some space or choose another directory with --out",
+                free >> 10,
+                MIN_FREE_BYTES >> 20
+            ),
+        );
+    }
+    if stat.f_files > 0 && stat.f_favail < 16 {
+        return refuse(
+            io::ErrorKind::StorageFull,
+            format!("its filesystem has no inodes left ({} free); free some or choose another directory with --out", stat.f_favail),
+        );
+    }
+    Ok(())
+}
+
 pub const SERIES_HEADER: &str =
     "t_s,level,requests,errors,throughput_rps,p50_ms,p99_ms,active_users\n";
 
@@ -71,8 +131,21 @@ impl ResultsDir {
         PathBuf::from("autoperf-results").join(format!("{safe}-{stamp}"))
     }
 
-    /// Creates the directory (and parents) and fresh result files in it.
+    /// Creates the directory (and parents) and fresh result files in it,
+    /// after making sure its filesystem can take a run's results: a full or
+    /// read-only one is refused before any load, and nothing is left
+    /// behind when creating fails.
     pub fn create(path: &Path) -> Result<ResultsDir, ResultsError> {
+        check_room(path)?;
+        let existed = path.exists();
+        let created = Self::create_files(path);
+        if created.is_err() && !existed {
+            let _ = fs::remove_dir_all(path);
+        }
+        created
+    }
+
+    fn create_files(path: &Path) -> Result<ResultsDir, ResultsError> {
         fs::create_dir_all(path).map_err(at(path))?;
         let levels_path = path.join("levels.jsonl");
         let levels = File::create(&levels_path).map_err(at(&levels_path))?;
@@ -92,6 +165,7 @@ impl ResultsDir {
 
     /// Opens an existing results directory to append to it (resuming).
     pub fn reopen(path: &Path) -> Result<ResultsDir, ResultsError> {
+        check_room(path)?;
         let levels_path = path.join("levels.jsonl");
         let levels = OpenOptions::new()
             .append(true)

@@ -143,6 +143,9 @@ pub fn run_levels(
     observer: &mut dyn RunObserver,
     stop: &StopSignal,
 ) -> Result<RunRecord, RunError> {
+    // Where the results go is checked first: no request is sent when they
+    // could not be kept.
+    results::check_room(&plan.out)?;
     engine::probe_target(scenario)?;
     let agents = if plan.use_agents {
         AgentSet::from_scenario(scenario)?
