@@ -92,7 +92,11 @@ pub fn run_shard<T: Transport>(
         let deadline = tokio::time::Instant::from_std(plan.deadline);
         let mut ticker = tokio::time::interval_at(start + TICK, TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let send = |seq: u64, last: bool| {
+        // The next interval to send: a shard starved past a whole tick
+        // (an overloaded machine) still sends every interval, in order, the
+        // collector waiting for each (what accumulated goes in the first).
+        let next_seq = std::cell::Cell::new(0u64);
+        let send_one = |seq: u64, last: bool| {
             let mut open = open_state.borrow_mut();
             open.interval_end = plan.start + TICK * (seq as u32 + 2);
             if last {
@@ -110,6 +114,13 @@ pub fn run_shard<T: Transport>(
                 active_users: plan.users + open.in_flight,
                 remote_cpu: Duration::ZERO,
             });
+        };
+        let send = |seq: u64, last: bool| {
+            for skipped in next_seq.get()..seq {
+                send_one(skipped, false);
+            }
+            send_one(seq, last);
+            next_seq.set(seq + 1);
         };
         loop {
             tokio::select! {

@@ -2,7 +2,7 @@
 //! whole generator, hands each tick to the sinks (live view, time series,
 //! controller) and sums the ticks after warm-up into the level's totals.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,6 @@ pub struct Collector {
 }
 
 struct Pending {
-    reported: usize,
     stats: IntervalStats,
     active_users: u32,
     end: Instant,
@@ -105,10 +104,14 @@ impl Collector {
         let measure_start = self.measure_start();
         let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
         let mut finished = 0usize;
-        // The interval of each shard's final snapshot: a shard that ended
-        // (a generator process that died) reports nothing after it, and
-        // later intervals must not wait for it.
-        let mut ended_at: Vec<u64> = Vec::new();
+        // Per shard, the latest interval it reported and whether it has
+        // ended. A shard's snapshots arrive in order, so one for interval k
+        // vouches for every interval before it; a shard that ended (a
+        // generator process that died) reports nothing after, and later
+        // intervals must not wait for it. Counting snapshots per interval
+        // instead once left a run waiting forever, its intervals piling up
+        // in memory, when a starved shard skipped one.
+        let mut shards: HashMap<usize, (u64, bool)> = HashMap::new();
         let mut totals = IntervalStats::new(self.requests);
         let mut series = Vec::new();
         let mut cpu_at_start: Option<Duration> = None;
@@ -159,32 +162,34 @@ impl Collector {
             }
             if snap.last {
                 finished += 1;
-                ended_at.push(snap.seq);
                 end = end.max(snap.at.min(self.deadline));
             }
+            let seen = shards.entry(snap.shard).or_insert((snap.seq, false));
+            seen.0 = seen.0.max(snap.seq);
+            seen.1 |= snap.last;
             let interval_end = if snap.last {
                 snap.at.min(self.deadline)
             } else {
                 self.start + Duration::from_secs(snap.seq + 1)
             };
             let entry = pending.entry(snap.seq).or_insert_with(|| Pending {
-                reported: 0,
                 stats: IntervalStats::new(self.requests),
                 active_users: 0,
                 end: interval_end,
             });
-            entry.reported += 1;
             entry.stats.merge(&snap.stats);
             entry.active_users += snap.active_users;
             entry.end = entry.end.max(interval_end);
             // Emit, in order, every interval all shards have reported (or
             // ended before).
-            while let Some((&seq, p)) = pending.first_key_value() {
-                let gone = ended_at.iter().filter(|&&s| s < seq).count();
-                if p.reported + gone < self.shards {
+            while let Some((&seq, _)) = pending.first_key_value() {
+                let done = shards
+                    .values()
+                    .filter(|&&(latest, ended)| ended || latest >= seq)
+                    .count();
+                if done < self.shards {
                     break;
                 }
-                let _ = p;
                 let p = pending.remove(&seq).expect("key just seen");
                 emit(seq, p, sinks);
             }
@@ -281,5 +286,43 @@ mod tests {
         collector.run(&info, rx, &mut [&mut Seen(seen_tx)]);
         let before_the_end = feeder.join().unwrap();
         assert_eq!(before_the_end, (0..9).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn ticks_keep_coming_when_a_shard_skips_an_interval() {
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(10);
+        let (tx, rx) = mpsc::channel();
+        let (seen_tx, seen_rx) = mpsc::channel();
+        // Shard 1, starved, never sends interval 2: its interval 3 vouches
+        // for it. Both hold back their last snapshots until tick 6 is out.
+        let feeder = std::thread::spawn(move || {
+            for seq in 0..7 {
+                tx.send(snapshot(0, seq, false, deadline)).unwrap();
+                if seq != 2 {
+                    tx.send(snapshot(1, seq, false, deadline)).unwrap();
+                }
+            }
+            let mut out = Vec::new();
+            let give_up = Instant::now() + Duration::from_secs(5);
+            while out.last() != Some(&6) && Instant::now() < give_up {
+                if let Ok(seq) = seen_rx.recv_timeout(Duration::from_millis(50)) {
+                    out.push(seq);
+                }
+            }
+            tx.send(snapshot(0, 7, true, deadline)).unwrap();
+            tx.send(snapshot(1, 7, true, deadline)).unwrap();
+            out
+        });
+        let info = LevelInfo {
+            index: 1,
+            users: 2,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(10),
+        };
+        let collector = Collector::new(2, 1, start, Duration::ZERO, deadline);
+        collector.run(&info, rx, &mut [&mut Seen(seen_tx)]);
+        let before_the_end = feeder.join().unwrap();
+        assert_eq!(before_the_end, (0..7).collect::<Vec<_>>());
     }
 }
