@@ -19,3 +19,9 @@ trap 'bash scripts/kafka.sh stop' EXIT
 # Release mode: the profiling and capacity tests check measured costs against
 # the testbed's known ones, and a debug testbed adds overhead of its own.
 cargo test --workspace --release --locked "$@"
+# A short fuzzing campaign of every parser that takes untrusted bytes (20 s
+# each after replaying every crash ever found; bench/README.md has the
+# hour-long ones). Skipped when the tests were narrowed by arguments.
+if (($# == 0)); then
+    bash scripts/fuzz.sh 20
+fi
