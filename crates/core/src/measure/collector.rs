@@ -238,6 +238,23 @@ mod tests {
         }
     }
 
+    /// Runs a ten-second level's collector over two shards' snapshots.
+    fn collect_two_shards(
+        start: Instant,
+        deadline: Instant,
+        snapshots: mpsc::Receiver<Snapshot>,
+        seen: mpsc::Sender<u64>,
+    ) {
+        let info = LevelInfo {
+            index: 1,
+            users: 2,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(10),
+        };
+        let collector = Collector::new(2, 1, start, Duration::ZERO, deadline);
+        collector.run(&info, snapshots, &mut [&mut Seen(seen)]);
+    }
+
     fn snapshot(shard: usize, seq: u64, last: bool, at: Instant) -> Snapshot {
         Snapshot {
             shard,
@@ -276,14 +293,7 @@ mod tests {
             tx.send(snapshot(1, 9, true, deadline)).unwrap();
             out
         });
-        let info = LevelInfo {
-            index: 1,
-            users: 2,
-            warmup: Duration::ZERO,
-            duration: Duration::from_secs(10),
-        };
-        let collector = Collector::new(2, 1, start, Duration::ZERO, deadline);
-        collector.run(&info, rx, &mut [&mut Seen(seen_tx)]);
+        collect_two_shards(start, deadline, rx, seen_tx);
         let before_the_end = feeder.join().unwrap();
         assert_eq!(before_the_end, (0..9).collect::<Vec<_>>());
     }
@@ -314,14 +324,7 @@ mod tests {
             tx.send(snapshot(1, 7, true, deadline)).unwrap();
             out
         });
-        let info = LevelInfo {
-            index: 1,
-            users: 2,
-            warmup: Duration::ZERO,
-            duration: Duration::from_secs(10),
-        };
-        let collector = Collector::new(2, 1, start, Duration::ZERO, deadline);
-        collector.run(&info, rx, &mut [&mut Seen(seen_tx)]);
+        collect_two_shards(start, deadline, rx, seen_tx);
         let before_the_end = feeder.join().unwrap();
         assert_eq!(before_the_end, (0..7).collect::<Vec<_>>());
     }
