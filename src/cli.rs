@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use autoperf_core::compare::Limits;
 use autoperf_core::scenario::SearchStrategy;
 use clap::{Args, Parser, Subcommand};
 
@@ -33,6 +34,13 @@ pub enum Command {
         /// A results directory (holding run.json).
         results: PathBuf,
     },
+    /// Did it get slower? Compares two results directories (run, capacity
+    /// or profile) level by level and request by request; exits 1 when a
+    /// figure is worse beyond its limit and significantly so.
+    #[command(
+        after_help = "Examples:\n  autoperf compare autoperf-results/shop-v1 autoperf-results/shop-v2\n  autoperf compare base/ new/ --max-regression p99=10%,throughput=5% --out compare-v2\n\nMetrics: throughput, mean, p50, p90, p95, p99 (relative limits) and errors\n(percentage points of the error share). Default: throughput=5%, mean=10%,\np50=10%, p90=10%, p99=10%, errors=1%."
+    )]
+    Compare(CompareArgs),
     /// Validate a scenario file and explain every problem.
     #[command(after_help = "Example:\n  autoperf check shop.yaml")]
     Check {
@@ -108,6 +116,42 @@ pub struct RunArgs {
     pub generators: GeneratorArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The earlier results directory (the baseline).
+    pub base: PathBuf,
+    /// The results directory to judge against it.
+    pub new: PathBuf,
+    /// How much worse each figure may get, e.g. p99=10%,throughput=5%
+    /// (metrics not named are not gated) [default: throughput=5%,
+    /// mean=10%, p50=10%, p90=10%, p99=10%, errors=1%].
+    #[arg(long, value_name = "LIMITS", value_parser = parse_limits)]
+    pub max_regression: Option<Limits>,
+    /// Where compare.json and compare.html go [default: NEW].
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Print compare.json to stdout instead of the table (for scripts).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--baseline`: compare the run with an earlier one at its end, so one CI
+/// step gates a release.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// An earlier results directory: at the end, compare with it (as
+    /// `autoperf compare`; compare.json and compare.html in the results)
+    /// and exit 1 on a regression.
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
+    /// The limits the comparison with --baseline applies (as `autoperf
+    /// compare --max-regression`).
+    #[arg(long, value_name = "LIMITS", value_parser = parse_limits, requires = "baseline")]
+    pub max_regression: Option<Limits>,
 }
 
 /// Where the load comes from: how many generator processes, which source
@@ -192,6 +236,8 @@ pub struct CapacityArgs {
     pub generators: GeneratorArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -321,6 +367,10 @@ pub enum ArrivalSpacing {
     Poisson,
     /// Evenly spaced arrivals.
     Even,
+}
+
+fn parse_limits(text: &str) -> Result<Limits, String> {
+    Limits::parse(text)
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {

@@ -26,6 +26,7 @@ use crate::cli::{
     AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, GeneratorArgs, OutputArgs, PredictArgs,
     ProfileArgs, RunArgs, TestbedArgs, TierArgs,
 };
+use crate::compare::Baseline;
 use crate::progress::LiveView;
 use crate::resume::CapacityPlan;
 use crate::{exit, print_out, Failure};
@@ -45,6 +46,7 @@ pub fn check(path: &Path) -> Outcome {
 }
 
 pub fn run(args: RunArgs) -> Outcome {
+    let baseline = Baseline::read(&args.baseline)?;
     let scenario = Arc::new(load(&args.scenario)?);
     let ask = SingleLevel {
         users: args.users,
@@ -80,15 +82,16 @@ pub fn run(args: RunArgs) -> Outcome {
         None => String::new(),
     };
     finish(&out, &record, &args.output, &summary)?;
-    if record.analysis.stop_reason == StopReason::Interrupted {
-        Ok(exit::INTERRUPTED)
+    let code = if record.analysis.stop_reason == StopReason::Interrupted {
+        exit::INTERRUPTED
     } else if record.levels.iter().any(|l| l.invalid.is_some()) {
-        Ok(exit::UNTRUSTWORTHY)
+        exit::UNTRUSTWORTHY
     } else if passed {
-        Ok(exit::OK)
+        exit::OK
     } else {
-        Ok(exit::THRESHOLD_FAILED)
-    }
+        exit::THRESHOLD_FAILED
+    };
+    baseline.judge(code, &out, args.output.json)
 }
 
 /// `--arrivals` as the engine takes it.
@@ -427,7 +430,15 @@ pub fn profile(args: ProfileArgs) -> Outcome {
     Ok(capacity_exit(&record))
 }
 
-pub fn capacity(mut args: CapacityArgs) -> Outcome {
+pub fn capacity(args: CapacityArgs) -> Outcome {
+    let baseline = Baseline::read(&args.baseline)?;
+    let json = args.output.json;
+    let (code, out) = capacity_analysis(args)?;
+    baseline.judge(code, &out, json)
+}
+
+/// The analysis, its exit code and its results directory.
+fn capacity_analysis(mut args: CapacityArgs) -> Result<(u8, PathBuf), Failure> {
     if let Some(dir) = args.resume.clone() {
         let bad = |e: String| Failure::bad_input(format!("--resume {}: {e}", dir.display()));
         let saved = read_run(&dir).map_err(|e| bad(e.to_string()))?;
@@ -492,7 +503,7 @@ pub fn capacity(mut args: CapacityArgs) -> Outcome {
         model.unwrap_or_default()
     );
     finish(&out, &record, &args.output, &summary)?;
-    Ok(capacity_exit(&record))
+    Ok((capacity_exit(&record), out))
 }
 
 /// 4 when the analysis stopped on a level that measured errors, not the
@@ -645,7 +656,7 @@ fn capacity_open(
     scenario: Arc<Scenario>,
     out: PathBuf,
     resumed: Vec<LevelRecord>,
-) -> Outcome {
+) -> Result<(u8, PathBuf), Failure> {
     let quiet = args.output.quiet || args.output.json;
     let mut controller = OpenCapacityController::new(scenario.clone(), args.rate);
     if let Some(text) = &args.vary {
@@ -697,7 +708,7 @@ fn capacity_open(
         text::rate_summary(&record)
     );
     finish(&out, &record, &args.output, &summary)?;
-    Ok(capacity_exit(&record))
+    Ok((capacity_exit(&record), out))
 }
 
 /// Waits until the scenario's target accepts connections again (after

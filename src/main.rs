@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod compare;
 mod progress;
 mod resume;
 
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
     autoperf_core::engine::fleet::raise_open_file_limit();
     let result = match cli.command {
         Command::Run(args) => commands::run(args),
+        Command::Compare(args) => compare::command(args),
         Command::Check { scenario } => commands::check(&scenario),
         Command::Report { results } => commands::report(&results),
         Command::Capacity(args) => commands::capacity(args),

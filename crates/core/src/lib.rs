@@ -18,7 +18,7 @@
 //! `scenario`, `load` → `measure` → `protocol` → `engine` → `capacity` (pure
 //! algorithms) → `record` (shapes, and the rules that fill them) → `profile`
 //! (the agents, turned into record shapes) → `thresholds`, `results`,
-//! `report` → `run`.
+//! `report` → `compare`, `run`.
 //!
 //! - `scenario`: the file format, validation with located diagnostics, templates, the CBMG.
 //! - `load`: pure load shapes: arrival pacing, rate stages.
@@ -36,10 +36,13 @@
 //! - `thresholds`: the scenario's SLOs checked against a level.
 //! - `results`: the results directory, written as the run goes so nothing measured is lost.
 //! - `report`: text tables, levels.csv, the HTML report, Prometheus metrics.
+//! - `compare`: two results directories compared, figure by figure, with
+//!   limits and a significance test (`autoperf compare`, `--baseline`).
 //! - `run`: drives levels: `run_levels` with a fixed list, the capacity
 //!   controller or the profile controller.
 
 pub mod capacity;
+pub mod compare;
 pub mod engine;
 pub mod load;
 pub mod measure;

@@ -1,7 +1,9 @@
 //! The results directory, written as the run goes: every finished level is
 //! appended to `levels.jsonl` and synced at once, every second lands in
-//! `timeseries.csv`, and `run.json` is replaced atomically — so a crash or a
-//! Ctrl-C loses at most the level in progress.
+//! `timeseries.csv` (and each request type's measured seconds in
+//! `request_series.csv`, what `autoperf compare` tests changes on), and
+//! `run.json` is replaced atomically — so a crash or a Ctrl-C loses at most
+//! the level in progress.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -17,6 +19,9 @@ pub struct ResultsDir {
     opened: Instant,
     levels: File,
     series: BufWriter<File>,
+    requests: BufWriter<File>,
+    /// Request names in `RequestId` order, for `request_series.csv`.
+    request_names: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +113,16 @@ pub fn check_room(path: &Path) -> Result<(), ResultsError> {
 pub const SERIES_HEADER: &str =
     "t_s,level,requests,errors,throughput_rps,p50_ms,p99_ms,active_users\n";
 
+/// `request_series.csv`: one row per request type and measured second (the
+/// warm-up is left out), and one for all of them together, named `*` (no
+/// request name can be: names are letters, digits, `_` and `-`).
+pub const REQUEST_SERIES_HEADER: &str =
+    "t_s,level,request,requests,errors,throughput_rps,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms\n";
+
+/// The request name that stands for all of a level's requests together in
+/// `request_series.csv`.
+pub const ALL_REQUESTS: &str = "*";
+
 impl ResultsDir {
     /// The default location: `autoperf-results/<scenario>-<UTC timestamp>`.
     pub fn default_path(scenario: &str) -> PathBuf {
@@ -135,55 +150,66 @@ impl ResultsDir {
     /// after making sure its filesystem can take a run's results: a full or
     /// read-only one is refused before any load, and nothing is left
     /// behind when creating fails.
-    pub fn create(path: &Path) -> Result<ResultsDir, ResultsError> {
+    pub fn create(path: &Path, request_names: Vec<String>) -> Result<ResultsDir, ResultsError> {
         check_room(path)?;
         let existed = path.exists();
-        let created = Self::create_files(path);
+        let created = Self::create_files(path, request_names);
         if created.is_err() && !existed {
             let _ = fs::remove_dir_all(path);
         }
         created
     }
 
-    fn create_files(path: &Path) -> Result<ResultsDir, ResultsError> {
+    fn create_files(path: &Path, request_names: Vec<String>) -> Result<ResultsDir, ResultsError> {
         fs::create_dir_all(path).map_err(at(path))?;
         let levels_path = path.join("levels.jsonl");
         let levels = File::create(&levels_path).map_err(at(&levels_path))?;
-        let series_path = path.join("timeseries.csv");
-        let mut series = BufWriter::new(File::create(&series_path).map_err(at(&series_path))?);
-        series
-            .write_all(SERIES_HEADER.as_bytes())
-            .and_then(|_| series.flush())
-            .map_err(at(&series_path))?;
+        let new_csv = |name: &str, header: &str| -> Result<BufWriter<File>, ResultsError> {
+            let path = path.join(name);
+            let mut file = BufWriter::new(File::create(&path).map_err(at(&path))?);
+            file.write_all(header.as_bytes())
+                .and_then(|_| file.flush())
+                .map_err(at(&path))?;
+            Ok(file)
+        };
         Ok(ResultsDir {
             path: path.to_path_buf(),
             opened: Instant::now(),
             levels,
-            series,
+            series: new_csv("timeseries.csv", SERIES_HEADER)?,
+            requests: new_csv("request_series.csv", REQUEST_SERIES_HEADER)?,
+            request_names,
         })
     }
 
     /// Opens an existing results directory to append to it (resuming).
-    pub fn reopen(path: &Path) -> Result<ResultsDir, ResultsError> {
+    pub fn reopen(path: &Path, request_names: Vec<String>) -> Result<ResultsDir, ResultsError> {
         check_room(path)?;
         let levels_path = path.join("levels.jsonl");
         let levels = OpenOptions::new()
             .append(true)
             .open(&levels_path)
             .map_err(at(&levels_path))?;
-        let series_path = path.join("timeseries.csv");
-        let series = BufWriter::new(
-            OpenOptions::new()
+        // Results written before a file existed get it, header first.
+        let append_csv = |name: &str, header: &str| -> Result<BufWriter<File>, ResultsError> {
+            let path = path.join(name);
+            let mut file = OpenOptions::new()
                 .append(true)
                 .create(true)
-                .open(&series_path)
-                .map_err(at(&series_path))?,
-        );
+                .open(&path)
+                .map_err(at(&path))?;
+            if file.metadata().map_err(at(&path))?.len() == 0 {
+                file.write_all(header.as_bytes()).map_err(at(&path))?;
+            }
+            Ok(BufWriter::new(file))
+        };
         Ok(ResultsDir {
             path: path.to_path_buf(),
             opened: Instant::now(),
             levels,
-            series,
+            series: append_csv("timeseries.csv", SERIES_HEADER)?,
+            requests: append_csv("request_series.csv", REQUEST_SERIES_HEADER)?,
+            request_names,
         })
     }
 
@@ -220,7 +246,40 @@ impl ResultsDir {
             total.quantile_ms(0.99),
             tick.active_users
         )?;
-        self.series.flush()
+        self.series.flush()?;
+        if !tick.warmup {
+            self.write_request_rows(level, tick)?;
+        }
+        Ok(())
+    }
+
+    fn write_request_rows(&mut self, level: &LevelInfo, tick: &Tick) -> io::Result<()> {
+        let t_s = self.opened.elapsed().as_secs_f64();
+        let secs = tick.length.as_secs_f64().max(1e-9);
+        let total = tick.stats.total();
+        let named = tick
+            .stats
+            .per_request
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.requests > 0)
+            .filter_map(|(i, s)| Some((self.request_names.get(i)?.as_str(), s)));
+        for (name, s) in named.chain(std::iter::once((ALL_REQUESTS, &total))) {
+            writeln!(
+                self.requests,
+                "{t_s:.3},{},{name},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
+                level.index,
+                s.requests,
+                s.errors.total(),
+                s.requests as f64 / secs,
+                s.mean_ms(),
+                s.quantile_ms(0.5),
+                s.quantile_ms(0.9),
+                s.quantile_ms(0.95),
+                s.quantile_ms(0.99),
+            )?;
+        }
+        self.requests.flush()
     }
 }
 

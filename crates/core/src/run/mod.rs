@@ -154,10 +154,11 @@ pub fn run_levels(
     };
     agents.check_all()?;
     let sampler = (!agents.is_empty()).then(|| Sampler::start(agents.clone(), SAMPLE_PERIOD));
+    let names = scenario.requests.iter().map(|r| r.name.clone()).collect();
     let mut dir = if plan.resumed.is_empty() {
-        ResultsDir::create(&plan.out)?
+        ResultsDir::create(&plan.out, names)?
     } else {
-        ResultsDir::reopen(&plan.out)?
+        ResultsDir::reopen(&plan.out, names)?
     };
     let mut record = RunRecord::new(plan.mode, scenario);
     record.plan = plan.asked.clone();

@@ -30,7 +30,7 @@ pub struct SeriesRow {
 }
 
 /// What a legend entry looks like.
-pub(super) enum Key<'a> {
+pub(crate) enum Key<'a> {
     Line(&'a str, usize, bool),
     Flag(&'a str),
     Band(&'a str),
@@ -40,7 +40,7 @@ pub(super) enum Key<'a> {
     Dashed(&'a str),
 }
 
-pub(super) fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
+pub(crate) fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
     let _ = write!(
         h,
         "<figure>\n<figcaption>{}</figcaption>\n<ul class=\"legend\">",

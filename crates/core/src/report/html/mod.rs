@@ -16,6 +16,7 @@ mod rates;
 mod tables;
 
 pub use charts::SeriesRow;
+pub(crate) use charts::{figure, Key};
 
 use std::fmt::Write;
 use std::fs;
@@ -26,7 +27,7 @@ use crate::model::Prediction;
 use crate::record::{Analysis, LevelRecord, Mode, RunRecord};
 use crate::report::svg::{esc, fnum};
 
-const STYLE: &str = include_str!("style.css");
+pub(crate) const STYLE: &str = include_str!("style.css");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
