@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use autoperf_core::compare::Limits;
-use autoperf_core::scenario::SearchStrategy;
+use autoperf_core::scenario::{Override, SearchStrategy};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -42,10 +42,14 @@ pub enum Command {
     )]
     Compare(CompareArgs),
     /// Validate a scenario file and explain every problem.
-    #[command(after_help = "Example:\n  autoperf check shop.yaml")]
+    #[command(
+        after_help = "Examples:\n  autoperf check shop.yaml\n  autoperf check shop.yaml --set think_time=200ms"
+    )]
     Check {
         /// The scenario file (YAML).
         scenario: PathBuf,
+        #[command(flatten)]
+        set: SetArgs,
     },
     /// Automatic capacity analysis: finds the throughput and response-time
     /// curve up to saturation (users); on a scenario with `arrivals:` (or
@@ -88,6 +92,8 @@ pub enum Command {
 pub struct RunArgs {
     /// The scenario file (YAML).
     pub scenario: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
     /// Number of concurrent virtual users (closed workload). Without it and
     /// without --rate, the scenario's `arrivals:` run.
     #[arg(long, short = 'u', conflicts_with = "rate")]
@@ -139,6 +145,16 @@ pub struct CompareArgs {
     pub json: bool,
 }
 
+/// `--set`: scenario values from the command line.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// Override a scenario value: KEY is a path of keys joined by dots
+    /// (think_time, target.base_url, requests.login.path), VALUE is YAML
+    /// (200ms, or {exponential: 200ms}); repeatable, applied in order.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_override)]
+    pub overrides: Vec<Override>,
+}
+
 /// `--baseline`: compare the run with an earlier one at its end, so one CI
 /// step gates a release.
 #[derive(Debug, Args)]
@@ -181,6 +197,8 @@ pub struct GeneratorArgs {
 pub struct CapacityArgs {
     /// The scenario file (YAML).
     pub scenario: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
     /// Manual override: run exactly these user levels (comma-separated).
     #[arg(long, value_delimiter = ',', requires = "duration")]
     pub levels: Vec<u32>,
@@ -244,6 +262,8 @@ pub struct CapacityArgs {
 pub struct ProfileArgs {
     /// The scenario file (YAML); its `servers:` name the processes and agents.
     pub scenario: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
     /// Request types to profile, comma-separated (default: all).
     #[arg(long, value_delimiter = ',')]
     pub requests: Vec<String>,
@@ -367,6 +387,10 @@ pub enum ArrivalSpacing {
     Poisson,
     /// Evenly spaced arrivals.
     Even,
+}
+
+fn parse_override(text: &str) -> Result<Override, String> {
+    Override::parse(text)
 }
 
 fn parse_limits(text: &str) -> Result<Limits, String> {

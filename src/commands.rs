@@ -19,7 +19,7 @@ use autoperf_core::run::open_capacity::{OpenCapacityController, Vary};
 use autoperf_core::run::profile::ProfileController;
 use autoperf_core::run::vary;
 use autoperf_core::run::{run_levels, LevelController, RunError, RunPlan};
-use autoperf_core::scenario::{self, BaseUrl, Endpoint, RequestId, Scenario};
+use autoperf_core::scenario::{self, BaseUrl, Endpoint, Override, RequestId, Scenario};
 use autoperf_core::thresholds;
 
 use crate::cli::{
@@ -33,8 +33,8 @@ use crate::{exit, print_out, Failure};
 
 type Outcome = Result<u8, Failure>;
 
-pub fn check(path: &Path) -> Outcome {
-    let scenario = load(path)?;
+pub fn check(path: &Path, overrides: &[Override]) -> Outcome {
+    let scenario = load(path, overrides)?;
     print_out(&format!(
         "{}: ok — scenario `{}`, {} requests, target {}\n",
         path.display(),
@@ -47,7 +47,7 @@ pub fn check(path: &Path) -> Outcome {
 
 pub fn run(args: RunArgs) -> Outcome {
     let baseline = Baseline::read(&args.baseline)?;
-    let scenario = Arc::new(load(&args.scenario)?);
+    let scenario = Arc::new(load(&args.scenario, &args.set.overrides)?);
     let ask = SingleLevel {
         users: args.users,
         rate: args.rate,
@@ -169,7 +169,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         })?;
     let agent = autoperf_agent::BackgroundAgent::start(([127, 0, 0, 1], 0).into())
         .map_err(|e| Failure::cannot_proceed(format!("cannot start the profiler agent: {e:#}")))?;
-    let mut scenario = load(&scenario_path)?;
+    let mut scenario = load(&scenario_path, &[])?;
     for server in &mut scenario.servers {
         server.agent = agent.url();
     }
@@ -286,8 +286,9 @@ pub fn agent(args: AgentArgs) -> Outcome {
     .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))
 }
 
-fn load(path: &Path) -> Result<Scenario, Failure> {
-    scenario::load(path).map_err(|diagnostics| Failure::bad_input(format!("{diagnostics}")))
+fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, Failure> {
+    scenario::load_with(path, overrides)
+        .map_err(|diagnostics| Failure::bad_input(format!("{diagnostics}")))
 }
 
 fn out_dir(out: &Option<PathBuf>, scenario: &Scenario) -> PathBuf {
@@ -368,7 +369,7 @@ fn stop_on_ctrl_c(stop: StopSignal, quiet: bool) {
 }
 
 pub fn profile(args: ProfileArgs) -> Outcome {
-    let scenario = Arc::new(load(&args.scenario)?);
+    let scenario = Arc::new(load(&args.scenario, &args.set.overrides)?);
     if scenario.servers.is_empty() {
         return Err(Failure::bad_input(format!(
             "{}: profiling measures server processes, but the scenario has no `servers:` (name each tier's processes and its agent)",
@@ -450,7 +451,7 @@ fn capacity_analysis(mut args: CapacityArgs) -> Result<(u8, PathBuf), Failure> {
             plan.continue_with(&mut args).map_err(bad)?;
         }
     }
-    let mut scenario = load(&args.scenario)?;
+    let mut scenario = load(&args.scenario, &args.set.overrides)?;
     if let Some(search) = args.search {
         scenario.capacity.search = search;
     }
@@ -520,10 +521,17 @@ fn capacity_exit(record: &RunRecord) -> u8 {
 pub fn predict(args: PredictArgs) -> Outcome {
     let record = read_run(&args.results).map_err(|e| Failure::bad_input(e.to_string()))?;
     let scenario = match &args.scenario {
-        Some(path) => load(path)?,
+        Some(path) => load(path, &[])?,
         None => {
             let path = PathBuf::from(&record.scenario.file);
-            scenario::parse(&record.scenario.text, &path).map_err(|d| {
+            // The --set the run was given, applied again.
+            let overrides: Vec<Override> = record
+                .scenario
+                .overrides
+                .iter()
+                .filter_map(|s| Override::parse(s).ok())
+                .collect();
+            scenario::parse_with(&record.scenario.text, &path, &overrides).map_err(|d| {
                 Failure::bad_input(format!(
                     "{}: the scenario these results were measured with does not load here ({d}); name it with --scenario FILE",
                     args.results.display()

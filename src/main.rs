@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run(args),
         Command::Compare(args) => compare::command(args),
-        Command::Check { scenario } => commands::check(&scenario),
+        Command::Check { scenario, set } => commands::check(&scenario, &set.overrides),
         Command::Report { results } => commands::report(&results),
         Command::Capacity(args) => commands::capacity(args),
         Command::Profile(args) => commands::profile(args),

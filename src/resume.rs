@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::CapacityArgs;
-use autoperf_core::scenario::SearchStrategy;
+use autoperf_core::scenario::{Override, SearchStrategy};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CapacityPlan {
@@ -27,6 +27,9 @@ pub struct CapacityPlan {
     pub rate_rps: Option<f64>,
     #[serde(default)]
     pub no_agents: bool,
+    /// `--set KEY=VALUE`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
 }
 
 impl CapacityPlan {
@@ -39,6 +42,7 @@ impl CapacityPlan {
             open: args.open,
             rate_rps: args.rate,
             no_agents: args.no_agents,
+            sets: args.set.overrides.iter().map(|o| o.text.clone()).collect(),
         }
     }
 
@@ -66,6 +70,9 @@ impl CapacityPlan {
         }
         if self.no_agents {
             f.push("--no-agents".into());
+        }
+        for set in &self.sets {
+            f.push(format!("--set '{set}'"));
         }
         match f.is_empty() {
             true => "no flags (an automatic analysis)".into(),
@@ -109,6 +116,16 @@ impl CapacityPlan {
             conflicts.push("--no-agents");
         }
         args.no_agents = self.no_agents;
+        let given: Vec<&str> = args.set.overrides.iter().map(|o| o.text.as_str()).collect();
+        if !given.is_empty() && given != self.sets {
+            conflicts.push("--set");
+        }
+        args.set.overrides = self
+            .sets
+            .iter()
+            .map(|s| Override::parse(s))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("run.json's plan holds a --set autoperf cannot read: {e}"))?;
         if conflicts.is_empty() {
             return Ok(());
         }

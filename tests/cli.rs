@@ -525,3 +525,86 @@ fn rate_on_the_command_line_keeps_the_scenarios_spacing_and_cap() {
     assert_eq!(level["arrivals"]["max_in_flight"], 77, "{level}");
     assert_eq!(level["rate_rps"], 400.0, "{level}");
 }
+
+#[test]
+fn env_variables_and_set_overrides_run_and_an_unset_variable_is_located_by_check() {
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("cli-env");
+    let scenario = dir.join("env.yaml");
+    std::fs::write(
+        &scenario,
+        "name: env\ntarget: {base_url: \"http://${env.TARGET}\"}\nthink_time: 1s\nrequests:\n  home: {path: \"/cpu?ms=0.1&who=${env.WHO:-anon}\"}\nsession: {start: home}\n",
+    )
+    .unwrap();
+    let unset = autoperf()
+        .arg("check")
+        .arg(&scenario)
+        .env_remove("TARGET")
+        .output()
+        .unwrap();
+    assert_eq!(unset.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unset.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:28: error: environment variable `TARGET` is not set",
+            scenario.display()
+        )),
+        "{stderr}"
+    );
+    let target = tb.web_url.trim_start_matches("http://");
+    let out = dir.join("out");
+    let run = autoperf()
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--set",
+            "think_time=200ms",
+            "--users",
+            "2",
+        ])
+        .args([
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("TARGET", target)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let record = support::run_json(&out);
+    assert_eq!(record["scenario"]["overrides"][0], "think_time=200ms");
+    assert_eq!(record["scenario"]["target"], tb.web_url.as_str());
+    let level = &record["levels"][0];
+    assert_eq!(level["think_time_s"]["configured"], 0.2);
+    assert!(
+        level["requests"].as_u64().unwrap() > 0 && level["errors"] == 0,
+        "{level}"
+    );
+    // A --set value is checked like the file's, and named in the message.
+    let bad = autoperf()
+        .args([
+            "check",
+            scenario.to_str().unwrap(),
+            "--set",
+            "think_time=fast",
+        ])
+        .env("TARGET", target)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("--set think_time=fast: expected a duration"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Err(diagnostics) =
-        autoperf_core::scenario::decode::decode(text, Path::new("/nonexistent/fuzz.yaml"))
+        autoperf_core::scenario::decode::decode(text, Path::new("/nonexistent/fuzz.yaml"), &[])
     {
         assert!(!diagnostics.is_empty(), "a rejected scenario says why");
     }

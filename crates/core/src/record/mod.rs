@@ -50,6 +50,9 @@ pub struct ScenarioInfo {
     pub file: String,
     pub text: String,
     pub target: String,
+    /// `--set KEY=VALUE` applied over `text`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
 }
 
 impl ScenarioInfo {
@@ -59,6 +62,7 @@ impl ScenarioInfo {
             file: scenario.source.display().to_string(),
             text: scenario.text.clone(),
             target: scenario.target.endpoint.to_string(),
+            overrides: scenario.overrides.clone(),
         }
     }
 }

@@ -16,9 +16,11 @@ pub mod avro;
 pub mod decode;
 pub mod diagnostic;
 pub mod duration;
+pub mod env;
 pub mod files;
 pub mod ids;
 pub mod model;
+pub mod overrides;
 pub mod rate;
 pub mod session;
 pub mod template;
@@ -35,6 +37,7 @@ use std::path::Path;
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use duration::parse_duration;
 pub use model::*;
+pub use overrides::Override;
 pub use rate::parse_per_second;
 pub use session::Cbmg;
 pub use template::{Bindings, Escape, Template};
@@ -43,6 +46,11 @@ pub use threshold::parse_threshold;
 /// Reads and validates a scenario file. CSV paths in `data:` are relative
 /// to the file's directory.
 pub fn load(path: &Path) -> Result<Scenario, Diagnostics> {
+    load_with(path, &[])
+}
+
+/// `load`, with `--set` overrides applied over the file's values.
+pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Scenario, Diagnostics> {
     let bytes = files::read_bounded(path, files::SCENARIO_LIMIT, "scenario file")
         .map_err(|e| Diagnostics(vec![Diagnostic::file(path.to_path_buf(), e)]))?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -55,13 +63,22 @@ pub fn load(path: &Path) -> Result<Scenario, Diagnostics> {
             ),
         )])
     })?;
-    parse(&text, path)
+    parse_with(&text, path, overrides)
 }
 
 /// Validates scenario text; `path` names the file in messages and is where
 /// CSV paths are resolved from.
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, Diagnostics> {
-    decode::decode(text, path).map_err(|mut errors| {
+    parse_with(text, path, &[])
+}
+
+/// `parse`, with `--set` overrides applied over the text's values.
+pub fn parse_with(
+    text: &str,
+    path: &Path,
+    overrides: &[Override],
+) -> Result<Scenario, Diagnostics> {
+    decode::decode(text, path, overrides).map_err(|mut errors| {
         errors.sort_by_key(|d| (d.line, d.column));
         errors.dedup();
         Diagnostics(errors)

@@ -17,6 +17,8 @@ pub struct Scenario {
     pub source: PathBuf,
     /// The file's text as written, kept for the report.
     pub text: String,
+    /// The `--set KEY=VALUE` applied over the text, in order.
+    pub overrides: Vec<String>,
     pub target: Target,
     pub think_time: ThinkTime,
     pub feeders: Vec<Feeder>,

@@ -8,6 +8,8 @@
 //! - `${now_ms()}`: the wall clock as milliseconds since the Unix epoch;
 //! - `${actors.name}`: column `name` of the current row of feeder `actors`;
 //! - `${token}`: a per-user variable bound by some request's `extract`;
+//! - `${env.NAME}`, `${env.NAME:-default}`: an environment variable, read
+//!   once at load time (`env`);
 //! - `$$` writes one literal `$` (so `$${x}` is the text `${x}`); a `$` not
 //!   followed by `{` or `$` is literal as it stands.
 //!
@@ -272,6 +274,29 @@ impl Builder {
                         Some(expr) => (true, expr),
                         None => (false, inner),
                     };
+                    // `${env.NAME}` is known now: its value goes in as
+                    // text, escaped like any expansion (unless a data
+                    // feeder is called `env`).
+                    let env = match names.feeders.iter().any(|(n, _)| *n == "env") {
+                        true => None,
+                        false => super::env::resolve(expr),
+                    };
+                    if let Some(resolved) = env {
+                        match resolved {
+                            Ok(value) => {
+                                let how = if raw { self.escape.raw() } else { self.escape };
+                                escape(how, value.as_bytes(), &mut self.text);
+                            }
+                            Err((message, hint)) => errors.push(TemplateError {
+                                offset: i,
+                                message,
+                                hint,
+                            }),
+                        }
+                        i += 2 + len + 1;
+                        literal_start = i;
+                        continue;
+                    }
                     match expansion(expr, names) {
                         Ok(value @ (Dynamic::Column { .. } | Dynamic::Var(_))) => {
                             self.parts.push(Part {

@@ -679,3 +679,79 @@ fn truncated_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn env_variables_expand_in_settings_and_templates_escaped_for_their_place() {
+    std::env::set_var("AUTOPERF_SCENARIO_TEST_HOST", "127.0.0.1:18081");
+    std::env::set_var("AUTOPERF_SCENARIO_TEST_WHO", "a b\"c");
+    let s = ok(r#"
+target: {base_url: "http://${env.AUTOPERF_SCENARIO_TEST_HOST}"}
+requests:
+  home:
+    path: "/x?who=${env.AUTOPERF_SCENARIO_TEST_WHO}&d=${env.AUTOPERF_SCENARIO_TEST_UNSET:-none}"
+    headers: {X-Who: "${env.AUTOPERF_SCENARIO_TEST_WHO}"}
+    json: {who: "${env.AUTOPERF_SCENARIO_TEST_WHO}"}
+session: {start: home}
+"#);
+    assert_eq!(s.target.endpoint.to_string(), "http://127.0.0.1:18081");
+    let home = http(&s.requests[0]);
+    assert_eq!(render(&home.path), "/x?who=a%20b%22c&d=none");
+    assert_eq!(render(&home.headers[0].1), "a b\"c");
+    let Some(Body::Json(body)) = &home.body else {
+        panic!("a JSON body")
+    };
+    assert_eq!(render(body), r#"{"who":"a b\"c"}"#);
+}
+
+#[test]
+fn an_unset_env_variable_is_reported_at_its_line_and_column() {
+    let d = expect(
+        "target: {base_url: \"http://${env.AUTOPERF_SCENARIO_TEST_NOPE}\"}\nrequests: {home: {path: /}}\nsession: {start: home}\n",
+        "`AUTOPERF_SCENARIO_TEST_NOPE` is not set",
+        1,
+        28,
+    );
+    assert!(d.hint.unwrap().contains(":-value"));
+    expect(
+        "target: {base_url: \"http://a\"}\nrequests:\n  home: {path: \"/${env.AUTOPERF_SCENARIO_TEST_NOPE}\"}\nsession: {start: home}\n",
+        "`AUTOPERF_SCENARIO_TEST_NOPE` is not set",
+        3,
+        18,
+    );
+}
+
+#[test]
+fn set_overrides_are_validated_like_the_file_and_named_in_messages() {
+    let text = "target: {base_url: \"http://a\"}\nthink_time: 1s\nrequests: {home: {path: /}}\nsession: {start: home}\n";
+    let path = temp_dir().join("set.yaml");
+    let sets = [
+        Override::parse("think_time=200ms").unwrap(),
+        Override::parse("requests.home.path=/other").unwrap(),
+    ];
+    let s = parse_with(text, &path, &sets).unwrap();
+    assert_eq!(
+        s.think_time,
+        ThinkTime::Constant(Duration::from_millis(200))
+    );
+    assert_eq!(
+        s.overrides,
+        ["think_time=200ms", "requests.home.path=/other"]
+    );
+    let bad = [Override::parse("think_time=20x").unwrap()];
+    let Diagnostics(d) = parse_with(text, &path, &bad).unwrap_err();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        d[0].message
+            .starts_with("--set think_time=20x: expected a duration"),
+        "{}",
+        d[0]
+    );
+    let typo = [Override::parse("thinktime=2s").unwrap()];
+    let Diagnostics(d) = parse_with(text, &path, &typo).unwrap_err();
+    assert!(
+        d[0].message
+            .starts_with("--set thinktime=2s: unknown key `thinktime`"),
+        "{}",
+        d[0]
+    );
+}

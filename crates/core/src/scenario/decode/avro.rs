@@ -40,25 +40,27 @@ pub fn decode_avro(
             None
         }
         (Some(inline), None) => Some((inline, yaml_to_json(inline, false).to_string())),
-        (None, Some(file)) => ctx.string(file, "a schema file path").and_then(|relative| {
-            let path = base_dir.join(&relative);
-            let read =
-                files::read_bounded(&path, files::SMALL_FILE_LIMIT, "Avro schema").and_then(|b| {
-                    String::from_utf8(b).map_err(|_| {
-                        format!(
-                            "cannot read Avro schema `{}`: not UTF-8 text",
-                            path.display()
-                        )
-                    })
-                });
-            match read {
-                Ok(text) => Some((file, text)),
-                Err(e) => {
-                    ctx.error(file.pos(), e);
-                    None
+        (None, Some(file)) => ctx
+            .setting(file, "a schema file path")
+            .and_then(|relative| {
+                let path = base_dir.join(&relative);
+                let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, "Avro schema")
+                    .and_then(|b| {
+                        String::from_utf8(b).map_err(|_| {
+                            format!(
+                                "cannot read Avro schema `{}`: not UTF-8 text",
+                                path.display()
+                            )
+                        })
+                    });
+                match read {
+                    Ok(text) => Some((file, text)),
+                    Err(e) => {
+                        ctx.error(file.pos(), e);
+                        None
+                    }
                 }
-            }
-        }),
+            }),
         (None, None) => {
             ctx.error(
                 fields.pos,
@@ -132,7 +134,7 @@ pub fn decode_avro(
 fn decode_registry(ctx: &mut Ctx, node: &Node, topic: Option<&str>) -> Option<AvroFraming> {
     let fields = ctx.map(node, "`registry`", REGISTRY_KEYS)?;
     let url = fields.required(ctx, "url").and_then(|n| {
-        let text = ctx.string(n, "a registry URL like `http://127.0.0.1:8081`")?;
+        let text = ctx.setting(n, "a registry URL like `http://127.0.0.1:8081`")?;
         parse_plain_base_url(&text)
             .map_err(|e| ctx.error(n.pos(), e.replace("a base URL", "a registry URL")))
             .ok()

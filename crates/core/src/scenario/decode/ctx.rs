@@ -17,6 +17,9 @@ pub struct Ctx<'a> {
     pub file: &'a Path,
     pub text: &'a str,
     pub errors: Vec<Diagnostic>,
+    /// The `--set` texts, named in messages about the values they set
+    /// (nodes at line 0, column N come from the N-th).
+    pub overrides: &'a [String],
 }
 
 /// A mapping whose keys have been checked against the known ones.
@@ -64,6 +67,16 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn error_hint(&mut self, pos: Pos, message: impl Into<String>, hint: Option<String>) {
+        let mut message = message.into();
+        if pos.line == 0 {
+            if let Some(set) = pos
+                .column
+                .checked_sub(1)
+                .and_then(|i| self.overrides.get(i))
+            {
+                message = format!("--set {set}: {message}");
+            }
+        }
         let source_line = self
             .text
             .lines()
@@ -72,8 +85,8 @@ impl<'a> Ctx<'a> {
         self.errors.push(Diagnostic {
             file: self.file.to_path_buf(),
             line: pos.line,
-            column: pos.column,
-            message: message.into(),
+            column: if pos.line == 0 { 0 } else { pos.column },
+            message,
             hint,
             source_line,
         });
@@ -148,6 +161,19 @@ impl<'a> Ctx<'a> {
                     node.pos(),
                     format!("expected {what}, found {}", node.describe()),
                 );
+                None
+            }
+        }
+    }
+
+    /// A setting's text (not a template): `${env.NAME}` expanded, an unset
+    /// variable reported at its column.
+    pub fn setting(&mut self, node: &Node, what: &str) -> Option<String> {
+        let text = self.string(node, what)?;
+        match super::super::env::expand_setting(&text) {
+            Ok(value) => Some(value),
+            Err(errors) => {
+                report(self, node, &text, errors);
                 None
             }
         }
@@ -236,6 +262,10 @@ fn offset_pos(node: &Node, text: &str, offset: usize) -> Pos {
     let Node::Scalar { style, pos, .. } = node else {
         return node.pos();
     };
+    if pos.line == 0 {
+        // A `--set` value: its column names the override.
+        return *pos;
+    }
     let before = &text[..offset.min(text.len())];
     if before.contains('\n') {
         return *pos;

@@ -61,7 +61,7 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
             );
             continue;
         };
-        let Some(relative) = ctx.string(csv_node, "a CSV file path") else {
+        let Some(relative) = ctx.setting(csv_node, "a CSV file path") else {
             continue;
         };
         let path = base_dir.join(&relative);

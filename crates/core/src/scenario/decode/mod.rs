@@ -24,6 +24,7 @@ mod url;
 use super::diagnostic::{did_you_mean, Diagnostic};
 use super::files;
 use super::model::*;
+use super::overrides::Override;
 use super::threshold::parse_threshold;
 use super::yaml::{self, Node, Pos};
 use ctx::{lookup_request, Ctx};
@@ -88,15 +89,26 @@ pub const CAPACITY_KEYS: &[&str] = &[
 /// Decodes the document's root.
 /// Parses and decodes `text`; `file` names it in messages and is where CSV
 /// paths are resolved from.
-pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
-    let parsed = yaml::parse(text);
+pub fn decode(
+    text: &str,
+    file: &Path,
+    overrides: &[Override],
+) -> Result<Scenario, Vec<Diagnostic>> {
+    let mut parsed = yaml::parse(text);
+    let texts: Vec<String> = overrides.iter().map(|o| o.text.clone()).collect();
     let mut ctx = Ctx {
         file,
         text,
         errors: Vec::new(),
+        overrides: &texts,
     };
     for e in &parsed.errors {
         ctx.error(e.pos, e.message.clone());
+    }
+    if let Some(root) = parsed.root.as_mut() {
+        for (pos, message) in super::overrides::apply(root, overrides) {
+            ctx.error(pos, message);
+        }
     }
     // A syntax error leaves no tree worth checking further.
     if parsed.root.is_none() && !ctx.errors.is_empty() {
@@ -234,6 +246,7 @@ pub fn decode(text: &str, file: &Path) -> Result<Scenario, Vec<Diagnostic>> {
             name,
             source: file.to_path_buf(),
             text: text.to_string(),
+            overrides: texts,
             target,
             think_time,
             feeders: feeders.into_iter().map(|f| f.feeder).collect(),
@@ -263,7 +276,7 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
             None
         }
         (Some(n), None) => ctx
-            .string(n, "a base URL like `http://127.0.0.1:8080`")
+            .setting(n, "a base URL like `http://127.0.0.1:8080`")
             .and_then(|text| {
                 parse_base_url(&text)
                     .map_err(|e| ctx.error(n.pos(), e))
@@ -404,7 +417,7 @@ fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings
     let mut ok = true;
     let mut pem = |ctx: &mut Ctx, key: &str, marker: &str, what: &str| {
         let n = fields.get(key)?;
-        let name = ctx.string(n, "a file path")?;
+        let name = ctx.setting(n, "a file path")?;
         let path = base_dir.join(&name);
         let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what)
             .map(|b| String::from_utf8_lossy(&b).into_owned());
@@ -446,7 +459,7 @@ fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings
     };
     let server_name = fields
         .get("server_name")
-        .and_then(|n| ctx.string(n, "a host name"));
+        .and_then(|n| ctx.setting(n, "a host name"));
     if client_cert.is_some() != client_key.is_some() {
         ctx.error(
             fields.pos,
@@ -474,7 +487,7 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
         return None;
     }
     let bootstrap = fields.required(ctx, "bootstrap").and_then(|n| {
-        let text = ctx.string(n, "broker addresses like `127.0.0.1:9092`")?;
+        let text = ctx.setting(n, "broker addresses like `127.0.0.1:9092`")?;
         let ok = text.split(',').all(|broker| {
             let broker = broker.trim();
             let broker = broker.split_once("://").map_or(broker, |(_, b)| b);
@@ -518,7 +531,7 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                 );
                 continue;
             }
-            let Some(v) = ctx.string(value, "a setting's value (a string or number)") else {
+            let Some(v) = ctx.setting(value, "a setting's value (a string or number)") else {
                 continue;
             };
             let number = |max: u64| v.trim().parse::<u64>().ok().filter(|&n| n <= max);
@@ -654,7 +667,7 @@ fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec
             Some(tier)
         });
         let agent = fields.required(ctx, "agent").and_then(|n| {
-            let agent = ctx.string(n, "an agent URL like `http://127.0.0.1:9870`")?;
+            let agent = ctx.setting(n, "an agent URL like `http://127.0.0.1:9870`")?;
             if let Err(e) = url::parse_plain_base_url(&agent) {
                 ctx.error(n.pos(), e.replace("a base URL", "an agent URL"));
                 return None;
@@ -695,7 +708,7 @@ fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec
             .map(|n| ctx.integer(n, 1, "a positive number of cores"));
         let token = match fields.get("token_file") {
             None => Some(None),
-            Some(n) => ctx.string(n, "a token file path").and_then(|name| {
+            Some(n) => ctx.setting(n, "a token file path").and_then(|name| {
                 let path = base_dir.join(&name);
                 let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, "token file")
                     .and_then(|b| {

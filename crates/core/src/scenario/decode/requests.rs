@@ -505,7 +505,7 @@ fn decode_produce(
     )?;
     let errors_before = ctx.errors.len();
     let topic = fields.required(ctx, "topic").and_then(|n| {
-        let topic = ctx.string(n, "a topic name")?;
+        let topic = ctx.setting(n, "a topic name")?;
         // Kafka's rule for topic names.
         let ok = !topic.is_empty()
             && topic.len() <= 249
