@@ -608,3 +608,64 @@ fn env_variables_and_set_overrides_run_and_an_unset_variable_is_located_by_check
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_ramp_of_users_holds_each_seconds_active_users_within_one_percent_of_the_plan() {
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("cli-ramp");
+    let scenario = dir.join("ramp.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: ramp\ntarget: {{base_url: \"{}\"}}\nthink_time: {{exponential: 2s}}\nusers: [{{to: 2000, over: 20s}}, {{hold: 2s}}]\nrequests:\n  home: {{path: /health}}\nsession: {{start: home, transitions: {{home: {{home: 0.99}}}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let run = autoperf()
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--warmup",
+            "0s",
+            "--no-agents",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let record = support::run_json(&out);
+    let level = &record["levels"][0];
+    assert_eq!(level["users"], 2000, "the ramp's most");
+    assert_eq!(level["duration_s"].as_f64().map(f64::round), Some(22.0));
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let active: Vec<f64> = series
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(7).unwrap().parse().unwrap())
+        .collect();
+    assert!(active.len() >= 22, "{series}");
+    // Second k ends k s after the start: the plan is then 100·k users (2000
+    // from the 20th on).
+    for (i, &users) in active.iter().take(22).enumerate() {
+        let plan = (100.0 * (i + 1) as f64).min(2000.0);
+        assert!(
+            (users - plan).abs() <= plan * 0.01,
+            "second {}: {users} active users, the plan {plan}\n{series}",
+            i + 1
+        );
+    }
+    assert_eq!(level["errors"], 0, "{level}");
+    // Little's law is taken over the users' mean, not the ramp's most
+    // (the seconds' ends: 1,136 for a true mean of 1,091).
+    let mean = level["little"]["users"].as_f64().unwrap();
+    assert!((1000.0..1200.0).contains(&mean), "{}", level["little"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -18,6 +18,7 @@ fn run(scenario: &Arc<Scenario>, users: u32, warmup: u64, secs: u64) -> LevelRec
     let plan = LevelPlan {
         index: 1,
         users,
+        ramp: None,
         warmup: Duration::from_secs(warmup),
         duration: Duration::from_secs(secs),
         workload: Workload::Session,
@@ -232,6 +233,7 @@ fn stop_signal_ends_a_level_early_and_marks_it_interrupted() {
     let plan = LevelPlan {
         index: 1,
         users: 2,
+        ramp: None,
         warmup: Duration::from_secs(1),
         duration: Duration::from_secs(30),
         workload: Workload::Session,

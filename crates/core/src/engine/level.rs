@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::{RateShape, Spacing};
+use crate::load::{RateShape, Spacing, UserRamp};
 use crate::scenario::{RequestId, Scenario};
 
 /// One closed-workload load level.
@@ -14,7 +14,11 @@ use crate::scenario::{RequestId, Scenario};
 pub struct LevelPlan {
     /// 1-based index of the level in its run.
     pub index: u32,
+    /// Users at once: all of them, or a ramp's most.
     pub users: u32,
+    /// Users over time from the level's start (warm-up included), instead
+    /// of all `users` at once.
+    pub ramp: Option<UserRamp>,
     pub warmup: Duration,
     /// Measured time after the warm-up (at most: a stop may end it sooner).
     pub duration: Duration,
@@ -64,6 +68,14 @@ impl Level {
     pub fn users(&self) -> Option<u32> {
         match self {
             Level::Closed(p) => Some(p.users),
+            Level::Open(_) => None,
+        }
+    }
+
+    /// The closed level's ramp of users, if it has one.
+    pub fn ramp(&self) -> Option<&UserRamp> {
+        match self {
+            Level::Closed(p) => p.ramp.as_ref(),
             Level::Open(_) => None,
         }
     }

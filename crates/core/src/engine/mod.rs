@@ -73,7 +73,10 @@ pub fn run_level(
     stop: &StopSignal,
 ) -> Result<LevelRun, EngineError> {
     let load = match level {
-        Level::Closed(plan) => Load::Closed { users: plan.users },
+        Level::Closed(plan) => Load::Closed {
+            users: plan.users,
+            ramp: plan.ramp.clone(),
+        },
         Level::Open(plan) => Load::Open {
             plan: plan.clone(),
             seed: fastrand::u64(..),

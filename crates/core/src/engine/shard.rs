@@ -18,14 +18,17 @@ use tokio::task::LocalSet;
 
 use super::coalesce;
 use super::open::{self, OpenShard, OpenState};
+use super::split::RampShare;
 use super::user::{run_user, Shared};
 use crate::measure::{IntervalStats, Snapshot};
 use crate::protocol::Transport;
 
 pub struct ShardPlan {
     pub index: usize,
-    /// Closed-loop users (none in an open workload).
+    /// Closed-loop users (none in an open workload); a ramp's most.
     pub users: u32,
+    /// Users over time instead of all `users` at once.
+    pub ramp: Option<RampShare>,
     /// The arrivals of an open workload this shard starts.
     pub open: Option<OpenShard>,
     pub start: Instant,
@@ -66,6 +69,12 @@ pub fn run_shard<T: Transport>(
     let shared = Rc::new(shared);
     let recorder = Rc::new(RefCell::new(IntervalStats::new(requests)));
     let local = LocalSet::new();
+    // Closed users running now: all of them, or as many as the ramp has
+    // started.
+    let active = Rc::new(std::cell::Cell::new(match plan.ramp {
+        Some(_) => 0,
+        None => plan.users,
+    }));
     let open_state = Rc::new(RefCell::new(OpenState::new(
         plan.start,
         plan.open.is_some(),
@@ -74,9 +83,30 @@ pub fn run_shard<T: Transport>(
         // Every shard of the level, in whichever process, begins together.
         tokio::time::sleep_until(tokio::time::Instant::from_std(plan.start)).await;
         let mut seeds = fastrand::Rng::with_seed(plan.seed);
-        for _ in 0..plan.users {
-            let rng = fastrand::Rng::with_seed(seeds.u64(..));
-            tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng));
+        match plan.ramp.clone() {
+            None => {
+                for _ in 0..plan.users {
+                    let rng = fastrand::Rng::with_seed(seeds.u64(..));
+                    tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng));
+                }
+            }
+            Some(ramp) => {
+                let spawn = {
+                    let (shared, recorder) = (shared.clone(), recorder.clone());
+                    let seeds = RefCell::new(fastrand::Rng::with_seed(seeds.u64(..)));
+                    move || {
+                        let rng = fastrand::Rng::with_seed(seeds.borrow_mut().u64(..));
+                        tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng))
+                    }
+                };
+                tokio::task::spawn_local(follow_ramp(
+                    ramp,
+                    plan.users,
+                    plan.start,
+                    spawn,
+                    active.clone(),
+                ));
+            }
         }
         if let Some(arrivals) = plan.open {
             tokio::task::spawn_local(open::schedule(
@@ -111,7 +141,7 @@ pub fn run_shard<T: Transport>(
                 last,
                 at: Instant::now(),
                 stats,
-                active_users: plan.users + open.in_flight,
+                active_users: active.get() + open.in_flight,
                 remote_cpu: Duration::ZERO,
             });
         };
@@ -148,6 +178,42 @@ pub fn run_shard<T: Transport>(
     // Dropping the LocalSet drops every user mid-flight: in-flight requests
     // at the deadline are neither waited for nor counted.
     drop(local);
+}
+
+/// Starts and stops this shard's users as its part of the ramp says,
+/// waking exactly when the plan's count of users changes. A user the ramp
+/// no longer wants stops at once (the latest started first): a request it
+/// had in flight is neither waited for nor counted, as at a level's end.
+async fn follow_ramp(
+    ramp: RampShare,
+    cap: u32,
+    start: Instant,
+    spawn: impl Fn() -> tokio::task::JoinHandle<()>,
+    active: Rc<std::cell::Cell<u32>>,
+) {
+    let mut users = Vec::new();
+    loop {
+        let t = start.elapsed().as_secs_f64();
+        let want = ramp.users_at(t, cap) as usize;
+        while users.len() < want {
+            users.push(spawn());
+        }
+        while users.len() > want {
+            if let Some(user) = users.pop() {
+                user.abort();
+            }
+        }
+        active.set(users.len() as u32);
+        match ramp.ramp.next_change(t) {
+            Some(next) => {
+                let at = start + Duration::from_secs_f64(next);
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+            }
+            // The plan holds from here on: keep the users (dropping their
+            // handles would not stop them, but nothing is left to do).
+            None => std::future::pending::<()>().await,
+        }
+    }
 }
 
 /// Lets the arrival scheduler record every arrival due before `boundary`

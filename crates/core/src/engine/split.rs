@@ -6,25 +6,26 @@ use serde::{Deserialize, Serialize};
 
 use super::level::OpenPlan;
 use super::open;
+use crate::load::UserRamp;
 
 /// What a level's load is, split over shards (and processes) by `shard`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum Load {
     Closed {
         users: u32,
+        /// Users over time instead of all at once.
+        #[serde(default)]
+        ramp: Option<UserRamp>,
     },
     /// `seed` is shared by every shard, so all walk the same schedule.
-    Open {
-        plan: OpenPlan,
-        seed: u64,
-    },
+    Open { plan: OpenPlan, seed: u64 },
 }
 
 impl Load {
     /// Connections the level may hold at once (one per user or slot).
     pub(crate) fn connections(&self) -> u32 {
         match self {
-            Load::Closed { users } => *users,
+            Load::Closed { users, .. } => *users,
             Load::Open { plan, .. } => plan.max_in_flight,
         }
     }
@@ -32,8 +33,9 @@ impl Load {
     /// The part of this load one process of a fleet of `processes` runs.
     pub(crate) fn part(&self, process: u32, processes: u32) -> Load {
         match self {
-            Load::Closed { users } => Load::Closed {
+            Load::Closed { users, ramp } => Load::Closed {
                 users: share(*users, processes as usize, process as usize),
+                ramp: ramp.clone(),
             },
             Load::Open { .. } => self.clone(),
         }
@@ -42,7 +44,7 @@ impl Load {
     /// Shards for this (part of the) load in one process.
     pub(crate) fn local_shards(&self) -> usize {
         match self {
-            Load::Closed { users } => cores().clamp(1, (*users).max(1) as usize),
+            Load::Closed { users, .. } => cores().clamp(1, (*users).max(1) as usize),
             Load::Open { plan, .. } => cores().clamp(1, plan.max_in_flight.max(1) as usize),
         }
     }
@@ -58,7 +60,7 @@ impl Load {
     ) -> (u32, Option<open::OpenShard>) {
         match self {
             // Users are dealt round-robin, so shard sizes differ by one at most.
-            Load::Closed { users } => (share(*users, locals, local), None),
+            Load::Closed { users, .. } => (share(*users, locals, local), None),
             // Every shard walks the same schedule and takes every total-th
             // arrival, so together they follow it exactly.
             Load::Open { plan, seed } => (
@@ -70,6 +72,39 @@ impl Load {
                     max_in_flight: share(plan.max_in_flight, total, global).max(1),
                 }),
             ),
+        }
+    }
+}
+
+/// A shard's part of a ramp: of the plan's users at any time, the share
+/// dealt to shard `global` of `total` (as users are dealt round-robin).
+#[derive(Debug, Clone)]
+pub(crate) struct RampShare {
+    pub ramp: UserRamp,
+    pub global: usize,
+    pub total: usize,
+}
+
+impl RampShare {
+    /// This shard's users at `t` seconds from the level's start, at most `cap`.
+    pub(crate) fn users_at(&self, t: f64, cap: u32) -> u32 {
+        let all = self.ramp.users_at(t).floor() as u32;
+        share(all, self.total, self.global).min(cap)
+    }
+}
+
+impl Load {
+    /// Shard `global` of `total`'s part of the ramp, if the load has one.
+    pub(crate) fn ramp_share(&self, global: usize, total: usize) -> Option<RampShare> {
+        match self {
+            Load::Closed {
+                ramp: Some(ramp), ..
+            } => Some(RampShare {
+                ramp: ramp.clone(),
+                global,
+                total,
+            }),
+            _ => None,
         }
     }
 }

@@ -104,6 +104,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
         let shard_plan = ShardPlan {
             index,
             users,
+            ramp: load.ramp_share(index, range.total),
             open,
             start: clock.start,
             deadline: clock.deadline,

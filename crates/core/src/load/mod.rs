@@ -15,6 +15,9 @@
 
 use std::time::Duration;
 
+mod ramp;
+pub use ramp::UserRamp;
+
 /// A constant rate held for a while.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stage {

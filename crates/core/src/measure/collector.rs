@@ -55,6 +55,8 @@ pub struct LevelTotals {
     /// The measured window on the monotonic clock (to match agent readings).
     pub measure_start: Instant,
     pub measure_end: Instant,
+    /// Active users averaged over the measured window (a ramp's users vary).
+    pub mean_active_users: f64,
 }
 
 pub struct Collector {
@@ -117,6 +119,7 @@ impl Collector {
         let mut cpu_at_start: Option<Duration> = None;
         let mut remote_cpu = Duration::ZERO;
         let mut end = self.start;
+        let mut user_seconds = 0.0;
         let mut emit = |seq: u64, p: Pending, sinks: &mut [&mut dyn TickSink]| {
             let begin = self.start + Duration::from_secs(seq);
             let length = p
@@ -133,6 +136,7 @@ impl Collector {
             };
             if !tick.warmup {
                 totals.merge(&tick.stats);
+                user_seconds += f64::from(tick.active_users) * length.as_secs_f64();
                 if length >= Duration::from_millis(500) {
                     series.push(tick.stats.total().requests as f64 / length.as_secs_f64());
                 }
@@ -208,6 +212,7 @@ impl Collector {
             interrupted: end + Duration::from_millis(50) < self.deadline,
             measure_start,
             measure_end: end,
+            mean_active_users: user_seconds / measured.as_secs_f64().max(1e-9),
         }
     }
 }

@@ -238,7 +238,11 @@ impl LevelRecord {
         let t = &run.totals;
         let secs = t.measured.as_secs_f64().max(1e-9);
         let total = t.stats.total();
-        let users = run.level.users().unwrap_or(0) as f64;
+        // A ramp's users vary: Little's law holds for their mean.
+        let users = match run.level.ramp() {
+            Some(_) => t.mean_active_users,
+            None => run.level.users().unwrap_or(0) as f64,
+        };
         let throughput = total.requests as f64 / secs;
         let r_s = total.mean_ms() / 1e3;
         // A user's cycle holds every attempt, also those that ended without

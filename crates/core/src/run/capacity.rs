@@ -154,6 +154,7 @@ impl CapacityController {
         Next::Run(Level::Closed(LevelPlan {
             index: self.index,
             users,
+            ramp: None,
             warmup: self.warmup,
             duration,
             workload: Workload::Session,

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::{LevelController, Next};
 use crate::engine::{default_warmup, Level, LevelPlan, OpenPlan, Workload, DEFAULT_MAX_IN_FLIGHT};
-use crate::load::{RateShape, Spacing, Stage};
+use crate::load::{RateShape, Spacing, Stage, UserRamp};
 use crate::record::{LevelRecord, StopReason};
-use crate::scenario::{ArrivalSpacing, Scenario};
+use crate::scenario::{ArrivalSpacing, Scenario, UserStages};
 
 /// A fixed list of levels, run in order.
 pub struct FixedLevels {
@@ -56,7 +56,7 @@ pub enum PlanError {
     #[error("--users must be at least 1")]
     NoUsers,
     /// Neither users nor a rate, and no `arrivals:` in the scenario.
-    #[error("give --users N (closed workload), --rate R/s (open workload), or `arrivals:` in the scenario")]
+    #[error("give --users N (closed workload), --rate R/s (open workload), or `users:` or `arrivals:` in the scenario")]
     NoLoad,
 }
 
@@ -82,6 +82,7 @@ pub fn single_level(scenario: &Scenario, ask: &SingleLevel) -> Result<Level, Pla
         (Some(users), _, _) => Ok(Level::Closed(LevelPlan {
             index: 1,
             users,
+            ramp: None,
             warmup,
             duration: ask.duration.unwrap_or(DEFAULT_DURATION),
             workload: Workload::Session,
@@ -111,7 +112,36 @@ pub fn single_level(scenario: &Scenario, ask: &SingleLevel) -> Result<Level, Pla
             plan.shape = RateShape::stages(stages);
             Ok(open(plan, Some(arrivals.spacing)))
         }
-        (None, None, None) => Err(PlanError::NoLoad),
+        (None, None, None) => match &scenario.users {
+            Some(UserStages::All(users)) => Ok(Level::Closed(LevelPlan {
+                index: 1,
+                users: *users,
+                ramp: None,
+                warmup,
+                duration: ask.duration.unwrap_or(DEFAULT_DURATION),
+                workload: Workload::Session,
+            })),
+            Some(UserStages::Ramp(stages)) => {
+                // Like arrival stages: from the level's start, warm-up
+                // included, and by default the level lasts as they do.
+                let stages: Vec<(u32, Duration)> = stages.iter().map(|s| (s.to, s.over)).collect();
+                let ramp = UserRamp::new(&stages);
+                let duration = ask.duration.unwrap_or_else(|| {
+                    ramp.total()
+                        .saturating_sub(warmup)
+                        .max(Duration::from_secs(1))
+                });
+                Ok(Level::Closed(LevelPlan {
+                    index: 1,
+                    users: ramp.max(),
+                    ramp: Some(ramp),
+                    warmup,
+                    duration,
+                    workload: Workload::Session,
+                }))
+            }
+            None => Err(PlanError::NoLoad),
+        },
     }
 }
 

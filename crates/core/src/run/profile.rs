@@ -96,6 +96,7 @@ impl LevelController for ProfileController {
         Next::Run(Level::Closed(LevelPlan {
             index: self.levels,
             users: self.users,
+            ramp: None,
             warmup: self.warmup,
             duration: self.max_duration,
             workload: Workload::Profile {

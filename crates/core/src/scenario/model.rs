@@ -32,6 +32,26 @@ pub struct Scenario {
     pub capacity: CapacitySettings,
     /// An open workload to run when `run` is given neither users nor a rate.
     pub arrivals: Option<Arrivals>,
+    /// A closed workload to run when `run` is given neither users nor a
+    /// rate: users at once, or over time.
+    pub users: Option<UserStages>,
+}
+
+/// `users:`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserStages {
+    /// This many, all from the start.
+    All(u32),
+    /// From 0, in straight lines through each stage's count.
+    Ramp(Vec<UserStage>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UserStage {
+    /// Users at the stage's end (a hold: the count already reached).
+    pub to: u32,
+    /// How long the stage takes (zero: a step).
+    pub over: Duration,
 }
 
 /// `arrivals:`: rates over time, how arrivals are spaced, and the cap on

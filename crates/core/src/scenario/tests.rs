@@ -755,3 +755,63 @@ fn set_overrides_are_validated_like_the_file_and_named_in_messages() {
         d[0]
     );
 }
+
+#[test]
+fn users_stages_ramp_hold_and_step_and_their_errors_are_located() {
+    let base =
+        "target: {base_url: \"http://a\"}\nrequests: {home: {path: /}}\nsession: {start: home}\n";
+    let s = ok(&format!(
+        "{base}users: [{{to: 500, over: 2m}}, {{hold: 30s}}, {{to: 100}}]\n"
+    ));
+    assert_eq!(
+        s.users,
+        Some(UserStages::Ramp(vec![
+            UserStage {
+                to: 500,
+                over: Duration::from_secs(120)
+            },
+            UserStage {
+                to: 500,
+                over: Duration::from_secs(30)
+            },
+            UserStage {
+                to: 100,
+                over: Duration::ZERO
+            },
+        ]))
+    );
+    assert_eq!(
+        ok(&format!("{base}users: 50\n")).users,
+        Some(UserStages::All(50))
+    );
+    expect(
+        &format!("{base}users: [{{to: 5, hold: 1s}}]\n"),
+        "expected `{to: 500, over: 2m}`",
+        4,
+        9,
+    );
+    expect(
+        &format!("{base}users: [{{to: 5, over: soon}}]\n"),
+        "expected a duration",
+        4,
+        23,
+    );
+    expect(
+        &format!("{base}users: [{{hold: 5s}}]\n"),
+        "reaches at least 1 user",
+        4,
+        8,
+    );
+    expect(
+        &format!("{base}users: 0\n"),
+        "a number of users of at least 1",
+        4,
+        8,
+    );
+    expect(
+        &format!("{base}users: 5\narrivals: {{rate: 5/s}}\n"),
+        "found both",
+        4,
+        8,
+    );
+}

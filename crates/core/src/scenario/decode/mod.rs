@@ -11,6 +11,7 @@ use std::time::Duration;
 
 mod arrivals;
 mod avro;
+mod users;
 pub use avro::AVRO_KEYS;
 pub use data::DATA_KEYS;
 pub use session::SESSION_KEYS;
@@ -46,6 +47,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "thresholds",
     "capacity",
     "arrivals",
+    "users",
 ];
 pub const TARGET_KEYS: &[&str] = &[
     "base_url",
@@ -233,8 +235,19 @@ pub fn decode(
         Some(node) => arrivals::decode_arrivals(&mut ctx, node).map(Some),
         None => Some(None),
     };
+    let users = match (top.get("users"), top.get("arrivals")) {
+        (Some(node), Some(_)) => {
+            ctx.error(
+                node.pos(),
+                "expected `users` (a closed workload) or `arrivals` (an open one), found both",
+            );
+            None
+        }
+        (Some(node), None) => users::decode_users(&mut ctx, node).map(Some),
+        (None, _) => Some(None),
+    };
 
-    match (name, target, think_time, session, capacity, arrivals) {
+    match (name, target, think_time, session, capacity, arrivals, users) {
         (
             Some(name),
             Some(target),
@@ -242,6 +255,7 @@ pub fn decode(
             Some(session),
             Some(capacity),
             Some(arrivals),
+            Some(users),
         ) if ctx.errors.is_empty() => Ok(Scenario {
             name,
             source: file.to_path_buf(),
@@ -258,6 +272,7 @@ pub fn decode(
             thresholds,
             capacity,
             arrivals,
+            users,
         }),
         _ => Err(ctx.errors),
     }
