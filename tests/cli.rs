@@ -669,3 +669,54 @@ fn a_ramp_of_users_holds_each_seconds_active_users_within_one_percent_of_the_pla
     assert!((1000.0..1200.0).contains(&mean), "{}", level["little"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn think_time_per_request_is_slept_after_that_request() {
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("cli-think");
+    let scenario = dir.join("think.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: think\ntarget: {{base_url: \"{}\"}}\nthink_time: 0s\nrequests:\n  a: {{path: /health, think_time: 200ms}}\n  b: {{path: /health}}\nsession:\n  start: a\n  transitions: {{a: {{b: 1.0}}, b: {{a: 0.98}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let run = autoperf()
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--users",
+            "2",
+            "--duration",
+            "3s",
+        ])
+        .args([
+            "--warmup",
+            "1s",
+            "--no-agents",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let level = &support::run_json(&out)["levels"][0];
+    let think = &level["think_time_s"];
+    assert!(
+        (think["configured"].as_f64().unwrap() - 0.1).abs() < 1e-6,
+        "{think}"
+    );
+    // Half the pauses are 200 ms, half none.
+    let measured = think["measured"].as_f64().unwrap();
+    assert!((0.09..0.13).contains(&measured), "{think}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -87,6 +87,7 @@ mod tests {
                 })
                 .collect(),
             checks: Vec::new(),
+            think_time: None,
         }
     }
 

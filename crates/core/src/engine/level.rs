@@ -106,7 +106,7 @@ pub enum Workload {
 /// The warm-up a level gets when none is given: long enough for users
 /// started over one think time to be in their steady rhythm.
 pub fn default_warmup(scenario: &Scenario) -> Duration {
-    let twice_think = scenario.think_time.mean() * 2;
+    let twice_think = scenario.mean_think_time() * 2;
     twice_think.clamp(Duration::from_secs(3), Duration::from_secs(30))
 }
 

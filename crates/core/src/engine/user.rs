@@ -166,7 +166,7 @@ impl<T: Transport> User<T> {
     async fn step(&mut self, current: RequestId, intended: Option<Instant>) -> Option<Instant> {
         let connect_failed = self.step_without_think(current, intended).await;
         let scenario = &*self.shared.scenario;
-        let think = scenario.think_time.sample(self.rng.f64());
+        let think = scenario.think_after(current).sample(self.rng.f64());
         let think = if connect_failed {
             think.max(CONNECT_BACKOFF)
         } else {

@@ -255,7 +255,7 @@ impl LevelRecord {
         } else {
             r_s
         };
-        let configured = scenario.think_time.mean().as_secs_f64();
+        let configured = scenario.mean_think_time().as_secs_f64();
         let achieved = if throughput > 0.0 {
             users / throughput - cycle_r_s
         } else {

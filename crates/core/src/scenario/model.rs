@@ -91,6 +91,34 @@ impl Scenario {
         &self.requests[id.index()]
     }
 
+    /// The think time after `id`: its own, or the scenario's.
+    pub fn think_after(&self, id: RequestId) -> &ThinkTime {
+        self.request(id)
+            .think_time
+            .as_ref()
+            .unwrap_or(&self.think_time)
+    }
+
+    /// The mean think time per request of a session, each request's think
+    /// weighted by how often a session visits it (the scenario's `think_time`
+    /// when no request has its own).
+    pub fn mean_think_time(&self) -> Duration {
+        if self.requests.iter().all(|r| r.think_time.is_none()) {
+            return self.think_time.mean();
+        }
+        let visits = self.session.expected_visits();
+        let total: f64 = visits.iter().sum();
+        if total <= 0.0 {
+            return self.think_time.mean();
+        }
+        let weighted: f64 = visits
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * self.think_after(RequestId(i as u32)).mean().as_secs_f64())
+            .sum();
+        Duration::from_secs_f64(weighted / total)
+    }
+
     pub fn request_id(&self, name: &str) -> Option<RequestId> {
         self.requests
             .iter()
@@ -347,6 +375,8 @@ pub struct Request {
     pub extracts: Vec<Extract>,
     /// `check:`: what a correct response looks like (HTTP only).
     pub checks: Vec<Check>,
+    /// `think_time:` after this request, instead of the scenario's.
+    pub think_time: Option<ThinkTime>,
 }
 
 impl Request {

@@ -815,3 +815,24 @@ fn users_stages_ramp_hold_and_step_and_their_errors_are_located() {
         8,
     );
 }
+
+#[test]
+fn a_request_may_have_its_own_think_time_and_the_mean_weights_visits() {
+    let s = ok("target: {base_url: \"http://a\"}\nthink_time: 0s\nrequests:\n  a: {path: /a, think_time: 200ms}\n  b: {path: /b}\nsession:\n  start: a\n  transitions: {a: {b: 1.0}, b: {a: 0.5}}\n");
+    assert_eq!(
+        s.requests[0].think_time,
+        Some(ThinkTime::Constant(Duration::from_millis(200)))
+    );
+    assert_eq!(
+        s.think_after(RequestId(1)),
+        &ThinkTime::Constant(Duration::ZERO)
+    );
+    // a and b are visited equally often.
+    assert_eq!(s.mean_think_time(), Duration::from_millis(100));
+    expect(
+        "target: {base_url: \"http://a\"}\nrequests:\n  a: {path: /a, think_time: often}\n",
+        "expected a duration",
+        3,
+        29,
+    );
+}

@@ -607,7 +607,7 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
     })
 }
 
-fn decode_think_time(ctx: &mut Ctx, node: &Node) -> Option<ThinkTime> {
+pub(super) fn decode_think_time(ctx: &mut Ctx, node: &Node) -> Option<ThinkTime> {
     if let Node::Scalar { .. } = node {
         return ctx.duration(node).map(ThinkTime::Constant);
     }

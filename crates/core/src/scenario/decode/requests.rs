@@ -21,6 +21,7 @@ pub const REQUEST_KEYS: &[&str] = &[
     "check",
     "follow_redirects",
     "produce",
+    "think_time",
 ];
 pub const CHECK_KEYS: &[&str] = &["status", "body_contains", "body_regex", "header", "json"];
 pub const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
@@ -129,7 +130,8 @@ pub fn decode_requests(
         let request = match produce {
             Some((produce_key, produce)) => {
                 if let Node::Map { entries, .. } = value {
-                    for (other, _) in entries.iter().filter(|(k, _)| k.name != "produce") {
+                    let own = |k: &str| k == "produce" || k == "think_time";
+                    for (other, _) in entries.iter().filter(|(k, _)| !own(&k.name)) {
                         ctx.error(
                             other.pos,
                             format!("expected only `produce` in request `{}` (a Kafka request), found `{}` too", key.name, other.name),
@@ -165,7 +167,16 @@ pub fn decode_requests(
                 decode_request(ctx, key, value, &names, &variables)
             }
         };
-        requests.push(request.unwrap_or_else(|| placeholder(&key.name)));
+        let think_time = match value {
+            Node::Map { entries, .. } => entries
+                .iter()
+                .find(|(k, _)| k.name == "think_time")
+                .and_then(|(_, n)| super::decode_think_time(ctx, n)),
+            _ => None,
+        };
+        let mut request = request.unwrap_or_else(|| placeholder(&key.name));
+        request.think_time = think_time;
+        requests.push(request);
     }
     DecodedRequests {
         requests,
@@ -188,6 +199,7 @@ fn placeholder(name: &str) -> Request {
         }),
         extracts: Vec::new(),
         checks: Vec::new(),
+        think_time: None,
     }
 }
 
@@ -365,6 +377,7 @@ fn decode_request(
         }),
         extracts,
         checks,
+        think_time: None,
     })
 }
 
@@ -569,6 +582,7 @@ fn decode_produce(
         }),
         extracts: Vec::new(),
         checks: Vec::new(),
+        think_time: None,
     })
 }
 
