@@ -720,3 +720,56 @@ fn think_time_per_request_is_slept_after_that_request() {
     assert!((0.09..0.13).contains(&measured), "{think}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_unique_feeder_serves_each_row_once_then_stops_its_users_with_a_clear_warning() {
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("cli-unique");
+    let scenario = dir.join("unique.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: unique\ntarget: {{base_url: \"{}\"}}\nthink_time: 10ms\ndata: {{accounts: {{range: [1, 20], mode: unique}}}}\nrequests:\n  signup: {{path: \"/health?account=${{accounts.n}}\"}}\n  home: {{path: /health}}\nsession: {{start: signup, transitions: {{signup: {{home: 1.0}}}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let run = autoperf()
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--users",
+            "4",
+            "--duration",
+            "3s",
+        ])
+        .args([
+            "--warmup",
+            "0s",
+            "--no-agents",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let record = support::run_json(&out);
+    let signup = &record["levels"][0]["per_request"]["signup"];
+    // Twenty rows, twenty signups sent; then each of the 4 users found none.
+    assert_eq!(signup["requests"], 24, "{signup}");
+    assert_eq!(signup["errors_by_kind"]["data_exhausted"], 4, "{signup}");
+    assert_eq!(record["levels"][0]["per_request"]["home"]["requests"], 20);
+    let warnings = record["warnings"].to_string();
+    assert!(
+        warnings.contains("unique data feeder `accounts` (20 rows) ran out of rows: 4 requests"),
+        "{warnings}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

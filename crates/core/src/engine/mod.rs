@@ -7,6 +7,7 @@ mod checks;
 mod coalesce;
 mod error;
 mod extract;
+mod feed;
 pub mod fleet;
 mod level;
 mod open;

@@ -1,11 +1,11 @@
 //! Starting a level's shards in this process: one thread each, with a
 //! transport for the scenario's kind of target, all on one shared clock.
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::error::EngineError;
+use super::feed::Feeds;
 use super::level::Workload;
 use super::shard::{run_shard, ShardPlan};
 use super::split::{Load, ShardRange};
@@ -91,13 +91,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
     tx: mpsc::Sender<crate::measure::Snapshot>,
     stop: &StopSignal,
 ) -> Result<(), EngineError> {
-    let cursors: Arc<Vec<AtomicUsize>> = Arc::new(
-        scenario
-            .feeders
-            .iter()
-            .map(|f| AtomicUsize::new(range.first * f.rows.len() / range.total.max(1)))
-            .collect(),
-    );
+    let cursors = Arc::new(Feeds::new(scenario, range.first, range.count, range.total));
     for (local, transport) in transports.into_iter().enumerate() {
         let index = range.first + local;
         let (users, open) = load.shard(local, range.count, index, range.total);

@@ -3,13 +3,13 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::checks;
 use super::coalesce::Awaited;
 use super::extract;
+use super::feed::Feeds;
 use super::level::Workload;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
@@ -25,8 +25,8 @@ pub struct Shared<T> {
     pub scenario: Arc<Scenario>,
     pub workload: Workload,
     pub transport: T,
-    /// Next row of each feeder, shared by all users so rows go round in order.
-    pub feeder_cursors: Arc<Vec<AtomicUsize>>,
+    /// The data feeders' rows, shared by all users of the process.
+    pub feeder_cursors: Arc<Feeds>,
 }
 
 pub async fn run_user<T: Transport>(
@@ -50,6 +50,10 @@ pub async fn run_user<T: Transport>(
             let mut current = scenario.session.start();
             loop {
                 user.step(current, None).await;
+                if user.exhausted {
+                    user.shared.transport.end_session(&mut user.session);
+                    return;
+                }
                 match scenario.session.next(current, user.rng.f64()) {
                     Some(next) => current = next,
                     None => break,
@@ -67,7 +71,7 @@ pub async fn run_user<T: Transport>(
             for &p in prerequisites {
                 user.step(p, None).await;
             }
-            loop {
+            while !user.exhausted {
                 user.step(*request, None).await;
             }
         }
@@ -90,6 +94,12 @@ pub async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
                     .step(current, Some(intended))
                     .await
                     .unwrap_or_else(Instant::now);
+                if user.exhausted {
+                    // An open user serves the next arrival: only this
+                    // session ends.
+                    user.exhausted = false;
+                    break;
+                }
                 match scenario.session.next(current, user.rng.f64()) {
                     Some(next) => current = next,
                     None => break,
@@ -117,6 +127,8 @@ pub struct User<T: Transport> {
     response: Response,
     /// The variables `cookie.NAME` templates read, with the cookie names.
     cookie_vars: Vec<(VarId, String)>,
+    /// A `unique` feeder had no row left for it: the user stops.
+    exhausted: bool,
 }
 
 impl<T: Transport> User<T> {
@@ -144,7 +156,26 @@ impl<T: Transport> User<T> {
             shared,
             recorder,
             rng,
+            exhausted: false,
         }
+    }
+
+    /// Fresh rows for a request: the `unique` ones it reads are taken now,
+    /// the others as its templates ask. False when a `unique` feeder has
+    /// none left (the user is then exhausted).
+    fn take_rows(&mut self, request: RequestId) -> bool {
+        self.rows.iter_mut().for_each(|r| *r = None);
+        let feeds = &self.shared.feeder_cursors;
+        for &feeder in feeds.unique_reads(request) {
+            match feeds.take(feeder, &mut self.rng) {
+                Some(row) => self.rows[feeder.index()] = Some(row),
+                None => {
+                    self.exhausted = true;
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Opens the user's connection ahead of its first request.
@@ -165,6 +196,9 @@ impl<T: Transport> User<T> {
     /// was meant to go out; then the return value is when the next one is.
     async fn step(&mut self, current: RequestId, intended: Option<Instant>) -> Option<Instant> {
         let connect_failed = self.step_without_think(current, intended).await;
+        if self.exhausted {
+            return intended.map(|_| Instant::now());
+        }
         let scenario = &*self.shared.scenario;
         let think = scenario.think_after(current).sample(self.rng.f64());
         let think = if connect_failed {
@@ -196,6 +230,12 @@ impl<T: Transport> User<T> {
 
     /// The request part of `step`; true when it could not connect.
     async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
+        if !self.take_rows(current) {
+            let outcome = crate::protocol::failed(ErrorKind::DataExhausted, Duration::ZERO, None);
+            let open = intended.map(|t| (t, Instant::now()));
+            record(&mut self.recorder.borrow_mut(), current, open, &outcome);
+            return false;
+        }
         let shared = self.shared.clone();
         let request = shared.scenario.request(current);
         let reads = request.reads_response();
@@ -261,6 +301,13 @@ impl<T: Transport> User<T> {
     /// records it when its outcome comes.
     pub async fn fire(&mut self, request: RequestId, fired: Fired) {
         self.recorder.borrow_mut().sessions += 1;
+        if !self.take_rows(request) {
+            let outcome = crate::protocol::failed(ErrorKind::DataExhausted, Duration::ZERO, None);
+            fired
+                .sink
+                .done(request, fired.intended, outcome, Instant::now());
+            return;
+        }
         let (transport, session, mut bindings) = self.parts();
         transport.fire(session, request, &mut bindings, fired).await;
     }
@@ -269,7 +316,6 @@ impl<T: Transport> User<T> {
     /// and the bindings its templates render with (a fresh row of each
     /// feeder).
     fn parts(&mut self) -> (&T, &mut T::Session, UserBindings<'_>) {
-        self.rows.iter_mut().for_each(|r| *r = None);
         let bindings = UserBindings {
             rng: &mut self.rng,
             vars: &self.vars,
@@ -343,7 +389,7 @@ struct UserBindings<'a> {
     rng: &'a mut fastrand::Rng,
     vars: &'a [Vec<u8>],
     feeders: &'a [Feeder],
-    cursors: &'a [AtomicUsize],
+    cursors: &'a Feeds,
     /// Row chosen for each feeder in this rendering: every column of one
     /// feeder in one request comes from the same row.
     rows: &'a mut [Option<usize>],
@@ -360,9 +406,10 @@ impl Bindings for UserBindings<'_> {
 
     fn column(&mut self, feeder: FeederId, column: usize) -> &[u8] {
         let f = &self.feeders[feeder.index()];
-        let cursor = &self.cursors[feeder.index()];
+        let (cursors, rng) = (self.cursors, &mut *self.rng);
+        // `unique` rows were taken before rendering (`User::take_rows`).
         let row = *self.rows[feeder.index()]
-            .get_or_insert_with(|| cursor.fetch_add(1, Ordering::Relaxed) % f.rows.len());
+            .get_or_insert_with(|| cursors.take(feeder, rng).unwrap_or(0));
         f.rows[row][column].as_bytes()
     }
 

@@ -41,10 +41,13 @@ pub enum ErrorKind {
     /// A redirect to another host, port or scheme than the target's:
     /// autoperf sends traffic only where it was aimed, so it stops there.
     RedirectOffTarget,
+    /// A `unique` data feeder had no row left for the request: nothing was
+    /// sent, and the user stopped.
+    DataExhausted,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -60,6 +63,7 @@ impl ErrorKind {
         ErrorKind::RedirectLimit,
         ErrorKind::RedirectOffTarget,
         ErrorKind::ExtractMissing,
+        ErrorKind::DataExhausted,
     ];
 
     pub fn index(self) -> usize {
@@ -83,6 +87,7 @@ impl ErrorKind {
             ErrorKind::RedirectLimit => "redirect_limit",
             ErrorKind::RedirectOffTarget => "redirect_off_target",
             ErrorKind::ExtractMissing => "extract_missing",
+            ErrorKind::DataExhausted => "data_exhausted",
         }
     }
 

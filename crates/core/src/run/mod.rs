@@ -232,6 +232,10 @@ pub fn run_levels(
             observer.warning(&w);
             record.warnings.push(w);
         }
+        if let Some(w) = data_exhausted(&level_record, scenario) {
+            observer.warning(&w);
+            record.warnings.push(w);
+        }
         if let Some(w) = all_failed(&level_record, plan.mode) {
             observer.alarm(&w);
             record.warnings.push(w);
@@ -318,6 +322,24 @@ fn all_failed(level: &LevelRecord, mode: Mode) -> Option<String> {
         level.errors,
         level.requests,
         kinds.join(", ")
+    ))
+}
+
+/// A `unique` data feeder ran out of rows during the level: say which, how
+/// many requests found none, and the fix.
+fn data_exhausted(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
+    let count = *level.errors_by_kind.get("data_exhausted")?;
+    let unique: Vec<String> = scenario
+        .feeders
+        .iter()
+        .filter(|f| f.mode == crate::scenario::FeederMode::Unique)
+        .map(|f| format!("`{}` ({} rows)", f.name, f.rows.len()))
+        .collect();
+    Some(format!(
+        "level {}: the unique data feeder {} ran out of rows: {count} request{} found none and were not sent, their users stopped; give it more rows, or `mode: sequential` to go round again",
+        level.level,
+        unique.join(", "),
+        if count == 1 { "" } else { "s" }
     ))
 }
 

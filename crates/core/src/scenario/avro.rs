@@ -55,6 +55,11 @@ pub enum LeafKind {
 pub struct EncodeError;
 
 impl AvroTemplate {
+    /// The templates of its fields.
+    pub fn templates(&self) -> impl Iterator<Item = &Template> {
+        self.leaves.iter().map(|l| &l.template)
+    }
+
     /// Appends the Avro binary encoding of one rendering to `out`;
     /// `scratch` holds each leaf's text on the way.
     pub fn render(

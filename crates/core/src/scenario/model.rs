@@ -354,9 +354,23 @@ impl ThinkTime {
 pub struct Feeder {
     pub name: String,
     pub source: FeederSource,
+    pub mode: FeederMode,
     pub columns: Vec<String>,
     /// Never empty: validation rejects a file without data rows.
     pub rows: Vec<Vec<String>>,
+}
+
+/// How a feeder hands out its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FeederMode {
+    /// In order, shared by all users, round and round (the default).
+    #[default]
+    Sequential,
+    /// A row drawn at random for each use.
+    Random,
+    /// Each row once in the whole level; a user whose request finds none
+    /// left stops (`data_exhausted`).
+    Unique,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -380,6 +394,44 @@ pub struct Request {
 }
 
 impl Request {
+    /// Every template of the request: what it sends, and its checks.
+    pub fn templates(&self) -> Vec<&Template> {
+        let mut t = Vec::new();
+        match &self.action {
+            Action::Http(h) => {
+                t.push(&h.path);
+                t.extend(h.headers.iter().map(|(_, v)| v));
+                match &h.body {
+                    Some(Body::Form(fields)) => t.extend(fields.iter().map(|(_, v)| v)),
+                    Some(Body::Json(b)) | Some(Body::Raw(b)) => t.push(b),
+                    None => {}
+                }
+            }
+            Action::Produce(p) => {
+                t.extend(p.key.iter());
+                match &p.value {
+                    RecordValue::Json(v) | RecordValue::Raw(v) => t.push(v),
+                    RecordValue::Avro(a) => t.extend(a.record.templates()),
+                }
+            }
+        }
+        for check in &self.checks {
+            match &check.kind {
+                CheckKind::BodyContains(v) | CheckKind::Json { expected: v, .. } => t.push(v),
+                _ => {}
+            }
+        }
+        t
+    }
+
+    /// The feeders the request reads, each once.
+    pub fn feeders(&self) -> Vec<FeederId> {
+        let mut f: Vec<FeederId> = self.templates().iter().flat_map(|t| t.feeders()).collect();
+        f.sort_by_key(|id| id.index());
+        f.dedup();
+        f
+    }
+
     /// Whether the response's head and body must be kept (to check or
     /// extract from them); other responses are only measured.
     pub fn reads_response(&self) -> bool {

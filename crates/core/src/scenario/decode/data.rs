@@ -7,12 +7,12 @@
 use std::path::Path;
 
 use super::super::files;
-use super::super::model::{Feeder, FeederSource};
+use super::super::model::{Feeder, FeederMode, FeederSource};
 use super::super::yaml::Node;
 use super::ctx::{is_name, Ctx};
 
 /// The keys of a `data:` entry.
-pub const DATA_KEYS: &[&str] = &["csv", "range"];
+pub const DATA_KEYS: &[&str] = &["csv", "range", "mode"];
 
 /// A feeder and whether its file could be read (if not, its columns are
 /// unknown and templates naming it are not checked further).
@@ -34,6 +34,24 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
         let Some(fields) = ctx.map(value, &what, DATA_KEYS) else {
             continue;
         };
+        let mode = match fields.get("mode") {
+            None => FeederMode::Sequential,
+            Some(n) => match n.as_str() {
+                Some("sequential") => FeederMode::Sequential,
+                Some("random") => FeederMode::Random,
+                Some("unique") => FeederMode::Unique,
+                _ => {
+                    ctx.error(
+                        n.pos(),
+                        format!(
+                            "expected `sequential`, `random` or `unique` for the mode of {what}, found {}",
+                            n.describe()
+                        ),
+                    );
+                    FeederMode::Sequential
+                }
+            },
+        };
         if let Some(range) = fields.get("range") {
             if fields.get("csv").is_some() {
                 ctx.error(
@@ -46,6 +64,7 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
                     feeder: Feeder {
                         name: key.name.clone(),
                         source: FeederSource::Range { from, to },
+                        mode,
                         columns: vec!["n".into()],
                         rows: (from..=to).map(|n| vec![n.to_string()]).collect(),
                     },
@@ -76,6 +95,7 @@ pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFe
             feeder: Feeder {
                 name: key.name.clone(),
                 source: FeederSource::Csv(path),
+                mode,
                 columns,
                 rows,
             },
