@@ -329,6 +329,21 @@ pub struct OutputArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics during the run.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Push the same metrics to a Prometheus remote-write endpoint during
+    /// the run, e.g. http://127.0.0.1:9090/api/v1/write (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub push_remote_write: Vec<String>,
+    /// Push them to an OpenTelemetry collector's OTLP/HTTP endpoint, e.g.
+    /// http://127.0.0.1:4318 (path /v1/metrics by default; repeatable).
+    #[arg(long, value_name = "URL")]
+    pub push_otlp: Vec<String>,
+    /// A header every push sends, e.g. 'Authorization: Bearer TOKEN'
+    /// (repeatable).
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub push_header: Vec<String>,
+    /// How often to push.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub push_interval: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -108,7 +108,7 @@ impl RunObserver for LiveView {
 
     fn level_finished(&mut self, level: &LevelRecord) {
         if let Some(m) = &self.metrics {
-            let m = m.lock().unwrap_or_else(|e| e.into_inner());
+            let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
             for (tier, usage) in &level.servers {
                 for (process, cores) in &usage.cpu_util_cores_per_process {
                     m.set_server_cpu_cores(tier, process, *cores);

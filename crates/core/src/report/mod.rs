@@ -11,5 +11,6 @@
 pub mod csv;
 pub mod html;
 pub mod prometheus;
+pub mod push;
 pub mod svg;
 pub mod text;

@@ -113,7 +113,64 @@ pub struct MetricsRegistry {
     active_users: Gauge,
     target_rate: Gauge<f64, AtomicU64>,
     server_cpu: Family<TierProcess, Gauge<f64, AtomicU64>>,
+    /// The same metrics' handles by label values (the families cannot be
+    /// walked), for `snapshot`, which push exporters send.
+    handles: Handles,
 }
+
+#[derive(Debug, Default)]
+struct Handles {
+    requests: std::collections::BTreeMap<(String, String), Counter>,
+    errors: std::collections::BTreeMap<(String, String), Counter>,
+    response_time: std::collections::BTreeMap<String, HdrBuckets>,
+    server_cpu: std::collections::BTreeMap<(String, String), Gauge<f64, AtomicU64>>,
+}
+
+/// A metric's value at one moment, for push exporters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricValue {
+    Counter(f64),
+    Gauge(f64),
+    /// Bucket upper bounds in seconds with the count of values up to each
+    /// (not cumulative), the last bound `+Inf`; the sum and the count.
+    Histogram {
+        buckets: Vec<(f64, u64)>,
+        sum: f64,
+        count: u64,
+    },
+}
+
+/// One metric series as push exporters send it: the name as `/metrics`
+/// shows it (a counter's without `_total`), its labels and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricPoint {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub labels: Vec<(&'static str, String)>,
+    pub value: MetricValue,
+}
+
+const REQUESTS: (&str, &str) = (
+    "autoperf_requests",
+    "Requests finished, by request and status (ok or the error kind)",
+);
+const ERRORS: (&str, &str) = (
+    "autoperf_errors",
+    "Failed requests, by request and error kind",
+);
+const RESPONSE_TIME: (&str, &str) = (
+    "autoperf_response_time_seconds",
+    "Response time of complete responses (including 4xx/5xx), by request",
+);
+const ACTIVE_USERS: (&str, &str) = ("autoperf_active_users", "Virtual users currently running");
+const TARGET_RATE: (&str, &str) = (
+    "autoperf_target_rate",
+    "Target arrival rate in requests per second (0 in the closed model)",
+);
+const SERVER_CPU: (&str, &str) = (
+    "autoperf_server_cpu_cores",
+    "CPU used by a tier's process, in busy cores",
+);
 
 impl MetricsRegistry {
     /// `request_names` are the scenario's requests, indexed like the ticks'
@@ -127,58 +184,130 @@ impl MetricsRegistry {
         let target_rate = Gauge::<f64, AtomicU64>::default();
         let server_cpu = Family::<TierProcess, Gauge<f64, AtomicU64>>::default();
         // Counters get their `_total` suffix from the encoder.
-        registry.register(
-            "autoperf_requests",
-            "Requests finished, by request and status (ok or the error kind)",
-            requests.clone(),
-        );
-        registry.register(
-            "autoperf_errors",
-            "Failed requests, by request and error kind",
-            errors.clone(),
-        );
-        registry.register(
-            "autoperf_response_time_seconds",
-            "Response time of complete responses (including 4xx/5xx), by request",
-            response_time.clone(),
-        );
-        registry.register(
-            "autoperf_active_users",
-            "Virtual users currently running",
-            active_users.clone(),
-        );
-        registry.register(
-            "autoperf_target_rate",
-            "Target arrival rate in requests per second (0 in the closed model)",
-            target_rate.clone(),
-        );
-        registry.register(
-            "autoperf_server_cpu_cores",
-            "CPU used by a tier's process, in busy cores",
-            server_cpu.clone(),
-        );
-        // Known requests show from the first scrape, at zero.
-        for name in &request_names {
-            requests
-                .get_or_create(&RequestStatus {
-                    request: name.clone(),
-                    status: "ok".into(),
-                })
-                .inc_by(0);
-            drop(response_time.get_or_create(&RequestLabel {
-                request: name.clone(),
-            }));
-        }
-        MetricsRegistry {
+        registry.register(REQUESTS.0, REQUESTS.1, requests.clone());
+        registry.register(ERRORS.0, ERRORS.1, errors.clone());
+        registry.register(RESPONSE_TIME.0, RESPONSE_TIME.1, response_time.clone());
+        registry.register(ACTIVE_USERS.0, ACTIVE_USERS.1, active_users.clone());
+        registry.register(TARGET_RATE.0, TARGET_RATE.1, target_rate.clone());
+        registry.register(SERVER_CPU.0, SERVER_CPU.1, server_cpu.clone());
+        let mut metrics = MetricsRegistry {
             registry,
-            request_names,
+            request_names: request_names.clone(),
             requests,
             errors,
             response_time,
             active_users,
             target_rate,
             server_cpu,
+            handles: Handles::default(),
+        };
+        // Known requests show from the first scrape, at zero.
+        for name in &request_names {
+            metrics.request_counter(name, "ok").inc_by(0);
+            metrics.buckets(name);
         }
+        metrics
+    }
+
+    fn request_counter(&mut self, request: &str, status: &str) -> Counter {
+        let key = (request.to_string(), status.to_string());
+        let family = &self.requests;
+        self.handles
+            .requests
+            .entry(key)
+            .or_insert_with_key(|(request, status)| {
+                family
+                    .get_or_create(&RequestStatus {
+                        request: request.clone(),
+                        status: status.clone(),
+                    })
+                    .clone()
+            })
+            .clone()
+    }
+
+    fn error_counter(&mut self, request: &str, kind: &str) -> Counter {
+        let key = (request.to_string(), kind.to_string());
+        let family = &self.errors;
+        self.handles
+            .errors
+            .entry(key)
+            .or_insert_with_key(|(request, kind)| {
+                family
+                    .get_or_create(&RequestKind {
+                        request: request.clone(),
+                        kind: kind.clone(),
+                    })
+                    .clone()
+            })
+            .clone()
+    }
+
+    fn buckets(&mut self, request: &str) -> HdrBuckets {
+        let family = &self.response_time;
+        self.handles
+            .response_time
+            .entry(request.to_string())
+            .or_insert_with_key(|request| {
+                family
+                    .get_or_create(&RequestLabel {
+                        request: request.clone(),
+                    })
+                    .clone()
+            })
+            .clone()
+    }
+
+    /// Every series now, for push exporters: the same metrics and values
+    /// `/metrics` shows.
+    pub fn snapshot(&self) -> Vec<MetricPoint> {
+        let mut points = Vec::new();
+        let point = |(name, help): (&'static str, &'static str), labels, value| MetricPoint {
+            name,
+            help,
+            labels,
+            value,
+        };
+        for ((request, status), c) in &self.handles.requests {
+            let labels = vec![("request", request.clone()), ("status", status.clone())];
+            points.push(point(
+                REQUESTS,
+                labels,
+                MetricValue::Counter(c.get() as f64),
+            ));
+        }
+        for ((request, kind), c) in &self.handles.errors {
+            let labels = vec![("request", request.clone()), ("kind", kind.clone())];
+            points.push(point(ERRORS, labels, MetricValue::Counter(c.get() as f64)));
+        }
+        for (request, h) in &self.handles.response_time {
+            let b = h.0.lock().unwrap_or_else(|e| e.into_inner());
+            let buckets = BUCKETS_S
+                .iter()
+                .copied()
+                .chain([f64::INFINITY])
+                .zip(b.counts.iter().copied())
+                .collect();
+            let value = MetricValue::Histogram {
+                buckets,
+                sum: b.sum_s,
+                count: b.count,
+            };
+            points.push(point(
+                RESPONSE_TIME,
+                vec![("request", request.clone())],
+                value,
+            ));
+        }
+        let users = MetricValue::Gauge(self.active_users.get() as f64);
+        points.push(point(ACTIVE_USERS, Vec::new(), users));
+        let rate = MetricValue::Gauge(self.target_rate.get());
+        points.push(point(TARGET_RATE, Vec::new(), rate));
+        for ((tier, process), g) in &self.handles.server_cpu {
+            let labels = vec![("tier", tier.clone()), ("process", process.clone())];
+            points.push(point(SERVER_CPU, labels, MetricValue::Gauge(g.get())));
+        }
+        points
     }
 
     pub fn set_target_rate(&self, rps: f64) {
@@ -190,11 +319,18 @@ impl MetricsRegistry {
     }
 
     /// Records a tier process's latest CPU use, in busy cores.
-    pub fn set_server_cpu_cores(&self, tier: &str, process: &str, cores: f64) {
-        self.server_cpu
-            .get_or_create(&TierProcess {
-                tier: tier.into(),
-                process: process.into(),
+    pub fn set_server_cpu_cores(&mut self, tier: &str, process: &str, cores: f64) {
+        let family = &self.server_cpu;
+        self.handles
+            .server_cpu
+            .entry((tier.to_string(), process.to_string()))
+            .or_insert_with_key(|(tier, process)| {
+                family
+                    .get_or_create(&TierProcess {
+                        tier: tier.clone(),
+                        process: process.clone(),
+                    })
+                    .clone()
             })
             .set(cores);
     }
@@ -207,39 +343,24 @@ impl MetricsRegistry {
         out
     }
 
-    fn add_tick(&self, tick: &Tick) {
-        for (name, stats) in self.request_names.iter().zip(&tick.stats.per_request) {
+    fn add_tick(&mut self, tick: &Tick) {
+        let names = std::mem::take(&mut self.request_names);
+        for (name, stats) in names.iter().zip(&tick.stats.per_request) {
             let errors = stats.errors.total();
             let ok = stats.requests.saturating_sub(errors);
-            let count = |status: &str, n: u64| {
-                self.requests
-                    .get_or_create(&RequestStatus {
-                        request: name.clone(),
-                        status: status.into(),
-                    })
-                    .inc_by(n);
-            };
             if ok > 0 {
-                count("ok", ok);
+                self.request_counter(name, "ok").inc_by(ok);
             }
             for kind in ErrorKind::ALL {
                 let n = stats.errors.get(kind);
                 if n > 0 {
-                    count(kind.name(), n);
-                    self.errors
-                        .get_or_create(&RequestKind {
-                            request: name.clone(),
-                            kind: kind.name().into(),
-                        })
-                        .inc_by(n);
+                    self.request_counter(name, kind.name()).inc_by(n);
+                    self.error_counter(name, kind.name()).inc_by(n);
                 }
             }
-            self.response_time
-                .get_or_create(&RequestLabel {
-                    request: name.clone(),
-                })
-                .add(&stats.response_time);
+            self.buckets(name).add(&stats.response_time);
         }
+        self.request_names = names;
         self.set_active_users(tick.active_users);
     }
 }
@@ -421,7 +542,7 @@ mod tests {
         sink.on_tick(&level(), &tick(7));
         sink.on_tick(&level(), &tick(9));
         {
-            let m = shared.lock().unwrap();
+            let mut m = shared.lock().unwrap();
             m.set_target_rate(12.5);
             m.set_server_cpu_cores("web", "tb-web", 0.75);
         }

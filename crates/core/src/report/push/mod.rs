@@ -1,0 +1,375 @@
+//! Push exporters: the live metrics `/metrics` serves, sent during a run
+//! to a Prometheus remote-write endpoint (`--push-remote-write URL`) or an
+//! OpenTelemetry collector's OTLP/HTTP metrics endpoint (`--push-otlp
+//! URL`), every `interval` and once more at the end, from a thread of
+//! their own so the run never waits on them. An endpoint that fails is
+//! reported (the first failure at once, the count at the end) and tried
+//! again next time; it never stops the load.
+//!
+//! - `remote_write`: the WriteRequest, snappy-compressed.
+//! - `otlp`: the ExportMetricsServiceRequest.
+
+mod otlp;
+mod remote_write;
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::prometheus::SharedMetrics;
+use crate::protocol::http1::{self, Connection};
+use crate::protocol::tls::Tls;
+use crate::protocol::Response;
+use crate::scenario::{BaseUrl, TlsSettings};
+
+pub use otlp::export_request;
+pub use remote_write::{write_request, Label, Sample, TimeSeries, WriteRequest};
+
+/// Which protocol an endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushKind {
+    RemoteWrite,
+    Otlp,
+}
+
+impl PushKind {
+    fn flag(self) -> &'static str {
+        match self {
+            PushKind::RemoteWrite => "--push-remote-write",
+            PushKind::Otlp => "--push-otlp",
+        }
+    }
+}
+
+/// Labels every pushed series carries (resource attributes in OTLP): the
+/// job, the scenario and the run (its results directory's name), so runs
+/// can be told apart in one database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLabels {
+    pub scenario: String,
+    pub run: String,
+}
+
+impl RunLabels {
+    fn pairs(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
+        [
+            ("job", "autoperf".to_string()),
+            ("scenario", self.scenario.clone()),
+            ("run", self.run.clone()),
+        ]
+        .into_iter()
+    }
+}
+
+/// One endpoint to push to.
+#[derive(Debug, Clone)]
+pub struct PushTarget {
+    pub kind: PushKind,
+    base: BaseUrl,
+    /// Path and query (`/api/v1/write`, `/v1/metrics`).
+    target: String,
+    /// Extra headers, e.g. `Authorization: Bearer …`.
+    pub headers: Vec<(String, String)>,
+}
+
+impl PushTarget {
+    /// An `http://` or `https://` URL; OTLP's path defaults to
+    /// `/v1/metrics`, as the specification's does.
+    pub fn parse(kind: PushKind, text: &str) -> Result<PushTarget, String> {
+        let bad = |why: &str| format!("{} {text}: {why}", kind.flag());
+        let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(bad(&format!(
+                    "expected an http:// or https:// URL, found `{other}:`"
+                )))
+            }
+        };
+        let host = url
+            .host_str()
+            .ok_or_else(|| bad("no host"))?
+            .trim_matches(['[', ']'])
+            .to_string();
+        let port = url
+            .port_or_known_default()
+            .unwrap_or(if tls { 443 } else { 80 });
+        let mut target = match (kind, url.path()) {
+            (PushKind::Otlp, "" | "/") => "/v1/metrics".to_string(),
+            (_, path) => path.to_string(),
+        };
+        if let Some(q) = url.query() {
+            target.push('?');
+            target.push_str(q);
+        }
+        Ok(PushTarget {
+            kind,
+            base: BaseUrl {
+                tls,
+                host,
+                port,
+                path_prefix: String::new(),
+            },
+            target,
+            headers: Vec::new(),
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}{}", self.base.origin(), self.target)
+    }
+
+    /// The whole HTTP/1.1 request for one push.
+    fn request(&self, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf/{}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n",
+            self.target,
+            self.base.authority(),
+            env!("CARGO_PKG_VERSION"),
+            body.len()
+        );
+        for (name, value) in extra {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut request = head.into_bytes();
+        request.extend_from_slice(body);
+        request
+    }
+}
+
+/// What the pushes came to, for the run's warnings.
+#[derive(Debug, Default)]
+pub struct PushReport {
+    /// Per endpoint: its URL, pushes that succeeded and failed, the first
+    /// failure.
+    pub endpoints: Vec<(String, u64, u64, Option<String>)>,
+}
+
+impl PushReport {
+    /// One warning per endpoint that failed at least once.
+    pub fn warnings(&self) -> Vec<String> {
+        self.endpoints
+            .iter()
+            .filter(|(_, _, failed, _)| *failed > 0)
+            .map(|(url, ok, failed, first)| {
+                format!(
+                    "pushing metrics to {url}: {failed} of {} pushes failed (first: {})",
+                    ok + failed,
+                    first.as_deref().unwrap_or("?")
+                )
+            })
+            .collect()
+    }
+}
+
+/// The pushing thread; `finish` pushes a last time and reports.
+pub struct Pusher {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<PushReport>>,
+}
+
+impl Pusher {
+    /// Starts pushing `metrics` to `targets` every `interval`; `quiet`
+    /// keeps the first failure of each endpoint off stderr.
+    pub fn start(
+        targets: Vec<PushTarget>,
+        metrics: SharedMetrics,
+        run: RunLabels,
+        interval: Duration,
+        quiet: bool,
+    ) -> std::io::Result<Pusher> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("autoperf-push".into())
+            .spawn(move || push_loop(targets, metrics, run, interval, quiet, flag))?;
+        Ok(Pusher {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Pushes the final values, stops the thread and reports.
+    pub fn finish(mut self) -> PushReport {
+        self.stop_thread().unwrap_or_default()
+    }
+
+    fn stop_thread(&mut self) -> Option<PushReport> {
+        let (lock, wake) = &*self.stop;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        wake.notify_all();
+        self.thread.take()?.join().ok()
+    }
+}
+
+impl Drop for Pusher {
+    fn drop(&mut self) {
+        let _ = self.stop_thread();
+    }
+}
+
+struct Endpoint {
+    target: PushTarget,
+    tls: Option<Tls>,
+    conn: Option<Connection>,
+    ok: u64,
+    failed: u64,
+    first_failure: Option<String>,
+}
+
+fn push_loop(
+    targets: Vec<PushTarget>,
+    metrics: SharedMetrics,
+    run: RunLabels,
+    interval: Duration,
+    quiet: bool,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+) -> PushReport {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return PushReport::default();
+    };
+    let start_ns = unix_nanos();
+    let mut endpoints: Vec<Endpoint> = targets
+        .into_iter()
+        .map(|target| {
+            let (tls, failure) = match target.base.tls {
+                true => match Tls::new(&target.base, &TlsSettings::default(), &[b"http/1.1"]) {
+                    Ok(tls) => (Some(tls), None),
+                    Err(e) => (None, Some(e)),
+                },
+                false => (None, None),
+            };
+            Endpoint {
+                target,
+                tls,
+                conn: None,
+                ok: 0,
+                failed: 0,
+                first_failure: failure,
+            }
+        })
+        .collect();
+    let (lock, wake) = &*stop;
+    let mut next = Instant::now() + interval;
+    loop {
+        let stopping = {
+            let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+            while !*stopped && Instant::now() < next {
+                let wait = next.saturating_duration_since(Instant::now());
+                stopped = wake
+                    .wait_timeout(stopped, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            *stopped
+        };
+        next += interval;
+        let points = metrics.lock().unwrap_or_else(|e| e.into_inner()).snapshot();
+        let now_ns = unix_nanos();
+        for e in &mut endpoints {
+            let (content_type, extra, body): (&str, &[(&str, &str)], Vec<u8>) = match e.target.kind
+            {
+                PushKind::RemoteWrite => (
+                    remote_write::CONTENT_TYPE,
+                    remote_write::HEADERS,
+                    remote_write::body(&write_request(&points, &run, (now_ns / 1_000_000) as i64)),
+                ),
+                PushKind::Otlp => (
+                    otlp::CONTENT_TYPE,
+                    &[],
+                    otlp::body(&export_request(&points, &run, start_ns, now_ns)),
+                ),
+            };
+            let request = e.target.request(content_type, extra, &body);
+            match runtime.block_on(send(e, &request)) {
+                Ok(()) => e.ok += 1,
+                Err(why) => {
+                    e.failed += 1;
+                    e.conn = None;
+                    if e.first_failure.is_none() {
+                        if !quiet {
+                            eprintln!(
+                                "warning: pushing metrics to {}: {why} (the run goes on; retried every {:.0} s)",
+                                e.target.url(),
+                                interval.as_secs_f64()
+                            );
+                        }
+                        e.first_failure = Some(why);
+                    }
+                }
+            }
+        }
+        if stopping {
+            break;
+        }
+    }
+    PushReport {
+        endpoints: endpoints
+            .into_iter()
+            .map(|e| (e.target.url(), e.ok, e.failed, e.first_failure))
+            .collect(),
+    }
+}
+
+/// One POST on the endpoint's kept-alive connection (opened when needed);
+/// a 2xx answer is success.
+async fn send(e: &mut Endpoint, request: &[u8]) -> Result<(), String> {
+    let attempt = async {
+        if e.conn.is_none() {
+            let addr = tokio::net::lookup_host((e.target.base.host.as_str(), e.target.base.port))
+                .await
+                .map_err(|err| format!("cannot resolve {}: {err}", e.target.base.host))?
+                .next()
+                .ok_or_else(|| format!("cannot resolve {}", e.target.base.host))?;
+            let conn = match &e.tls {
+                None => http1::connect(addr, None)
+                    .await
+                    .map_err(|k| k.name().replace('_', " "))?,
+                Some(tls) => {
+                    let tcp = crate::protocol::net::connect(addr, None)
+                        .await
+                        .map_err(|k| k.name().replace('_', " "))?;
+                    let shaken = tls
+                        .connect(tcp)
+                        .await
+                        .map_err(|err| format!("TLS: {err}"))?;
+                    Connection::over_tls(shaken.stream)
+                }
+            };
+            e.conn = Some(conn);
+        }
+        let conn = e.conn.as_mut().expect("just opened");
+        let mut response = Response::default();
+        let reply = conn
+            .exchange(request, false, Some(&mut response), &mut Vec::new())
+            .await
+            .map_err(|f| f.kind.name().replace('_', " "))?;
+        if reply.close {
+            e.conn = None;
+        }
+        match reply.status {
+            200..=299 => Ok(()),
+            status => Err(format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&response.body[..response.body.len().min(200)]).trim()
+            )),
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), attempt)
+        .await
+        .unwrap_or_else(|_| Err("no answer within 10 s".into()))
+}
+
+fn unix_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
