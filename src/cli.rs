@@ -341,8 +341,8 @@ pub struct OutputArgs {
     /// (repeatable).
     #[arg(long, value_name = "NAME: VALUE")]
     pub push_header: Vec<String>,
-    /// How often to push.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    /// How often to push (at least 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_push_interval)]
     pub push_interval: Duration,
 }
 
@@ -402,6 +402,14 @@ pub enum ArrivalSpacing {
     Poisson,
     /// Evenly spaced arrivals.
     Even,
+}
+
+fn parse_push_interval(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < Duration::from_millis(100) {
+        return Err(format!("`{text}`: expected at least 100ms between pushes"));
+    }
+    Ok(d)
 }
 
 fn parse_override(text: &str) -> Result<Override, String> {

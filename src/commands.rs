@@ -2,7 +2,7 @@
 //! the exit code.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal};
 use autoperf_core::load::Spacing;
@@ -10,8 +10,6 @@ use autoperf_core::model::predict::{self, Ask};
 use autoperf_core::model::{Model, Prediction};
 use autoperf_core::profile::{watched_processes, AgentSet};
 use autoperf_core::record::{LevelRecord, Mode, RunRecord, StopReason};
-use autoperf_core::report::prometheus::{serve_metrics, MetricsRegistry, SharedMetrics};
-use autoperf_core::report::push::{PushKind, PushTarget, Pusher, RunLabels};
 use autoperf_core::report::{self, text};
 use autoperf_core::results::{read_levels, read_run, write_run_file, ResultsDir};
 use autoperf_core::run::capacity::CapacityController;
@@ -28,6 +26,7 @@ use crate::cli::{
     ProfileArgs, RunArgs, TestbedArgs, TierArgs,
 };
 use crate::compare::Baseline;
+use crate::outputs::LiveOutputs;
 use crate::progress::LiveView;
 use crate::resume::CapacityPlan;
 use crate::{exit, print_out, Failure};
@@ -309,47 +308,14 @@ fn execute_plan(
     let quiet = output.quiet || output.json;
     let stop = StopSignal::default();
     stop_on_ctrl_c(stop.clone(), quiet);
-    let targets = push_targets(output)?;
-    let metrics = (output.metrics_listen.is_some() || !targets.is_empty()).then(|| {
-        let names = scenario.requests.iter().map(|r| r.name.clone()).collect();
-        Arc::new(Mutex::new(MetricsRegistry::new(names))) as SharedMetrics
-    });
-    let _server = match (output.metrics_listen, &metrics) {
-        (Some(addr), Some(shared)) => {
-            let server = serve_metrics(addr, shared.clone())
-                .map_err(|e| Failure::cannot_proceed(format!("--metrics-listen {addr}: {e}")))?;
-            if !quiet {
-                eprintln!("metrics: http://{}/metrics", server.local_addr());
-            }
-            Some(server)
-        }
-        _ => None,
-    };
-    let pusher = match (&metrics, targets.is_empty()) {
-        (Some(shared), false) => {
-            let run = RunLabels {
-                scenario: scenario.name.clone(),
-                run: plan
-                    .out
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            };
-            let pusher = Pusher::start(targets, shared.clone(), run, output.push_interval, quiet)
-                .map_err(|e| {
-                Failure::cannot_proceed(format!("cannot start pushing metrics: {e}"))
-            })?;
-            Some(pusher)
-        }
-        _ => None,
-    };
+    let outputs = LiveOutputs::start(scenario, &plan.out, output, quiet)?;
     // One line per finished level, except for a single-level `run`, whose
     // summary table follows at once.
     let mut view = LiveView::new(expected_levels, quiet);
     if expected_levels != 1 {
         view = view.echo_levels();
     }
-    if let Some(shared) = &metrics {
+    if let Some(shared) = outputs.metrics() {
         view = view.metrics(shared.clone());
     }
     let mut record =
@@ -359,41 +325,8 @@ fn execute_plan(
             RunError::Results(e) => Failure::cannot_proceed(e.to_string()),
             RunError::Agent(e) => Failure::cannot_proceed(e.to_string()),
         })?;
-    if let Some(pusher) = pusher {
-        // The last values go out before the summary; an endpoint that
-        // failed is in the run's warnings.
-        record.warnings.extend(pusher.finish().warnings());
-    }
+    outputs.finish(&mut record);
     Ok(record)
-}
-
-/// `--push-remote-write`, `--push-otlp` and `--push-header`, checked before
-/// any load.
-fn push_targets(output: &OutputArgs) -> Result<Vec<PushTarget>, Failure> {
-    let mut headers = Vec::new();
-    for h in &output.push_header {
-        match h.split_once(':') {
-            Some((name, value)) if !name.trim().is_empty() && !h.contains(['\r', '\n']) => {
-                headers.push((name.trim().to_string(), value.trim().to_string()))
-            }
-            _ => {
-                return Err(Failure::bad_input(format!(
-                    "--push-header `{h}`: expected NAME: VALUE, e.g. 'Authorization: Bearer TOKEN'"
-                )))
-            }
-        }
-    }
-    let urls = output
-        .push_remote_write
-        .iter()
-        .map(|u| (PushKind::RemoteWrite, u))
-        .chain(output.push_otlp.iter().map(|u| (PushKind::Otlp, u)));
-    urls.map(|(kind, url)| {
-        let mut target = PushTarget::parse(kind, url).map_err(Failure::bad_input)?;
-        target.headers = headers.clone();
-        Ok(target)
-    })
-    .collect()
 }
 
 /// The first Ctrl-C stops the run cleanly (results written); a second one

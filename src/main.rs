@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod compare;
+mod outputs;
 mod progress;
 mod resume;
 

@@ -768,7 +768,8 @@ fn a_unique_feeder_serves_each_row_once_then_stops_its_users_with_a_clear_warnin
     assert_eq!(record["levels"][0]["per_request"]["home"]["requests"], 20);
     let warnings = record["warnings"].to_string();
     assert!(
-        warnings.contains("unique data feeder `accounts` (20 rows) ran out of rows: 4 requests"),
+        warnings
+            .contains("4 requests found no row left in a unique data feeder (`accounts`, 20 rows)"),
         "{warnings}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -238,3 +238,53 @@ fn ctrl_c_stops_every_generator_process_cleanly_and_keeps_the_results() {
     let warnings = run["warnings"].to_string();
     assert!(!warnings.contains("ended early"), "{warnings}");
 }
+
+#[test]
+fn generator_processes_apply_the_same_set_overrides_and_ramp_as_the_parent() {
+    let (addr, seen) = counting_server();
+    let dir = support::scratch_dir("generators-set");
+    let scenario = dir.join("set.yaml");
+    // As written, a 30 s think time: a few requests in 3 s at most.
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: set\ntarget: {{base_url: \"http://{addr}\"}}\nthink_time: 30s\nusers: [{{to: 8, over: 1s}}, {{hold: 2s}}]\nrequests:\n  a: {{path: /}}\nsession: {{start: a, transitions: {{a: {{a: 0.99}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--set",
+        "think_time=20ms",
+        "--generators",
+        "2",
+        "--warmup",
+        "0s",
+        "--no-agents",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let record = support::run_json(&out);
+    let warnings = record["warnings"].to_string();
+    assert!(!warnings.contains("ended early"), "{warnings}");
+    let requests = record["levels"][0]["requests"].as_u64().unwrap();
+    // 8 users at 20 ms for most of 3 s: hundreds, in both processes.
+    assert!(requests > 300, "{requests} requests: {warnings}");
+    assert!(seen.requests.load(Ordering::Relaxed) >= requests);
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let last_active: u32 = series
+        .lines()
+        .last()
+        .and_then(|l| l.split(',').nth(7))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert_eq!(
+        last_active, 8,
+        "the ramp's top over both processes\n{series}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -114,8 +114,9 @@ pub const SERIES_HEADER: &str =
     "t_s,level,requests,errors,throughput_rps,p50_ms,p99_ms,active_users\n";
 
 /// `request_series.csv`: one row per request type and measured second (the
-/// warm-up is left out), and one for all of them together, named `*` (no
-/// request name can be: names are letters, digits, `_` and `-`).
+/// warm-up is left out), a second without one of them too (its rate is 0
+/// then), and one for all of them together, named `*` (no request name can
+/// be: names are letters, digits, `_` and `-`).
 pub const REQUEST_SERIES_HEADER: &str =
     "t_s,level,request,requests,errors,throughput_rps,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms\n";
 
@@ -182,9 +183,18 @@ impl ResultsDir {
         })
     }
 
-    /// Opens an existing results directory to append to it (resuming).
-    pub fn reopen(path: &Path, request_names: Vec<String>) -> Result<ResultsDir, ResultsError> {
+    /// Opens an existing results directory to append to it (resuming):
+    /// the per-second rows of levels not in `kept` (one interrupted, to be
+    /// run again under its number) are dropped first.
+    pub fn reopen(
+        path: &Path,
+        request_names: Vec<String>,
+        kept: &[u32],
+    ) -> Result<ResultsDir, ResultsError> {
         check_room(path)?;
+        for name in ["timeseries.csv", "request_series.csv"] {
+            keep_levels(&path.join(name), kept)?;
+        }
         let levels_path = path.join("levels.jsonl");
         let levels = OpenOptions::new()
             .append(true)
@@ -262,7 +272,6 @@ impl ResultsDir {
             .per_request
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.requests > 0)
             .filter_map(|(i, s)| Some((self.request_names.get(i)?.as_str(), s)));
         for (name, s) in named.chain(std::iter::once((ALL_REQUESTS, &total))) {
             writeln!(
@@ -281,6 +290,35 @@ impl ResultsDir {
         }
         self.requests.flush()
     }
+}
+
+/// Rewrites a per-second CSV file (level in its second column) without the
+/// rows of levels not in `kept`; a missing file is left missing.
+fn keep_levels(path: &Path, kept: &[u32]) -> Result<(), ResultsError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(reading(path)(e)),
+    };
+    let keep = |line: &str| {
+        line.split(',')
+            .nth(1)
+            .and_then(|l| l.parse::<u32>().ok())
+            .is_some_and(|l| kept.contains(&l))
+    };
+    let mut lines = text.lines();
+    let mut out: Vec<&str> = lines.next().into_iter().collect();
+    let before = text.lines().count();
+    out.extend(lines.filter(|l| keep(l)));
+    if out.len() == before {
+        return Ok(());
+    }
+    let tmp = path.with_extension("csv.tmp");
+    let mut body = out.join("\n");
+    body.push('\n');
+    fs::write(&tmp, body)
+        .and_then(|_| fs::rename(&tmp, path))
+        .map_err(at(path))
 }
 
 /// Replaces `dir/run.json` atomically (write aside, then rename), so a

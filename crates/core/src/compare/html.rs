@@ -95,6 +95,15 @@ pub fn render(c: &Comparison, base: &Results, new: &Results) -> String {
     }
     if let Some(ch) = &c.max_throughput {
         h.push_str("<h2>Capacity</h2>\n");
+        if let Some((b, n)) = c.saturation_users {
+            let users = |u: Option<u32>| u.map_or("not reached".to_string(), |u| u.to_string());
+            let _ = writeln!(
+                h,
+                "<p id=\"saturation\">Saturation: base {} users, new {} users.</p>",
+                users(b),
+                users(n)
+            );
+        }
         table(&mut h, std::slice::from_ref(ch));
     }
     for (what, list) in [("base", &c.only_in_base), ("new", &c.only_in_new)] {

@@ -37,6 +37,24 @@ pub struct Results {
     pub seconds: Vec<RequestSecond>,
 }
 
+/// The rows of `request_series.csv`. A last line cut short (the process
+/// was killed mid-write) is left out; any other bad row is an error.
+fn parse_seconds(text: &str) -> Result<Vec<RequestSecond>, String> {
+    let mut rows = Vec::new();
+    let records: Vec<_> = ::csv::Reader::from_reader(text.as_bytes())
+        .into_deserialize::<RequestSecond>()
+        .collect();
+    let last = records.len().saturating_sub(1);
+    for (i, record) in records.into_iter().enumerate() {
+        match record {
+            Ok(row) => rows.push(row),
+            Err(_) if i == last && !text.ends_with('\n') => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(rows)
+}
+
 impl Results {
     pub fn read(dir: &Path) -> Result<Results, ResultsError> {
         let record = read_run(dir)?;
@@ -46,11 +64,9 @@ impl Results {
             source,
             reading: true,
         };
-        let seconds = match fs::File::open(&path) {
-            Ok(file) => ::csv::Reader::from_reader(file)
-                .deserialize()
-                .collect::<Result<Vec<RequestSecond>, _>>()
-                .map_err(|e| bad(io::Error::new(io::ErrorKind::InvalidData, e.to_string())))?,
+        let seconds = match fs::read_to_string(&path) {
+            Ok(text) => parse_seconds(&text)
+                .map_err(|e| bad(io::Error::new(io::ErrorKind::InvalidData, e)))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(bad(e)),
         };
@@ -70,5 +86,20 @@ impl Results {
         self.seconds
             .iter()
             .filter(move |s| s.level == level && s.request == request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_last_line_cut_short_is_left_out_and_other_bad_rows_are_errors() {
+        let header = "t_s,level,request,requests,errors,throughput_rps,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms\n";
+        let row = "1.0,1,a,5,0,5.0,1.0,1.0,1.0,1.0,1.0\n";
+        let cut = format!("{header}{row}2.0,1,a,5,0");
+        assert_eq!(parse_seconds(&cut).unwrap().len(), 1);
+        let bad = format!("{header}1.0,1,a,x,0,5.0,1.0,1.0,1.0,1.0,1.0\n{row}");
+        assert!(parse_seconds(&bad).is_err());
     }
 }

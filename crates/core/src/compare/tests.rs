@@ -174,4 +174,5 @@ fn capacity_runs_match_levels_by_users_and_compare_their_highest_throughput() {
         page.contains("Against load") && page.contains("<svg"),
         "charts drawn"
     );
+    assert!(page.contains("<p id=\"saturation\">Saturation: base "));
 }

@@ -277,6 +277,9 @@ fn ephemeral_ports() -> u32 {
 struct Job {
     scenario_path: PathBuf,
     scenario_text: String,
+    /// `--set KEY=VALUE` applied over the text, as the parent applied them.
+    #[serde(default)]
+    overrides: Vec<String>,
     /// The target as the parent resolved it (`demo` points the bundled
     /// scenario at the testbed it started), when it is HTTP.
     base_url: Option<BaseUrl>,
@@ -354,6 +357,7 @@ impl Fleet {
             let job = Job {
                 scenario_path: scenario.source.clone(),
                 scenario_text: scenario.text.clone(),
+                overrides: scenario.overrides.clone(),
                 base_url: base_url.clone(),
                 workload: workload.clone(),
                 load: part,
@@ -608,8 +612,15 @@ pub fn serve(
         .read_line(&mut line)
         .map_err(|e| format!("cannot read the job: {e}"))?;
     let job: Job = serde_json::from_str(&line).map_err(|e| format!("bad job: {e}"))?;
-    let mut scenario = crate::scenario::parse(&job.scenario_text, &job.scenario_path)
-        .map_err(|d| format!("scenario: {d}"))?;
+    let overrides = job
+        .overrides
+        .iter()
+        .map(|o| crate::scenario::Override::parse(o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--set: {e}"))?;
+    let mut scenario =
+        crate::scenario::parse_with(&job.scenario_text, &job.scenario_path, &overrides)
+            .map_err(|d| format!("scenario: {d}"))?;
     if let Some(base) = job.base_url {
         scenario.target.endpoint = Endpoint::Http(base);
     }

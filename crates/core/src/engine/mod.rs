@@ -77,6 +77,7 @@ pub fn run_level(
         Level::Closed(plan) => Load::Closed {
             users: plan.users,
             ramp: plan.ramp.clone(),
+            part: (0, 1),
         },
         Level::Open(plan) => Load::Open {
             plan: plan.clone(),

@@ -16,6 +16,10 @@ pub(crate) enum Load {
         /// Users over time instead of all at once.
         #[serde(default)]
         ramp: Option<UserRamp>,
+        /// Which part of the whole this process runs (index, of how many),
+        /// so it takes the same share of a ramp's users as of the users.
+        #[serde(default = "whole")]
+        part: (u32, u32),
     },
     /// `seed` is shared by every shard, so all walk the same schedule.
     Open { plan: OpenPlan, seed: u64 },
@@ -33,9 +37,10 @@ impl Load {
     /// The part of this load one process of a fleet of `processes` runs.
     pub(crate) fn part(&self, process: u32, processes: u32) -> Load {
         match self {
-            Load::Closed { users, ramp } => Load::Closed {
+            Load::Closed { users, ramp, .. } => Load::Closed {
                 users: share(*users, processes as usize, process as usize),
                 ramp: ramp.clone(),
+                part: (process, processes),
             },
             Load::Open { .. } => self.clone(),
         }
@@ -76,33 +81,44 @@ impl Load {
     }
 }
 
+fn whole() -> (u32, u32) {
+    (0, 1)
+}
+
 /// A shard's part of a ramp: of the plan's users at any time, the share
-/// dealt to shard `global` of `total` (as users are dealt round-robin).
+/// its process gets, then the shard's share of that — dealt exactly as a
+/// level's fixed users are, so the shards' counts add up to the plan's.
 #[derive(Debug, Clone)]
 pub(crate) struct RampShare {
     pub ramp: UserRamp,
-    pub global: usize,
-    pub total: usize,
+    /// (index, of how many) processes, then shards in the process.
+    pub process: (u32, u32),
+    pub shard: (usize, usize),
 }
 
 impl RampShare {
     /// This shard's users at `t` seconds from the level's start, at most `cap`.
     pub(crate) fn users_at(&self, t: f64, cap: u32) -> u32 {
         let all = self.ramp.users_at(t).floor() as u32;
-        share(all, self.total, self.global).min(cap)
+        let (p, processes) = self.process;
+        let here = share(all, processes.max(1) as usize, p as usize);
+        share(here, self.shard.1.max(1), self.shard.0).min(cap)
     }
 }
 
 impl Load {
-    /// Shard `global` of `total`'s part of the ramp, if the load has one.
-    pub(crate) fn ramp_share(&self, global: usize, total: usize) -> Option<RampShare> {
+    /// Shard `local` of `locals` (in this process)'s part of the ramp, if
+    /// the load has one.
+    pub(crate) fn ramp_share(&self, local: usize, locals: usize) -> Option<RampShare> {
         match self {
             Load::Closed {
-                ramp: Some(ramp), ..
+                ramp: Some(ramp),
+                part,
+                ..
             } => Some(RampShare {
                 ramp: ramp.clone(),
-                global,
-                total,
+                process: *part,
+                shard: (local, locals),
             }),
             _ => None,
         }
@@ -133,4 +149,33 @@ pub(crate) struct ShardRange {
     pub count: usize,
     /// Shards in the whole fleet.
     pub total: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_ramps_shares_add_up_over_processes_and_shards_as_fixed_users_do() {
+        let ramp = UserRamp::new(&[(10, Duration::from_secs(10))]);
+        let load = Load::Closed {
+            users: 10,
+            ramp: Some(ramp),
+            part: (0, 1),
+        };
+        // Two processes of two shards each, at the ramp's top.
+        let mut total = 0;
+        for p in 0..2 {
+            let part = load.part(p, 2);
+            for local in 0..2 {
+                let (cap, _) = part.shard(local, 2, 0, 4);
+                let share = part.ramp_share(local, 2).unwrap();
+                let users = share.users_at(10.0, cap);
+                assert_eq!(users, cap, "process {p} shard {local}");
+                total += users;
+            }
+        }
+        assert_eq!(total, 10);
+    }
 }

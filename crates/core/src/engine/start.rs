@@ -98,13 +98,13 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
         let shard_plan = ShardPlan {
             index,
             users,
-            ramp: load.ramp_share(index, range.total),
+            ramp: load.ramp_share(local, range.count),
             open,
             start: clock.start,
             deadline: clock.deadline,
             seed: clock
                 .seed
-                .wrapping_add(index as u64 * 0x9E37_79B9_7F4A_7C15),
+                .wrapping_add((index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             nap: clock.nap,
         };
         let (scenario, workload) = (scenario.clone(), workload.clone());

@@ -158,7 +158,8 @@ pub fn run_levels(
     let mut dir = if plan.resumed.is_empty() {
         ResultsDir::create(&plan.out, names)?
     } else {
-        ResultsDir::reopen(&plan.out, names)?
+        let kept: Vec<u32> = plan.resumed.iter().map(|l| l.level).collect();
+        ResultsDir::reopen(&plan.out, names, &kept)?
     };
     let mut record = RunRecord::new(plan.mode, scenario);
     record.plan = plan.asked.clone();
@@ -333,13 +334,14 @@ fn data_exhausted(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
         .feeders
         .iter()
         .filter(|f| f.mode == crate::scenario::FeederMode::Unique)
-        .map(|f| format!("`{}` ({} rows)", f.name, f.rows.len()))
+        .map(|f| format!("`{}`, {} rows", f.name, f.rows.len()))
         .collect();
     Some(format!(
-        "level {}: the unique data feeder {} ran out of rows: {count} request{} found none and were not sent, their users stopped; give it more rows, or `mode: sequential` to go round again",
+        "level {}: {count} request{} found no row left in a unique data feeder ({}) and {} not sent, their users stopped; give it more rows, or `mode: sequential` to go round again",
         level.level,
-        unique.join(", "),
-        if count == 1 { "" } else { "s" }
+        if count == 1 { "" } else { "s" },
+        unique.join("; "),
+        if count == 1 { "was" } else { "were" }
     ))
 }
 

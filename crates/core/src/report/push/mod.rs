@@ -215,7 +215,9 @@ impl Drop for Pusher {
 
 struct Endpoint {
     target: PushTarget,
-    tls: Option<Tls>,
+    /// `https://`: the client, or why there is none (then every push fails
+    /// without connecting: nothing goes out in clear to a TLS port).
+    tls: Option<Result<Tls, String>>,
     conn: Option<Connection>,
     ok: u64,
     failed: u64,
@@ -239,22 +241,16 @@ fn push_loop(
     let start_ns = unix_nanos();
     let mut endpoints: Vec<Endpoint> = targets
         .into_iter()
-        .map(|target| {
-            let (tls, failure) = match target.base.tls {
-                true => match Tls::new(&target.base, &TlsSettings::default(), &[b"http/1.1"]) {
-                    Ok(tls) => (Some(tls), None),
-                    Err(e) => (None, Some(e)),
-                },
-                false => (None, None),
-            };
-            Endpoint {
-                target,
-                tls,
-                conn: None,
-                ok: 0,
-                failed: 0,
-                first_failure: failure,
-            }
+        .map(|target| Endpoint {
+            tls: target.base.tls.then(|| {
+                Tls::new(&target.base, &TlsSettings::default(), &[b"http/1.1"])
+                    .map_err(|e| format!("TLS set-up: {e}"))
+            }),
+            target,
+            conn: None,
+            ok: 0,
+            failed: 0,
+            first_failure: None,
         })
         .collect();
     let (lock, wake) = &*stop;
@@ -271,7 +267,8 @@ fn push_loop(
             }
             *stopped
         };
-        next += interval;
+        // A push slower than the interval is not made up for in a burst.
+        next = (next + interval).max(Instant::now());
         let points = metrics.lock().unwrap_or_else(|e| e.into_inner()).snapshot();
         let now_ns = unix_nanos();
         for e in &mut endpoints {
@@ -333,7 +330,8 @@ async fn send(e: &mut Endpoint, request: &[u8]) -> Result<(), String> {
                 None => http1::connect(addr, None)
                     .await
                     .map_err(|k| k.name().replace('_', " "))?,
-                Some(tls) => {
+                Some(Err(why)) => return Err(why.clone()),
+                Some(Ok(tls)) => {
                     let tcp = crate::protocol::net::connect(addr, None)
                         .await
                         .map_err(|k| k.name().replace('_', " "))?;
