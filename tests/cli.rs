@@ -613,35 +613,11 @@ fn env_variables_and_set_overrides_run_and_an_unset_variable_is_located_by_check
 fn a_ramp_of_users_holds_each_seconds_active_users_within_one_percent_of_the_plan() {
     let tb = support::testbed(2);
     let dir = support::scratch_dir("cli-ramp");
-    let scenario = dir.join("ramp.yaml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name: ramp\ntarget: {{base_url: \"{}\"}}\nthink_time: {{exponential: 2s}}\nusers: [{{to: 2000, over: 20s}}, {{hold: 2s}}]\nrequests:\n  home: {{path: /health}}\nsession: {{start: home, transitions: {{home: {{home: 0.99}}}}}}\n",
-            tb.web_url
-        ),
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let run = autoperf()
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--warmup",
-            "0s",
-            "--no-agents",
-            "--quiet",
-        ])
-        .args(["--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let yaml = format!(
+        "name: ramp\ntarget: {{base_url: \"{}\"}}\nthink_time: {{exponential: 2s}}\nusers: [{{to: 2000, over: 20s}}, {{hold: 2s}}]\nrequests:\n  home: {{path: /health}}\nsession: {{start: home, transitions: {{home: {{home: 0.99}}}}}}\n",
+        tb.web_url
     );
-    let record = support::run_json(&out);
+    let (out, record) = run_ok(&dir, "ramp", &yaml, &["--warmup", "0s"]);
     let level = &record["levels"][0];
     assert_eq!(level["users"], 2000, "the ramp's most");
     assert_eq!(level["duration_s"].as_f64().map(f64::round), Some(22.0));
@@ -674,43 +650,13 @@ fn a_ramp_of_users_holds_each_seconds_active_users_within_one_percent_of_the_pla
 fn think_time_per_request_is_slept_after_that_request() {
     let tb = support::testbed(1);
     let dir = support::scratch_dir("cli-think");
-    let scenario = dir.join("think.yaml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name: think\ntarget: {{base_url: \"{}\"}}\nthink_time: 0s\nrequests:\n  a: {{path: /health, think_time: 200ms}}\n  b: {{path: /health}}\nsession:\n  start: a\n  transitions: {{a: {{b: 1.0}}, b: {{a: 0.98}}}}\n",
-            tb.web_url
-        ),
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let run = autoperf()
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--users",
-            "2",
-            "--duration",
-            "3s",
-        ])
-        .args([
-            "--warmup",
-            "1s",
-            "--no-agents",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let yaml = format!(
+        "name: think\ntarget: {{base_url: \"{}\"}}\nthink_time: 0s\nrequests:\n  a: {{path: /health, think_time: 200ms}}\n  b: {{path: /health}}\nsession:\n  start: a\n  transitions: {{a: {{b: 1.0}}, b: {{a: 0.98}}}}\n",
+        tb.web_url
     );
-    let level = &support::run_json(&out)["levels"][0];
-    let think = &level["think_time_s"];
+    let args = ["--users", "2", "--duration", "3s", "--warmup", "1s"];
+    let (_, record) = run_ok(&dir, "think", &yaml, &args);
+    let think = &record["levels"][0]["think_time_s"];
     assert!(
         (think["configured"].as_f64().unwrap() - 0.1).abs() < 1e-6,
         "{think}"
@@ -725,42 +671,12 @@ fn think_time_per_request_is_slept_after_that_request() {
 fn a_unique_feeder_serves_each_row_once_then_stops_its_users_with_a_clear_warning() {
     let tb = support::testbed(1);
     let dir = support::scratch_dir("cli-unique");
-    let scenario = dir.join("unique.yaml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name: unique\ntarget: {{base_url: \"{}\"}}\nthink_time: 10ms\ndata: {{accounts: {{range: [1, 20], mode: unique}}}}\nrequests:\n  signup: {{path: \"/health?account=${{accounts.n}}\"}}\n  home: {{path: /health}}\nsession: {{start: signup, transitions: {{signup: {{home: 1.0}}}}}}\n",
-            tb.web_url
-        ),
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let run = autoperf()
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--users",
-            "4",
-            "--duration",
-            "3s",
-        ])
-        .args([
-            "--warmup",
-            "0s",
-            "--no-agents",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let yaml = format!(
+        "name: unique\ntarget: {{base_url: \"{}\"}}\nthink_time: 10ms\ndata: {{accounts: {{range: [1, 20], mode: unique}}}}\nrequests:\n  signup: {{path: \"/health?account=${{accounts.n}}\"}}\n  home: {{path: /health}}\nsession: {{start: signup, transitions: {{signup: {{home: 1.0}}}}}}\n",
+        tb.web_url
     );
-    let record = support::run_json(&out);
+    let args = ["--users", "4", "--duration", "3s", "--warmup", "0s"];
+    let (_, record) = run_ok(&dir, "unique", &yaml, &args);
     let signup = &record["levels"][0]["per_request"]["signup"];
     // Twenty rows, twenty signups sent; then each of the 4 users found none.
     assert_eq!(signup["requests"], 24, "{signup}");
@@ -773,4 +689,33 @@ fn a_unique_feeder_serves_each_row_once_then_stops_its_users_with_a_clear_warnin
         "{warnings}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes `yaml` to `dir/name.yaml`, runs `autoperf run` on it with `args`
+/// (and `--no-agents --quiet --out dir/out`), expects exit 0 and returns
+/// the results directory with its run.json.
+fn run_ok(
+    dir: &std::path::Path,
+    name: &str,
+    yaml: &str,
+    args: &[&str],
+) -> (std::path::PathBuf, serde_json::Value) {
+    let scenario = dir.join(format!("{name}.yaml"));
+    std::fs::write(&scenario, yaml).unwrap();
+    let out = dir.join("out");
+    let run = autoperf()
+        .arg("run")
+        .arg(&scenario)
+        .args(args)
+        .args(["--no-agents", "--quiet", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let record = support::run_json(&out);
+    (out, record)
 }

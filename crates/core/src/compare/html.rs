@@ -71,24 +71,15 @@ pub fn render(c: &Comparison, base: &Results, new: &Results) -> String {
             level.base_level,
             level.new_level
         );
-        seconds_chart(
-            &mut h,
-            base,
-            level.base_level,
-            new,
-            level.new_level,
-            "p99 (ms)",
-            |s| (s.p50_ms > 0.0).then_some(s.p99_ms),
-        );
-        seconds_chart(
-            &mut h,
-            base,
-            level.base_level,
-            new,
-            level.new_level,
-            "throughput (req/s)",
-            |s| Some(s.throughput_rps),
-        );
+        type PerSecond = fn(&super::RequestSecond) -> Option<f64>;
+        let charts: [(&str, PerSecond); 2] = [
+            ("p99 (ms)", |s| (s.p50_ms > 0.0).then_some(s.p99_ms)),
+            ("throughput (req/s)", |s| Some(s.throughput_rps)),
+        ];
+        for (y_label, y) in charts {
+            let levels = (level.base_level, level.new_level);
+            seconds_chart(&mut h, (base, new), levels, y_label, y);
+        }
         h.push_str("</div>\n");
         table(&mut h, &level.changes);
         h.push_str("</section>\n");
@@ -172,10 +163,8 @@ fn against_load(h: &mut String, base: &Results, new: &Results) {
 /// first measured second of each.
 fn seconds_chart(
     h: &mut String,
-    base: &Results,
-    base_level: u32,
-    new: &Results,
-    new_level: u32,
+    (base, new): (&Results, &Results),
+    (base_level, new_level): (u32, u32),
     y_label: &str,
     y: impl Fn(&super::RequestSecond) -> Option<f64>,
 ) {
