@@ -137,12 +137,14 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
             ));
         }
     }
-    let base_levels = comparable(&base.record.levels, "base", &mut notes);
-    let new_levels = comparable(&new.record.levels, "new", &mut notes);
+    let (base_mode, new_mode) = (base.record.mode, new.record.mode);
+    let load_of = |l: &LevelRecord| key(l, new_mode);
+    let base_levels = comparable(&base.record.levels, base_mode, "base", &mut notes);
+    let new_levels = comparable(&new.record.levels, new_mode, "new", &mut notes);
     let mut levels = Vec::new();
     let mut only_in_new = Vec::new();
     for n in &new_levels {
-        match base_levels.iter().find(|b| load_of(b) == load_of(n)) {
+        match base_levels.iter().find(|b| key(b, base_mode) == load_of(n)) {
             Some(b) => levels.push(LevelComparison {
                 load: load_of(n),
                 base_level: b.level,
@@ -154,7 +156,7 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
     }
     let only_in_base: Vec<String> = base_levels
         .iter()
-        .map(|b| load_of(b))
+        .map(|b| key(b, base_mode))
         .filter(|l| !new_levels.iter().any(|n| &load_of(n) == l))
         .collect();
     let (max_throughput, saturation_users) = match (
@@ -257,9 +259,11 @@ impl Comparison {
 /// one run at a load when a load repeats.
 fn comparable<'a>(
     levels: &'a [LevelRecord],
+    mode: Mode,
     which: &str,
     notes: &mut Vec<String>,
 ) -> Vec<&'a LevelRecord> {
+    let load_of = |l: &LevelRecord| key(l, mode);
     let mut kept: Vec<&LevelRecord> = Vec::new();
     for l in levels {
         if let Some(why) = &l.invalid {
@@ -284,11 +288,27 @@ fn comparable<'a>(
     kept
 }
 
-fn load_of(l: &LevelRecord) -> String {
-    match (l.users, l.rate_rps) {
+/// What a level is matched by: its load, and in a profile (whose levels
+/// share one load) the request type it measured.
+fn key(l: &LevelRecord, mode: Mode) -> String {
+    let load = match (l.users, l.rate_rps) {
         (Some(u), _) => format!("{u} user{}", if u == 1 { "" } else { "s" }),
         (None, Some(r)) => format!("{} req/s", crate::report::svg::num(r)),
         (None, None) => format!("level {}", l.level),
+    };
+    match (mode, profiled(l)) {
+        (Mode::Profile, Some(request)) => format!("{load} · {request}"),
+        _ => load,
+    }
+}
+
+/// The request a profile level measured: the one request type it sent,
+/// when the level's record names several.
+fn profiled(l: &LevelRecord) -> Option<&str> {
+    let mut sent = l.per_request.iter().filter(|(_, r)| r.requests > 0);
+    match (sent.next(), sent.next()) {
+        (Some((name, _)), None) if l.per_request.len() > 1 => Some(name),
+        _ => None,
     }
 }
 

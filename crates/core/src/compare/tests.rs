@@ -176,3 +176,24 @@ fn capacity_runs_match_levels_by_users_and_compare_their_highest_throughput() {
     );
     assert!(page.contains("<p id=\"saturation\">Saturation: base "));
 }
+
+#[test]
+fn a_profiles_levels_are_matched_by_the_request_they_measured() {
+    let r = record("profile");
+    let c = compare(
+        &results(r.clone(), seconds(&r, 10.0, 100.0)),
+        &results(r.clone(), seconds(&r, 10.0, 100.0)),
+        &Limits::default(),
+    );
+    let loads: Vec<&str> = c.levels.iter().map(|l| l.load.as_str()).collect();
+    assert_eq!(
+        loads,
+        [
+            "4 users · cpu",
+            "4 users · db",
+            "4 users · bytes",
+            "4 users · lock"
+        ]
+    );
+    assert_eq!(c.regressions, 0);
+}
