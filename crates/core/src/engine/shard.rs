@@ -180,6 +180,9 @@ pub fn run_shard<T: Transport>(
     drop(local);
 }
 
+/// How far ahead of its plan a ramp starts and stops users.
+const RAMP_LEAD_S: f64 = 0.001;
+
 /// Starts and stops this shard's users as its part of the ramp says,
 /// waking exactly when the plan's count of users changes. A user the ramp
 /// no longer wants stops at once (the latest started first): a request it
@@ -193,7 +196,10 @@ async fn follow_ramp(
 ) {
     let mut users = Vec::new();
     loop {
-        let t = start.elapsed().as_secs_f64();
+        // A millisecond ahead of the plan, so a tick on the same instant
+        // as a change (every whole second of a ramp of 100 users a second)
+        // already counts it.
+        let t = start.elapsed().as_secs_f64() + RAMP_LEAD_S;
         let want = ramp.users_at(t, cap) as usize;
         while users.len() < want {
             users.push(spawn());
@@ -206,7 +212,7 @@ async fn follow_ramp(
         active.set(users.len() as u32);
         match ramp.ramp.next_change(t) {
             Some(next) => {
-                let at = start + Duration::from_secs_f64(next);
+                let at = start + Duration::from_secs_f64((next - RAMP_LEAD_S).max(0.0));
                 tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
             }
             // The plan holds from here on: keep the users (dropping their
