@@ -97,6 +97,10 @@ pub fn render(c: &Comparison, base: &Results, new: &Results) -> String {
         }
         table(&mut h, std::slice::from_ref(ch));
     }
+    if let Some(ch) = &c.max_passing_rate {
+        h.push_str("<h2>Highest rate meeting the SLOs</h2>\n");
+        table(&mut h, std::slice::from_ref(ch));
+    }
     for (what, list) in [("base", &c.only_in_base), ("new", &c.only_in_new)] {
         if !list.is_empty() {
             let _ = writeln!(

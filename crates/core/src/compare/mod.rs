@@ -60,6 +60,11 @@ pub struct Comparison {
     pub max_throughput: Option<Change>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saturation_users: Option<(Option<u32>, Option<u32>)>,
+    /// Open capacity searches: the highest arrival rate that met every
+    /// SLO, held to the throughput limit or the searches' precision,
+    /// whichever is wider (a search resolves nothing finer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_passing_rate: Option<Change>,
     pub regressions: usize,
     pub notes: Vec<String>,
 }
@@ -187,6 +192,24 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
         }
         _ => (None, None),
     };
+    let max_passing_rate = match (&base.record.analysis.rates, &new.record.analysis.rates) {
+        (Some(b), Some(n)) => match (b.found.max_passing_rate_rps, n.found.max_passing_rate_rps) {
+            (Some(bv), Some(nv)) => {
+                let limit = limits
+                    .of(Metric::Throughput)
+                    .map(|l| l.max(b.rate_precision).max(n.rate_precision));
+                Some(judge(
+                    ALL_REQUESTS,
+                    Metric::Throughput,
+                    (bv, nv),
+                    limit,
+                    (&[], &[]),
+                ))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
     if levels.is_empty() {
         notes.push(
             "no load was run in both: run both at the same users or rate (capacity --levels) to compare levels"
@@ -197,6 +220,7 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
         .iter()
         .flat_map(|l| &l.changes)
         .chain(&max_throughput)
+        .chain(&max_passing_rate)
         .filter(|c| c.verdict == Verdict::Regression)
         .count();
     Comparison {
@@ -211,6 +235,7 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
         only_in_new,
         max_throughput,
         saturation_users,
+        max_passing_rate,
         regressions,
         notes,
     }
@@ -226,6 +251,11 @@ impl Comparison {
                 self.max_throughput
                     .iter()
                     .map(|c| ("highest throughput", c)),
+            )
+            .chain(
+                self.max_passing_rate
+                    .iter()
+                    .map(|c| ("highest rate meeting the SLOs", c)),
             )
             .filter(|(_, c)| c.verdict == Verdict::Regression)
     }

@@ -197,3 +197,34 @@ fn a_profiles_levels_are_matched_by_the_request_they_measured() {
     );
     assert_eq!(c.regressions, 0);
 }
+
+#[test]
+fn open_searches_compare_their_highest_passing_rate_within_their_precision() {
+    use crate::record::{RateAnalysis, RateFound};
+    let with_rate = |rate: f64| {
+        let mut r = record("run");
+        r.analysis.rates = Some(RateAnalysis {
+            found: RateFound {
+                max_passing_rate_rps: Some(rate),
+                ..Default::default()
+            },
+            min_achieved: 0.95,
+            rate_precision: 0.08,
+            rates_chosen: Vec::new(),
+            series: Vec::new(),
+            demand: Vec::new(),
+        });
+        results(r, Vec::new())
+    };
+    let limits = Limits::default();
+    // 6% lower: beyond the 5% throughput limit, within the 8% precision.
+    let c = compare(&with_rate(100.0), &with_rate(94.0), &limits);
+    assert_eq!(c.max_passing_rate.as_ref().unwrap().verdict, Verdict::Same);
+    let c = compare(&with_rate(100.0), &with_rate(80.0), &limits);
+    assert_eq!(
+        c.max_passing_rate.as_ref().unwrap().verdict,
+        Verdict::Regression
+    );
+    assert!(render_text(&c)
+        .contains("highest rate meeting the SLOs, all requests: throughput 100.0 → 80.0"));
+}

@@ -46,6 +46,10 @@ pub fn render(c: &Comparison) -> String {
             );
         }
     }
+    if let Some(ch) = &c.max_passing_rate {
+        let _ = writeln!(out, "\nhighest rate meeting the SLOs (sessions/s)");
+        row(&mut out, ch);
+    }
     for (what, list) in [("base", &c.only_in_base), ("new", &c.only_in_new)] {
         if !list.is_empty() {
             let _ = writeln!(out, "\nonly in {what}: {}", list.join(", "));
