@@ -210,6 +210,17 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
         },
         _ => None,
     };
+    let untested: Vec<&str> = levels
+        .iter()
+        .filter(|l| l.changes.iter().any(|c| c.p_value.is_none()))
+        .map(|l| l.load.as_str())
+        .collect();
+    if !untested.is_empty() && !base.seconds.is_empty() && !new.seconds.is_empty() {
+        notes.push(format!(
+            "{} had fewer than {MIN_SAMPLES} measured seconds a side for some figures: those are judged by the limits alone, untested; measure at least {MIN_SAMPLES} s per level for the test",
+            untested.join(", ")
+        ));
+    }
     if levels.is_empty() {
         notes.push(
             "no load was run in both: run both at the same users or rate (capacity --levels) to compare levels"
