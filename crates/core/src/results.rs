@@ -258,22 +258,27 @@ impl ResultsDir {
         )?;
         self.series.flush()?;
         if !tick.warmup {
-            self.write_request_rows(level, tick)?;
+            self.write_request_rows(level, tick, &total)?;
         }
         Ok(())
     }
 
-    fn write_request_rows(&mut self, level: &LevelInfo, tick: &Tick) -> io::Result<()> {
+    /// `total`: the tick's requests merged, as the time series row used them.
+    fn write_request_rows(
+        &mut self,
+        level: &LevelInfo,
+        tick: &Tick,
+        total: &crate::measure::RequestStats,
+    ) -> io::Result<()> {
         let t_s = self.opened.elapsed().as_secs_f64();
         let secs = tick.length.as_secs_f64().max(1e-9);
-        let total = tick.stats.total();
         let named = tick
             .stats
             .per_request
             .iter()
             .enumerate()
             .filter_map(|(i, s)| Some((self.request_names.get(i)?.as_str(), s)));
-        for (name, s) in named.chain(std::iter::once((ALL_REQUESTS, &total))) {
+        for (name, s) in named.chain(std::iter::once((ALL_REQUESTS, total))) {
             writeln!(
                 self.requests,
                 "{t_s:.3},{},{name},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
