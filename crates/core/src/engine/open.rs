@@ -258,7 +258,7 @@ fn fires<T: Transport>(shared: &Shared<T>) -> Option<RequestId> {
     let scenario = &shared.scenario;
     let request = match &shared.workload {
         Workload::Session => {
-            let start = scenario.session.start();
+            let start = scenario.session.only_start()?;
             scenario
                 .session
                 .transitions(start)

@@ -47,7 +47,7 @@ pub async fn run_user<T: Transport>(
         Workload::Session => loop {
             user.recorder.borrow_mut().sessions += 1;
             user.vars.iter_mut().for_each(Vec::clear);
-            let mut current = scenario.session.start();
+            let mut current = scenario.session.first(user.rng.f64());
             loop {
                 user.step(current, None).await;
                 if user.exhausted {
@@ -88,7 +88,7 @@ pub async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
     match &user.shared.workload {
         Workload::Session => {
             user.vars.iter_mut().for_each(Vec::clear);
-            let mut current = scenario.session.start();
+            let mut current = scenario.session.first(user.rng.f64());
             loop {
                 intended = user
                     .step(current, Some(intended))

@@ -307,8 +307,20 @@ impl std::fmt::Display for BaseUrl {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ThinkTime {
     Constant(Duration),
-    Exponential { mean: Duration },
-    Uniform { min: Duration, max: Duration },
+    Exponential {
+        mean: Duration,
+    },
+    Uniform {
+        min: Duration,
+        max: Duration,
+    },
+    /// Long-tailed: most pauses short, a few very long (what access logs
+    /// of real users often show), given by its mean and coefficient of
+    /// variation.
+    LogNormal {
+        mean: Duration,
+        cv: f64,
+    },
 }
 
 impl ThinkTime {
@@ -317,6 +329,7 @@ impl ThinkTime {
             ThinkTime::Constant(d) => d,
             ThinkTime::Exponential { mean } => mean,
             ThinkTime::Uniform { min, max } => (min + max) / 2,
+            ThinkTime::LogNormal { mean, .. } => mean,
         }
     }
 
@@ -333,6 +346,7 @@ impl ThinkTime {
                     0.0
                 }
             }
+            ThinkTime::LogNormal { cv, .. } => cv,
         }
     }
 
@@ -343,6 +357,16 @@ impl ThinkTime {
             // Inverse transform; 1-u is in (0, 1] so the log is finite.
             ThinkTime::Exponential { mean } => mean.mul_f64(-(1.0 - u).ln()),
             ThinkTime::Uniform { min, max } => min + (max - min).mul_f64(u),
+            ThinkTime::LogNormal { mean, cv } => {
+                use statrs::distribution::{ContinuousCDF, Normal};
+                // ln X ~ N(μ, σ²) with E[X] = mean and CV = cv.
+                let sigma2 = (1.0 + cv * cv).ln();
+                let mu = mean.as_secs_f64().max(1e-9).ln() - sigma2 / 2.0;
+                let z = Normal::standard().inverse_cdf(u);
+                let x = (mu + sigma2.sqrt() * z).exp();
+                // u = 0 gives 0; a draw past a day is a day.
+                Duration::from_secs_f64(if x.is_finite() { x.min(86_400.0) } else { 0.0 })
+            }
         }
     }
 }

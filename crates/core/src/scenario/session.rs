@@ -1,13 +1,16 @@
 //! The session: a Customer Behavior Model Graph (CBMG), a Markov chain over
 //! the scenario's requests. After each request a user moves to the next one
 //! with the given probabilities; whatever probability is left over
-//! (`1 - Σ p`) ends the session, and the user starts a new one at `start`.
+//! (`1 - Σ p`) ends the session, and the user starts a new one at `start`:
+//! one request, or several with the probability of each (the CBMG's entry
+//! state, as a log of real sessions gives it).
 
 use super::ids::RequestId;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cbmg {
-    start: RequestId,
+    /// Where sessions begin, with probabilities summing to 1.
+    start: Vec<(RequestId, f64)>,
     /// Indexed by `RequestId`: the successors and their probabilities.
     transitions: Vec<Vec<(RequestId, f64)>>,
 }
@@ -16,6 +19,15 @@ impl Cbmg {
     /// `transitions[i]` lists the successors of request `i`; the decoder
     /// guarantees probabilities in [0, 1] summing to at most 1.
     pub fn new(start: RequestId, transitions: Vec<Vec<(RequestId, f64)>>) -> Cbmg {
+        Cbmg::with_entries(vec![(start, 1.0)], transitions)
+    }
+
+    /// Sessions begin at each of `start` with its probability; the decoder
+    /// guarantees a non-empty list summing to 1.
+    pub fn with_entries(
+        start: Vec<(RequestId, f64)>,
+        transitions: Vec<Vec<(RequestId, f64)>>,
+    ) -> Cbmg {
         Cbmg { start, transitions }
     }
 
@@ -23,13 +35,35 @@ impl Cbmg {
     /// mode loads one request type at a time).
     pub fn single(request: RequestId, n: usize) -> Cbmg {
         Cbmg {
-            start: request,
+            start: vec![(request, 1.0)],
             transitions: vec![Vec::new(); n],
         }
     }
 
-    pub fn start(&self) -> RequestId {
-        self.start
+    /// The one request every session begins with, if there is only one.
+    pub fn only_start(&self) -> Option<RequestId> {
+        match self.start.as_slice() {
+            [(r, _)] => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// Where sessions begin, and how often.
+    pub fn entries(&self) -> &[(RequestId, f64)] {
+        &self.start
+    }
+
+    /// The first request of a session, for `u` uniform in [0, 1).
+    pub fn first(&self, u: f64) -> RequestId {
+        let mut cumulative = 0.0;
+        for &(r, p) in &self.start {
+            cumulative += p;
+            if u < cumulative {
+                return r;
+            }
+        }
+        // Rounding left the sum a hair below 1.
+        self.start.last().expect("a session has a start").0
     }
 
     pub fn transitions(&self, from: RequestId) -> &[(RequestId, f64)] {
@@ -71,7 +105,9 @@ impl Cbmg {
                 a[to.index()][from] -= p;
             }
         }
-        a[self.start.index()][n] = 1.0;
+        for &(r, p) in &self.start {
+            a[r.index()][n] += p;
+        }
 
         // Gaussian elimination with partial pivoting.
         for col in 0..n {
@@ -96,10 +132,15 @@ impl Cbmg {
     }
 
     /// Requests reachable from `start` through transitions of positive
-    /// probability (including `start`).
+    /// probability (including the starts themselves).
     pub fn reachable(&self) -> Vec<bool> {
         let mut seen = vec![false; self.transitions.len()];
-        let mut stack = vec![self.start];
+        let mut stack: Vec<RequestId> = self
+            .start
+            .iter()
+            .filter(|&&(_, p)| p > 0.0)
+            .map(|&(r, _)| r)
+            .collect();
         while let Some(r) = stack.pop() {
             if std::mem::replace(&mut seen[r.index()], true) {
                 continue;
@@ -189,7 +230,7 @@ mod tests {
         let sessions = 100_000;
         let mut visits = [0u64; 3];
         for _ in 0..sessions {
-            let mut at = Some(cbmg.start());
+            let mut at = Some(cbmg.first(rng.f64()));
             while let Some(r) = at {
                 visits[r.index()] += 1;
                 at = cbmg.next(r, rng.f64());
@@ -204,9 +245,28 @@ mod tests {
     #[test]
     fn single_visit() {
         let cbmg = Cbmg::single(r(2), 3);
-        assert_eq!(cbmg.start(), r(2));
+        assert_eq!(cbmg.only_start(), Some(r(2)));
         assert_eq!(cbmg.next(r(2), 0.0), None);
         assert_eq!(cbmg.expected_visits(), vec![0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn several_entries_weight_the_visits_and_are_drawn_by_probability() {
+        let cbmg = Cbmg::with_entries(
+            vec![(r(0), 0.25), (r(1), 0.75)],
+            vec![vec![(r(1), 0.5)], vec![], vec![]],
+        );
+        assert_eq!(cbmg.only_start(), None);
+        assert_eq!(cbmg.first(0.1), r(0));
+        assert_eq!(cbmg.first(0.3), r(1));
+        assert_eq!(cbmg.first(0.999_999_9), r(1));
+        // V0 = 0.25; V1 = 0.75 + 0.5 V0.
+        let v = cbmg.expected_visits();
+        assert!(
+            (v[0] - 0.25).abs() < 1e-12 && (v[1] - 0.875).abs() < 1e-12,
+            "{v:?}"
+        );
+        assert_eq!(cbmg.reachable(), vec![true, true, false]);
     }
 
     #[test]

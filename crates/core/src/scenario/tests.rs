@@ -187,7 +187,7 @@ fn design_example_parses() {
         Some(&b"/purchase"[..])
     );
 
-    assert_eq!(s.session.start(), RequestId(0));
+    assert_eq!(s.session.only_start(), Some(RequestId(0)));
     let visits = s.session.expected_visits();
     assert!((visits[1] - 1.0).abs() < 1e-9 && (visits[2] - 0.5).abs() < 1e-9);
     assert_eq!(s.servers.len(), 2);
@@ -224,7 +224,7 @@ fn defaults_and_small_forms() {
     assert_eq!(s.target.timeout, Duration::from_secs(10));
     assert_eq!(s.think_time, ThinkTime::Constant(Duration::ZERO));
     assert_eq!(http(&s.requests[0]).method, "PUT");
-    assert_eq!(s.session.start(), RequestId(0));
+    assert_eq!(s.session.only_start(), Some(RequestId(0)));
     assert_eq!(s.session.exit_probability(RequestId(0)), 1.0);
 
     let s = ok("target: {base_url: 'http://h:1'}\nthink_time: {uniform: [500ms, 1.5s]}\nrequests: {a: {path: /}}\ncapacity: {epsilon: 10%, k_ovld: 4, min_duration: 5s, demand_epsilon: 3}\n");
@@ -834,5 +834,63 @@ fn a_request_may_have_its_own_think_time_and_the_mean_weights_visits() {
         "expected a duration",
         3,
         29,
+    );
+}
+
+#[test]
+fn sessions_may_begin_at_several_requests() {
+    let s = ok("target: {base_url: 'http://h'}\nrequests: {a: {path: /a}, b: {path: /b}, c: {path: /c}}\nsession:\n  start: {a: 0.6, b: 0.4}\n  transitions: {a: {c: 0.5}}\n");
+    assert_eq!(s.session.only_start(), None);
+    assert_eq!(
+        s.session.entries(),
+        &[(RequestId(0), 0.6), (RequestId(1), 0.4)]
+    );
+    let v = s.session.expected_visits();
+    assert!((v[2] - 0.3).abs() < 1e-12, "{v:?}");
+    let head =
+        "target: {base_url: 'http://h'}\nrequests: {a: {path: /a}, b: {path: /b}}\nsession:\n";
+    let d = expect(
+        &format!("{head}  start: {{a: 0.5, b: 0.2}}\n"),
+        "the probabilities of `session.start` sum to 0.7, expected 1",
+        4,
+        10,
+    );
+    assert!(d.hint.is_some());
+    expect(
+        &format!("{head}  start: {{a: 0.5, x: 0.5}}\n"),
+        "unknown request `x` in `session.start`",
+        4,
+        19,
+    );
+}
+
+#[test]
+fn lognormal_think_times() {
+    let s = ok("target: {base_url: 'http://h'}\nthink_time: {lognormal: {mean: 2s, cv: 1.5}}\nrequests: {a: {path: /}}\n");
+    assert_eq!(
+        s.think_time,
+        ThinkTime::LogNormal {
+            mean: Duration::from_secs(2),
+            cv: 1.5
+        }
+    );
+    // The draws have the mean and spread asked for.
+    let n = 200_000;
+    let draws: Vec<f64> = (0..n)
+        .map(|i| {
+            s.think_time
+                .sample((i as f64 + 0.5) / n as f64)
+                .as_secs_f64()
+        })
+        .collect();
+    let mean = draws.iter().sum::<f64>() / n as f64;
+    let sd = (draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+    assert!((mean - 2.0).abs() < 0.05, "{mean}");
+    assert!((sd / mean - 1.5).abs() < 0.1, "{}", sd / mean);
+    expect(
+        "target: {base_url: 'http://h'}\nthink_time: {lognormal: {mean: 2s, cv: 0}}\nrequests: {a: {path: /}}\n",
+        "expected a coefficient of variation above 0",
+        2,
+        40,
     );
 }

@@ -27,8 +27,9 @@ pub fn decode_session(
     };
     let fields = ctx.map(node, "`session`", SESSION_KEYS)?;
     let start = match fields.get("start") {
-        Some(n) => lookup_request(ctx, n, &names, "`session.start`"),
-        None if names.len() == 1 => Some(RequestId(0)),
+        Some(n @ Node::Map { .. }) => decode_entries(ctx, n, &names),
+        Some(n) => lookup_request(ctx, n, &names, "`session.start`").map(|r| vec![(r, 1.0)]),
+        None if names.len() == 1 => Some(vec![(RequestId(0), 1.0)]),
         None => {
             ctx.error(fields.pos, "missing required key `start` in `session` (required when there are several requests)");
             None
@@ -116,12 +117,16 @@ pub fn decode_session(
         }
     }
     let start = start?;
-    let cbmg = Cbmg::new(start, transitions);
+    let start_name = start
+        .iter()
+        .map(|(r, _)| names[r.index()])
+        .collect::<Vec<_>>()
+        .join(", ");
+    let cbmg = Cbmg::with_entries(start, transitions);
     if ctx.errors.len() > errors_before {
         return None;
     }
     let reachable = cbmg.reachable();
-    let start_name = names[start.index()];
     for (i, key) in requests.iter().enumerate() {
         if !reachable[i] {
             ctx.error_hint(
@@ -150,6 +155,57 @@ pub fn decode_session(
         );
     }
     (ctx.errors.len() == errors_before).then_some(cbmg)
+}
+
+/// `start: {home: 0.7, product: 0.3}`: where sessions begin, and how
+/// often; the probabilities sum to 1 (a session always begins somewhere).
+fn decode_entries(ctx: &mut Ctx, node: &Node, names: &[&str]) -> Option<Vec<(RequestId, f64)>> {
+    let errors_before = ctx.errors.len();
+    let entries = ctx.named_map(node, "`session.start`")?;
+    let mut start = Vec::new();
+    let mut sum = 0.0;
+    for (key, p) in entries {
+        let to = names.iter().position(|n| *n == key.name);
+        if to.is_none() {
+            ctx.unknown(
+                key.pos,
+                format!("unknown request `{}` in `session.start`", key.name),
+                &key.name,
+                names,
+            );
+        }
+        match p.as_str().and_then(|s| s.trim().parse::<f64>().ok()) {
+            Some(v) if (0.0..=1.0).contains(&v) => {
+                sum += v;
+                if let Some(to) = to {
+                    start.push((RequestId(to as u32), v));
+                }
+            }
+            _ => ctx.error(
+                p.pos(),
+                format!(
+                    "expected a probability between 0 and 1, found {}",
+                    p.describe()
+                ),
+            ),
+        }
+    }
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    if start.is_empty() || (sum - 1.0).abs() > 1e-3 {
+        ctx.error_hint(
+            node.pos(),
+            format!(
+                "the probabilities of `session.start` sum to {}, expected 1",
+                round(sum)
+            ),
+            Some("a session always begins somewhere: give each first request its share, e.g. `start: {home: 0.7, search: 0.3}`".into()),
+        );
+        return None;
+    }
+    // Rounded shares are scaled to sum to exactly 1.
+    Some(start.into_iter().map(|(r, p)| (r, p / sum)).collect())
 }
 
 fn round(x: f64) -> f64 {
