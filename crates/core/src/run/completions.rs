@@ -7,11 +7,16 @@ use std::time::Instant;
 
 use crate::measure::{LevelInfo, Tick, TickSink};
 
-/// One level's ticks: `(start, end, requests completed)`.
-#[derive(Default)]
-pub struct Completions(Vec<(Instant, Instant, u64)>);
+/// One level's ticks: `(start, end, requests completed)`; kept only when
+/// some agent's readings will be divided by them (a run of hours without
+/// agents holds none).
+pub struct Completions(Vec<(Instant, Instant, u64)>, bool);
 
 impl Completions {
+    pub fn new(keep: bool) -> Completions {
+        Completions(Vec::new(), keep)
+    }
+
     /// Requests completed between `from` and `to`, each tick's spread
     /// evenly over its interval.
     pub fn between(&self, from: Instant, to: Instant) -> f64 {
@@ -32,6 +37,9 @@ impl Completions {
 
 impl TickSink for Completions {
     fn on_tick(&mut self, _level: &LevelInfo, tick: &Tick) {
+        if !self.1 {
+            return;
+        }
         let requests = tick.stats.per_request.iter().map(|r| r.requests).sum();
         self.0.push((tick.end - tick.length, tick.end, requests));
     }
@@ -47,11 +55,14 @@ mod tests {
     fn requests_between_two_instants_are_counted_pro_rata() {
         let t0 = Instant::now();
         let s = |x: f64| t0 + Duration::from_secs_f64(x);
-        let c = Completions(vec![
-            (s(0.0), s(1.0), 100),
-            (s(1.0), s(2.0), 300),
-            (s(2.0), s(2.5), 50),
-        ]);
+        let c = Completions(
+            vec![
+                (s(0.0), s(1.0), 100),
+                (s(1.0), s(2.0), 300),
+                (s(2.0), s(2.5), 50),
+            ],
+            true,
+        );
         assert_eq!(c.between(s(0.0), s(2.5)), 450.0);
         assert!((c.between(s(0.5), s(1.5)) - 200.0).abs() < 1e-6);
         assert!((c.between(s(2.25), s(9.0)) - 25.0).abs() < 1e-6);

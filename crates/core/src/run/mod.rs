@@ -193,7 +193,7 @@ pub fn run_levels(
         }
         observer.level_started(&level);
         let level_stop = stop.child();
-        let mut completions = Completions::default();
+        let mut completions = Completions::new(sampler.is_some());
         let run = {
             let mut watcher = ControllerSink {
                 controller: &mut *controller,
