@@ -7,15 +7,17 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST /shop/login` (form `user`, `password=secret`) | 303 to /shop/account, `Set-Cookie: session=…; Path=/shop; HttpOnly`; 401 on a wrong password |
-//! | `GET /shop/account` | `{"user", "cart"}` |
+//! | `GET /shop/account` | `{"user", "cart", "csrf"}`: `csrf` is the token checkout wants |
 //! | `GET /shop/products`, `GET /shop/products/{id}` | the catalogue, one product (no login needed) |
 //! | `POST /shop/cart` (JSON `{"product": id}`) | 303 to /shop/cart; `GET /shop/cart`: `{"items", "count"}` |
-//! | `POST /shop/checkout` | 303 to /shop/orders/{n} (409 with an empty cart); `GET /shop/orders/{n}`: `{"order", "status", "items"}` |
+//! | `POST /shop/checkout` (header `X-CSRF-Token` from the account page) | 303 to /shop/orders/{n}; 403 without the token, 409 with an empty cart; `GET /shop/orders/{n}`: `{"order", "status", "items"}` |
 //! | `POST /shop/logout` | 303 to /shop/products, the cookie cleared |
 //! | `GET /shop/stats` | the counters, by protocol and TLS too |
 //!
 //! Pages that need the session answer 401 `{"error": "login required"}`
-//! without it.
+//! without it. The CSRF token is a value a client must carry from one
+//! answer into a later request that no cookie carries for it, as real
+//! shops ask (what `autoperf import` of a HAR must correlate).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -59,6 +61,7 @@ struct Sessions {
 
 struct Session {
     user: String,
+    csrf: String,
     cart: Vec<String>,
     /// Order number and its item count.
     orders: Vec<(u64, usize)>,
@@ -89,6 +92,11 @@ impl Shop {
             counts.tls += u64::from(req.extensions().get::<OverTls>().is_some());
         }
         let token = session_token(&req);
+        let csrf = req
+            .headers()
+            .get("x-csrf-token")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
@@ -120,6 +128,12 @@ impl Shop {
             | (&Method::GET, "/cart")
             | (&Method::POST, "/checkout")
             | (&Method::POST, "/logout") => self.with_session(token, |shop, token, s| {
+                if method == Method::POST && rest == "/checkout" && csrf.as_deref() != Some(&s.csrf) {
+                    return json(
+                        StatusCode::FORBIDDEN,
+                        &json!({"error": "missing or wrong X-CSRF-Token: send the `csrf` of GET /shop/account"}),
+                    );
+                }
                 shop.member(&method, rest, token, s, &body)
             }),
             (&Method::GET, p) if p.starts_with("/orders/") => {
@@ -171,6 +185,7 @@ impl Shop {
             token.clone(),
             Session {
                 user,
+                csrf: format!("c{:08x}{:08x}", fastish_random(), fastish_random()),
                 cart: Vec::new(),
                 orders: Vec::new(),
             },
@@ -222,7 +237,7 @@ impl Shop {
         match (method, page) {
             (&Method::GET, "/account") => json(
                 StatusCode::OK,
-                &json!({"user": s.user, "cart": format!("cart-{token}")}),
+                &json!({"user": s.user, "cart": format!("cart-{token}"), "csrf": s.csrf}),
             ),
             (&Method::GET, "/cart") => json(
                 StatusCode::OK,
