@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-20}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(scenario http1_response kafka_response template agent_request)
+((${#TARGETS[@]})) || TARGETS=(scenario http1_response kafka_response template agent_request import)
 
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 # --target keeps the flags off build scripts and proc macros (the host build).

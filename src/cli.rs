@@ -41,6 +41,14 @@ pub enum Command {
         after_help = "Examples:\n  autoperf compare autoperf-results/shop-v1 autoperf-results/shop-v2\n  autoperf compare base/ new/ --max-regression p99=10%,throughput=5% --out compare-v2\n\nMetrics: throughput, mean, p50, p90, p95, p99 (relative limits) and errors\n(percentage points of the error share). Default: throughput=5%, mean=10%,\np50=10%, p90=10%, p99=10%, errors=1%."
     )]
     Compare(CompareArgs),
+    /// A scenario from real traffic: an access log (nginx/Apache combined
+    /// or common, JSON lines; gzip too) becomes a CBMG with its request
+    /// classes, transition probabilities, think time, data files and
+    /// arrivals; a HAR recording becomes its one journey, values correlated.
+    #[command(
+        after_help = "Examples:\n  autoperf import access.log --target http://127.0.0.1:8080 --out shop.yaml\n  autoperf import access.log.gz --session-timeout 15m --min-share 1%\n  autoperf import app.jsonl --format json --json-fields time=ts,client=ip,session=user_id\n  autoperf import journey.har --target http://127.0.0.1:8080\n\nWrites the scenario, its data directory (NAME.data/), NAME.import.html (the graph\ndrawn, the classes, the fit, what was skipped) and NAME.import.json."
+    )]
+    Import(ImportArgs),
     /// Validate a scenario file and explain every problem.
     #[command(
         after_help = "Examples:\n  autoperf check shop.yaml\n  autoperf check shop.yaml --set think_time=200ms"
@@ -143,6 +151,70 @@ pub struct CompareArgs {
     /// Print compare.json to stdout instead of the table (for scripts).
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// An access log (plain or .gz) or a HAR recording (.har).
+    pub source: PathBuf,
+    /// The log's format [default: detected from its first lines; `har`
+    /// for a .har file].
+    #[arg(long, value_parser = ["auto", "combined", "common", "json", "har"])]
+    pub format: Option<String>,
+    /// The scenario's target.base_url [default: http://127.0.0.1:8080 for a
+    /// log; the recorded origin for a HAR].
+    #[arg(long, value_name = "BASE_URL")]
+    pub target: Option<String>,
+    /// The scenario file to write [default: SOURCE's name with .yaml, here].
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Replace the scenario file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// A client silent this long starts a new session.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    pub session_timeout: Duration,
+    /// Classes with a smaller share of the requests fold into `other`
+    /// (e.g. 0.5% or 0.005).
+    #[arg(long, value_name = "SHARE", default_value = "0.5%", value_parser = parse_share)]
+    pub min_share: f64,
+    /// JSON logs: which field holds what, ROLE=FIELD pairs (roles: time,
+    /// client, agent, method, path, request, status, session). `session`
+    /// groups requests by that field (a user id, a session cookie) instead
+    /// of client address and user agent.
+    #[arg(long, value_name = "ROLE=FIELD,…")]
+    pub json_fields: Option<String>,
+    /// Extensions of static assets to skip (comma-separated; empty keeps
+    /// them) [default: css,js,png,jpg,gif,svg,ico,woff,… ].
+    #[arg(long, value_name = "EXT,…")]
+    pub static_ext: Option<String>,
+    /// User agents to skip as robots (a regex; empty keeps them all)
+    /// [default: bots, crawlers, spiders, uptime monitors].
+    #[arg(long, value_name = "REGEX")]
+    pub bots: Option<String>,
+    /// Paths to skip (a regex), e.g. '^/(health|metrics)'.
+    #[arg(long, value_name = "REGEX")]
+    pub exclude: Option<String>,
+    /// Rows of observed values kept per class for its data file.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub data_rows: usize,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("expected a share like 0.5% or 0.005, found `{s}`"))?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("expected a share between 0 and 100%, found `{s}`"))
+    }
 }
 
 /// `--set`: scenario values from the command line.

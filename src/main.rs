@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod compare;
+mod import;
 mod outputs;
 mod progress;
 mod resume;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run(args),
         Command::Compare(args) => compare::command(args),
+        Command::Import(args) => import::command(args),
         Command::Check { scenario, set } => commands::check(&scenario, &set.overrides),
         Command::Report { results } => commands::report(&results),
         Command::Capacity(args) => commands::capacity(args),

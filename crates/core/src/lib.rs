@@ -44,6 +44,7 @@
 pub mod capacity;
 pub mod compare;
 pub mod engine;
+pub mod import;
 pub mod load;
 pub mod measure;
 pub mod model;

@@ -17,6 +17,7 @@ mod tables;
 
 pub use charts::SeriesRow;
 pub(crate) use charts::{figure, Key};
+pub(crate) use tables::{head as table_head, row as table_row};
 
 use std::fmt::Write;
 use std::fs;

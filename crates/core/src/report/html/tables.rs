@@ -8,7 +8,7 @@ use crate::record::{LevelRecord, TierDemands};
 use crate::report::svg::BarChart;
 use crate::report::svg::{esc, fnum};
 
-pub(super) fn head(h: &mut String, columns: &[&str]) {
+pub(crate) fn head(h: &mut String, columns: &[&str]) {
     h.push_str("<div class=\"table-wrap\"><table>\n<tr>");
     for c in columns {
         let _ = write!(h, "<th>{}</th>", esc(c));
@@ -16,7 +16,7 @@ pub(super) fn head(h: &mut String, columns: &[&str]) {
     h.push_str("</tr>\n");
 }
 
-pub(super) fn row(h: &mut String, class: &str, cells: &[String]) {
+pub(crate) fn row(h: &mut String, class: &str, cells: &[String]) {
     if class.is_empty() {
         h.push_str("<tr>");
     } else {

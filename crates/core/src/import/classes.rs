@@ -1,0 +1,367 @@
+//! Request classes: URLs grouped by path template, the method kept apart.
+//! `/post/123` and `/post/456` are the class `post` with a parameter.
+//!
+//! A first pass over the log learns the templates in a trie of path
+//! segments per method. A segment that looks like an identifier (digits, a
+//! UUID, a long hex or mixed token) is a parameter at once; a position
+//! that shows more than `MAX_LITERALS` distinct words (slugs, user names)
+//! is folded into a parameter too, its subtrees merged. Memory stays
+//! bounded by that cap and a global node budget, whatever the log's size.
+//! The second pass maps each request onto the learned templates.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Distinct literal words one position may show before it is a parameter.
+const MAX_LITERALS: usize = 40;
+/// Nodes kept in all; past it, new words are parameters.
+const MAX_NODES: usize = 200_000;
+/// Deeper segments are folded into the last one.
+const MAX_DEPTH: usize = 16;
+
+#[derive(Default)]
+struct Node {
+    /// Requests whose path ends here.
+    end: u64,
+    literals: HashMap<String, Node>,
+    param: Option<Box<Node>>,
+    /// Too many distinct words came here: every word is a parameter.
+    folded: bool,
+}
+
+impl Node {
+    fn size(&self) -> usize {
+        1 + self.literals.values().map(Node::size).sum::<usize>()
+            + self.param.as_ref().map_or(0, |p| p.size())
+    }
+
+    /// Takes `other`'s counts and subtrees into `self`.
+    fn merge(&mut self, other: Node) {
+        self.end += other.end;
+        for (word, child) in other.literals {
+            if self.folded {
+                self.param.get_or_insert_with(Default::default).merge(child);
+            } else {
+                self.literals.entry(word).or_default().merge(child);
+            }
+        }
+        if let Some(p) = other.param {
+            self.param.get_or_insert_with(Default::default).merge(*p);
+        }
+        self.folded |= other.folded;
+        if self.literals.len() > MAX_LITERALS {
+            self.fold();
+        }
+    }
+
+    /// Every word here becomes a parameter.
+    fn fold(&mut self) {
+        self.folded = true;
+        let words = std::mem::take(&mut self.literals);
+        let param = self.param.get_or_insert_with(Default::default);
+        for (_, child) in words {
+            param.merge(child);
+        }
+    }
+}
+
+/// The first pass: templates learned from the paths seen.
+#[derive(Default)]
+pub struct TemplateLearner {
+    roots: BTreeMap<String, Node>,
+    nodes: usize,
+}
+
+/// The path of a target without its query, split into segments (a
+/// trailing slash dropped; the root is no segment).
+pub fn segments(target: &str) -> Vec<&str> {
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    let mut segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if segs.len() > MAX_DEPTH {
+        // Keep the shape's first part; the tail counts as one segment.
+        segs.truncate(MAX_DEPTH);
+    }
+    segs
+}
+
+/// Whether a segment is an identifier rather than a word of the site's
+/// vocabulary.
+pub fn looks_like_id(seg: &str) -> bool {
+    let b = seg.as_bytes();
+    let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+    if digits == b.len() {
+        return true;
+    }
+    let hex = b.iter().all(|c| c.is_ascii_hexdigit() || *c == b'-');
+    let uuid_like = b.len() == 36 && hex && b.iter().filter(|c| **c == b'-').count() == 4;
+    let long_hex = b.len() >= 8 && hex && digits > 0;
+    let token = b.len() >= 12
+        && digits > 0
+        && b.iter().any(|c| c.is_ascii_alphabetic())
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_');
+    // Percent-encoded or numeric-heavy words: `item-12345`, `2024-03-01`.
+    let numeric = digits * 2 >= b.len() && b.len() >= 4;
+    uuid_like || long_hex || token || numeric
+}
+
+impl TemplateLearner {
+    pub fn add(&mut self, method: &str, target: &str) {
+        let budget_left = self.nodes < MAX_NODES;
+        let mut node = self.roots.entry(method.to_string()).or_default();
+        let mut created = 0;
+        for seg in segments(target) {
+            let as_param = node.folded
+                || looks_like_id(seg)
+                || !budget_left && !node.literals.contains_key(seg);
+            node = if as_param {
+                if node.param.is_none() {
+                    created += 1;
+                }
+                node.param.get_or_insert_with(Default::default)
+            } else {
+                if !node.literals.contains_key(seg) {
+                    created += 1;
+                }
+                let fold = !node.literals.contains_key(seg) && node.literals.len() >= MAX_LITERALS;
+                if fold {
+                    node.fold();
+                    node.param.get_or_insert_with(Default::default)
+                } else {
+                    node.literals.entry(seg.to_string()).or_default()
+                }
+            };
+        }
+        node.end += 1;
+        self.nodes += created;
+        if created > 0 && self.nodes % 10_000 == 0 {
+            // Folding merged subtrees: count again now and then.
+            self.nodes = self.roots.values().map(Node::size).sum();
+        }
+    }
+
+    /// Every template with its count, most frequent first.
+    pub fn finish(self) -> Templates {
+        let mut list = Vec::new();
+        for (method, root) in &self.roots {
+            walk(root, method, &mut Vec::new(), &mut list);
+        }
+        list.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| a.pattern().cmp(&b.pattern()))
+        });
+        Templates {
+            roots: self.roots,
+            list,
+        }
+    }
+}
+
+fn walk(node: &Node, method: &str, path: &mut Vec<Option<String>>, out: &mut Vec<Template>) {
+    if node.end > 0 {
+        out.push(Template {
+            method: method.to_string(),
+            segments: path.clone(),
+            count: node.end,
+        });
+    }
+    let mut words: Vec<_> = node.literals.iter().collect();
+    words.sort_by(|a, b| a.0.cmp(b.0));
+    for (word, child) in words {
+        path.push(Some(word.clone()));
+        walk(child, method, path, out);
+        path.pop();
+    }
+    if let Some(p) = &node.param {
+        path.push(None);
+        walk(p, method, path, out);
+        path.pop();
+    }
+}
+
+/// A path template: literal segments and parameters (`None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub method: String,
+    pub segments: Vec<Option<String>>,
+    pub count: u64,
+}
+
+impl Template {
+    /// `/post/{}`.
+    pub fn pattern(&self) -> String {
+        if self.segments.is_empty() {
+            return "/".into();
+        }
+        self.segments
+            .iter()
+            .map(|s| format!("/{}", s.as_deref().unwrap_or("{}")))
+            .collect()
+    }
+
+    pub fn params(&self) -> usize {
+        self.segments.iter().filter(|s| s.is_none()).count()
+    }
+
+    /// A request name: the literal words joined (`api_users` for
+    /// `/api/users/{}`), `home` for `/`, `{}` alone as `item`.
+    pub fn base_name(&self) -> String {
+        let words: Vec<String> = self
+            .segments
+            .iter()
+            .flatten()
+            .map(|w| {
+                let w: String = w
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() {
+                            c.to_ascii_lowercase()
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                w.trim_matches('_').to_string()
+            })
+            .filter(|w| !w.is_empty())
+            .collect();
+        let name = if words.is_empty() {
+            if self.segments.is_empty() {
+                "home".to_string()
+            } else {
+                "item".to_string()
+            }
+        } else {
+            words.join("_")
+        };
+        safe_name(name)
+    }
+}
+
+/// A name a scenario can use for a request, a data file or a variable:
+/// starting with a letter, not a word YAML reads as something else, not a
+/// name templates reserve (`${env.X}`, `${cookie.X}`).
+pub fn safe_name(name: String) -> String {
+    const RESERVED: [&str; 14] = [
+        "env", "cookie", "random", "raw", "now_ms", "null", "true", "false", "yes", "no", "on",
+        "off", "y", "n",
+    ];
+    if name.is_empty() {
+        "item".into()
+    } else if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("p{name}")
+    } else if RESERVED.contains(&name.as_str()) {
+        format!("{name}_page")
+    } else {
+        name
+    }
+}
+
+/// The learned templates, to classify requests with.
+pub struct Templates {
+    roots: BTreeMap<String, Node>,
+    pub list: Vec<Template>,
+}
+
+impl Templates {
+    /// The index in `list` of the template `target` falls under, and the
+    /// values of its parameters; `None` for a path the first pass did not
+    /// see (a log that changed between the passes).
+    pub fn classify(&self, method: &str, target: &str) -> Option<(usize, Vec<String>)> {
+        let mut node = self.roots.get(method)?;
+        let mut shape = Vec::new();
+        let mut values = Vec::new();
+        for seg in segments(target) {
+            match node.literals.get(seg) {
+                Some(child) if !node.folded => {
+                    shape.push(Some(seg));
+                    node = child;
+                }
+                _ => {
+                    node = node.param.as_deref()?;
+                    shape.push(None);
+                    values.push(seg.to_string());
+                }
+            }
+        }
+        if node.end == 0 {
+            return None;
+        }
+        let index = self.list.iter().position(|t| {
+            t.method == method
+                && t.segments.len() == shape.len()
+                && t.segments
+                    .iter()
+                    .zip(&shape)
+                    .all(|(a, b)| a.as_deref() == *b)
+        })?;
+        Some((index, values))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_and_words() {
+        for id in [
+            "123",
+            "0",
+            "550e8400-e29b-41d4-a716-446655440000",
+            "deadbeef01",
+            "a1b2c3d4e5f6g7",
+            "2024-03-01",
+            "item-12345",
+        ] {
+            assert!(looks_like_id(id), "{id}");
+        }
+        for word in ["post", "api", "v2", "login", "products", "p1", "about-us"] {
+            assert!(!looks_like_id(word), "{word}");
+        }
+    }
+
+    #[test]
+    fn ids_and_many_words_become_parameters() {
+        let mut l = TemplateLearner::default();
+        for i in 0..100 {
+            l.add("GET", &format!("/post/{i}"));
+            l.add(
+                "GET",
+                &format!(
+                    "/user/name{}/profile",
+                    char::from(b'a' + (i % 26) as u8).to_string() + &"x".repeat(i / 26)
+                ),
+            );
+        }
+        l.add("GET", "/");
+        l.add("POST", "/post/7?draft=1");
+        l.add("GET", "/about");
+        let t = l.finish();
+        let patterns: Vec<String> = t
+            .list
+            .iter()
+            .map(|t| format!("{} {}", t.method, t.pattern()))
+            .collect();
+        assert_eq!(
+            patterns,
+            [
+                "GET /post/{}",
+                "GET /user/{}/profile",
+                "GET /",
+                "GET /about",
+                "POST /post/{}"
+            ]
+        );
+        assert_eq!(t.list[1].base_name(), "user_profile");
+        assert_eq!(t.list[2].base_name(), "home");
+        let (i, values) = t.classify("GET", "/user/somebody/profile?tab=2").unwrap();
+        assert_eq!((i, values), (1, vec!["somebody".to_string()]));
+        assert_eq!(
+            t.classify("GET", "/post/99/").unwrap(),
+            (0, vec!["99".to_string()])
+        );
+        assert_eq!(t.classify("GET", "/nowhere"), None);
+        assert_eq!(t.classify("PUT", "/"), None);
+    }
+}

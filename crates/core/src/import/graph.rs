@@ -1,0 +1,154 @@
+//! The CBMG estimated from session counts: each transition's probability
+//! is the maximum-likelihood estimate of a Markov chain, the steps from
+//! `a` to `b` over every step out of `a` (the session's end included),
+//! kept with its count so the evidence behind each edge shows.
+
+use serde::Serialize;
+
+use super::sessions::SessionCounts;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Edge {
+    pub to: usize,
+    pub probability: f64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Graph {
+    /// Where sessions begin.
+    pub entries: Vec<Edge>,
+    /// `edges[a]`: the steps out of `a`, most likely first.
+    pub edges: Vec<Vec<Edge>>,
+    /// `exits[a]`: the probability and count of a session ending at `a`.
+    pub exits: Vec<(f64, u64)>,
+    /// `out[a]`: every step out of `a`, the ends included.
+    pub out: Vec<u64>,
+    pub sessions: u64,
+    /// Sessions per second in each hour of the day (UTC), over the hours
+    /// the log covers; `None` for hours it does not.
+    pub arrivals_by_hour: Vec<Option<f64>>,
+}
+
+impl Graph {
+    pub fn estimate(c: &SessionCounts) -> Graph {
+        let n = c.classes;
+        let sessions = c.sessions.max(1) as f64;
+        let mut entries: Vec<Edge> = (0..n)
+            .filter(|&i| c.starts[i] > 0)
+            .map(|i| Edge {
+                to: i,
+                probability: c.starts[i] as f64 / sessions,
+                count: c.starts[i],
+            })
+            .collect();
+        entries.sort_by(|a, b| b.count.cmp(&a.count));
+        let mut edges = Vec::with_capacity(n);
+        let mut exits = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n);
+        for a in 0..n {
+            let total: u64 = c.steps[a].iter().sum::<u64>() + c.exits[a];
+            let denom = total.max(1) as f64;
+            let mut row: Vec<Edge> = (0..n)
+                .filter(|&b| c.steps[a][b] > 0)
+                .map(|b| Edge {
+                    to: b,
+                    probability: c.steps[a][b] as f64 / denom,
+                    count: c.steps[a][b],
+                })
+                .collect();
+            row.sort_by(|x, y| y.count.cmp(&x.count));
+            edges.push(row);
+            exits.push((c.exits[a] as f64 / denom, c.exits[a]));
+            out.push(total);
+        }
+        let hours = c.hours_observed();
+        let arrivals_by_hour = (0..24)
+            .map(|h| {
+                (hours[h] > 0).then(|| c.starts_by_hour[h] as f64 / (hours[h] as f64 * 3600.0))
+            })
+            .collect();
+        Graph {
+            entries,
+            edges,
+            exits,
+            out,
+            sessions: c.sessions,
+            arrivals_by_hour,
+        }
+    }
+
+    /// Mean visits per session to each class (`V = e + PᵀV`), by
+    /// iterating the chain: the share of requests each class should get.
+    pub fn visits(&self) -> Vec<f64> {
+        let n = self.edges.len();
+        let mut v = vec![0.0; n];
+        for e in &self.entries {
+            v[e.to] = e.probability;
+        }
+        for _ in 0..10_000 {
+            let mut next = vec![0.0; n];
+            for e in &self.entries {
+                next[e.to] += e.probability;
+            }
+            for (a, row) in self.edges.iter().enumerate() {
+                for e in row {
+                    next[e.to] += v[a] * e.probability;
+                }
+            }
+            let delta: f64 = next.iter().zip(&v).map(|(x, y)| (x - y).abs()).sum();
+            v = next;
+            if delta < 1e-12 {
+                break;
+            }
+        }
+        v
+    }
+
+    /// The busiest hour (UTC) and its rate of new sessions per second.
+    pub fn peak_arrivals(&self) -> Option<(usize, f64)> {
+        self.arrivals_by_hour
+            .iter()
+            .enumerate()
+            .filter_map(|(h, r)| r.map(|r| (h, r)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sessions::{client_key, Sessionizer};
+    use super::*;
+
+    #[test]
+    fn probabilities_are_shares_of_the_steps_out() {
+        let mut s = Sessionizer::new(2, 100.0);
+        // Sessions: 0 1 | 0 0 1 | 1
+        let k = |i: u32| client_key(&[&i.to_string()]);
+        for (key, t, c) in [
+            (1, 0.0, 0),
+            (1, 1.0, 1),
+            (2, 0.0, 0),
+            (2, 1.0, 0),
+            (2, 2.0, 1),
+            (3, 0.0, 1),
+        ] {
+            s.add(k(key), t, c);
+        }
+        let g = Graph::estimate(&s.finish());
+        assert_eq!(g.sessions, 3);
+        assert_eq!(g.entries[0].to, 0);
+        assert!((g.entries[0].probability - 2.0 / 3.0).abs() < 1e-12);
+        // Out of 0: 0→1 twice, 0→0 once, never an end.
+        assert_eq!(g.out[0], 3);
+        assert!((g.edges[0][0].probability - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(g.exits[0], (0.0, 0));
+        assert_eq!(g.exits[1], (1.0, 3));
+        let v = g.visits();
+        // 6 requests in 3 sessions: 3 of class 0, 3 of class 1.
+        assert!(
+            (v[0] - 1.0).abs() < 1e-9 && (v[1] - 1.0).abs() < 1e-9,
+            "{v:?}"
+        );
+    }
+}
