@@ -234,6 +234,11 @@ fn steps(
             *skipped.entry("third-party hosts").or_default() += 1;
             continue;
         }
+        if e.response.status == 0 {
+            // Blocked or aborted in the browser: no answer to replay.
+            *skipped.entry("requests without an answer").or_default() += 1;
+            continue;
+        }
         let start = time_of(&e);
         let end = start + e.time.max(0.0) / 1000.0;
         let status = e.response.status;
@@ -826,7 +831,12 @@ pub fn har_scenario(
         let _ = writeln!(
             r,
             "    check: {{status: [{}]}}{}",
-            s.final_status,
+            // The browser's cache made it a 304; the replay asks afresh.
+            if s.final_status == 304 {
+                "200, 304".to_string()
+            } else {
+                s.final_status.to_string()
+            },
             if s.redirects > 0 {
                 format!(
                     "   # after {} redirect{}",
@@ -982,4 +992,152 @@ pub fn har_scenario(
         yaml: y,
         report,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(
+        t: &str,
+        method: &str,
+        url: &str,
+        req: Value,
+        status: u16,
+        headers: Value,
+        mime: &str,
+        body: &str,
+    ) -> Value {
+        let mut e = serde_json::json!({
+            "startedDateTime": t, "time": 10,
+            "request": {"method": method, "url": url, "headers": req},
+            "response": {"status": status, "headers": headers, "content": {"mimeType": mime, "text": body}},
+        });
+        if method == "POST" {
+            e["request"]["postData"] = serde_json::json!({"mimeType": "application/json", "text": "{\"n\":4711,\"who\":\"typed123\"}"});
+        }
+        e
+    }
+
+    #[test]
+    fn typed_values_stay_answers_values_are_extracted() {
+        let h = |n: &str, v: &str| serde_json::json!([{"name": n, "value": v}]);
+        let mut b64 = entry(
+            "2024-01-01T00:00:04Z",
+            "GET",
+            "http://a/b64",
+            serde_json::json!([]),
+            200,
+            serde_json::json!([]),
+            "application/json",
+            "eyJrIjoidjEyMzQ1Njc4In0=",
+        );
+        b64["response"]["content"]["encoding"] = "base64".into();
+        let entries = vec![
+            // The user types `typed123`; the answer echoes it and gives 4711.
+            entry(
+                "2024-01-01T00:00:00Z",
+                "GET",
+                "http://a/find?who=typed123",
+                h("Cookie", "s=1"),
+                200,
+                h("X-Token", "tk-99887766"),
+                "application/json",
+                "{\"who\":\"typed123\",\"order\":4711}",
+            ),
+            entry(
+                "2024-01-01T00:00:01Z",
+                "POST",
+                "http://a/orders/4711",
+                h("Authorization", "Bearer tk-99887766"),
+                200,
+                serde_json::json!([]),
+                "",
+                "",
+            ),
+            entry(
+                "2024-01-01T00:00:02Z",
+                "GET",
+                "http://a/page",
+                serde_json::json!([]),
+                304,
+                serde_json::json!([]),
+                "",
+                "",
+            ),
+            entry(
+                "2024-01-01T00:00:03Z",
+                "GET",
+                "http://a/blocked",
+                serde_json::json!([]),
+                0,
+                serde_json::json!([]),
+                "",
+                "",
+            ),
+            b64,
+        ];
+        let har = serde_json::json!({"log": {"entries": entries}});
+        let out = Outputs::for_scenario(Path::new("/nonexistent/j.yaml"));
+        let s = har_scenario(
+            &har.to_string(),
+            Path::new("j.har"),
+            &HarOptions::default(),
+            &out,
+        )
+        .unwrap();
+        let y = &s.yaml;
+        assert!(
+            y.contains("path: \"/find?who=typed123\""),
+            "typed input stays: {y}"
+        );
+        assert!(y.contains("path: \"/orders/${raw(order)}\""), "{y}");
+        assert!(y.contains("order: {json: \"$.order\"}"), "{y}");
+        assert!(
+            y.contains("\"Authorization\": \"Bearer ${x_token}\""),
+            "{y}"
+        );
+        assert!(y.contains("x_token: {header: \"X-Token\"}"), "{y}");
+        // A number from an answer in a JSON body: raw JSON text keeps it a number.
+        assert!(
+            y.contains(r#"body: "{\"n\": ${order}, \"who\": \"typed123\"}""#),
+            "{y}"
+        );
+        assert!(y.contains("check: {status: [200, 304]}"), "{y}");
+        assert!(
+            !y.contains("/blocked") && s.skipped["requests without an answer"] == 1,
+            "{y}"
+        );
+        assert!(!y.contains("\"Cookie\":"), "{y}");
+        assert_eq!(s.steps, 4);
+        if let Err(d) = crate::scenario::decode::decode(y, Path::new("/nonexistent/j.yaml"), &[]) {
+            panic!("{d:?}\n{y}");
+        }
+    }
+
+    #[test]
+    fn not_a_har_says_so() {
+        let out = Outputs::for_scenario(Path::new("/nonexistent/j.yaml"));
+        let e = har_scenario(
+            "{\"log\": 3}",
+            Path::new("j.har"),
+            &HarOptions::default(),
+            &out,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("not a HAR recording") && e.contains("line 1"),
+            "{e}"
+        );
+        let e = har_scenario(
+            "{\"log\": {\"entries\": []}}",
+            Path::new("j.har"),
+            &HarOptions::default(),
+            &out,
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("none of its 0 entries"), "{e}");
+    }
 }

@@ -33,7 +33,7 @@ pub enum ImportError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: {reason}; give the format with --format combined|common|json (and --json-fields for JSON logs)", path.display())]
+    #[error("{}: {reason}; give the format with --format combined|common|json (and --json-fields for JSON logs), or --format har for a HAR recording", path.display())]
     Format { path: PathBuf, reason: String },
     #[error("{}: no request left to import (every line was malformed, a static asset, a robot or excluded); see the skipped counts with --format and the filter options", path.display())]
     Empty { path: PathBuf },

@@ -266,7 +266,7 @@ fn draw_graph(g: &Graph, classes: &[ReportClass]) -> String {
     }
     let mut s = format!(
         "<svg class=\"chart cbmg\" viewBox=\"0 0 {w} {hgt}\" width=\"100%\" role=\"img\" aria-label=\"the CBMG\">\
-         <defs><marker id=\"arr\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path class=\"arrow\" d=\"M0,0 L10,5 L0,10 z\"/></marker></defs>"
+         <defs><marker id=\"arr\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"10\" markerHeight=\"10\" orient=\"auto-start-reverse\"><path class=\"arrow\" d=\"M0,0 L10,5 L0,10 z\"/></marker></defs>"
     );
     for (a, row) in g.edges.iter().enumerate() {
         for e in row.iter().filter(|e| e.probability >= 0.01) {
