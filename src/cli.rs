@@ -46,7 +46,7 @@ pub enum Command {
     /// classes, transition probabilities, think time, data files and
     /// arrivals; a HAR recording becomes its one journey, values correlated.
     #[command(
-        after_help = "Examples:\n  autoperf import access.log --target http://127.0.0.1:8080 --out shop.yaml\n  autoperf import access.log.gz --session-timeout 15m --min-share 1%\n  autoperf import app.jsonl --format json --json-fields time=ts,client=ip,session=user_id\n  autoperf import journey.har --target http://127.0.0.1:8080\n\nWrites the scenario, its data directory (NAME.data/), NAME.import.html (the graph\ndrawn, the classes, the fit, what was skipped) and NAME.import.json."
+        after_help = "Examples:\n  autoperf import access.log --target http://127.0.0.1:8080 --out shop.yaml\n  autoperf import access.log.gz --session-timeout 15m --min-share 1%\n  autoperf import access.log --log-format '$remote_addr - - [$time_local] \"$request\" $status $bytes_sent \"$cookie_sid\"'\n  autoperf import app.jsonl --format json --json-fields time=ts,client=ip,session=user_id\n  autoperf import journey.har --target http://127.0.0.1:8080\n\nWrites the scenario, its data directory (NAME.data/), NAME.import.html (the graph\ndrawn, the classes, the fit, what was skipped) and NAME.import.json."
     )]
     Import(ImportArgs),
     /// Validate a scenario file and explain every problem.
@@ -161,6 +161,17 @@ pub struct ImportArgs {
     /// for a .har file].
     #[arg(long, value_parser = ["auto", "combined", "common", "json", "har"])]
     pub format: Option<String>,
+    /// The log's format as the server was configured to write it: nginx's
+    /// log_format ('$remote_addr - $remote_user [$time_local] "$request"
+    /// $status … $cookie_sid') or Apache's LogFormat ('%h %l %u %t \"%r\"
+    /// %>s %b \"%{sid}C\"'). A logged cookie ($cookie_NAME, %{NAME}C)
+    /// groups requests into sessions.
+    #[arg(long, value_name = "SPEC", conflicts_with = "format")]
+    pub log_format: Option<String>,
+    /// The session cookie, when the format logs the whole Cookie header
+    /// ($http_cookie, %{Cookie}i).
+    #[arg(long, value_name = "NAME", requires = "log_format")]
+    pub session_cookie: Option<String>,
     /// The scenario's target.base_url [default: http://127.0.0.1:8080 for a
     /// log; the recorded origin for a HAR].
     #[arg(long, value_name = "BASE_URL")]

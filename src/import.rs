@@ -5,8 +5,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use autoperf_core::import::{
-    self, HarOptions, ImportError, JsonFields, LogFormat, LogOptions, Model, Outputs, Progress,
-    DEFAULT_BOTS, DEFAULT_STATIC,
+    self, CustomFormat, HarOptions, ImportError, JsonFields, LogFormat, LogOptions, Model, Outputs,
+    Progress, DEFAULT_BOTS, DEFAULT_STATIC,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use regex::Regex;
@@ -104,11 +104,15 @@ pub fn command(args: ImportArgs) -> Result<u8, Failure> {
             .with_overrides(spec)
             .map_err(|e| Failure::bad_input(format!("--json-fields: {e}")))?;
     }
-    let format = match args.format.as_deref() {
-        None | Some("auto") => None,
-        Some("combined") => Some(LogFormat::Combined),
-        Some("common") => Some(LogFormat::Common),
-        Some(_) => Some(LogFormat::Json(json.clone())),
+    let format = match (args.format.as_deref(), &args.log_format) {
+        (_, Some(spec)) => Some(LogFormat::Custom(
+            CustomFormat::compile(spec, args.session_cookie.as_deref())
+                .map_err(|e| Failure::bad_input(format!("--log-format: {e}")))?,
+        )),
+        (None | Some("auto"), None) => None,
+        (Some("combined"), None) => Some(LogFormat::Combined),
+        (Some("common"), None) => Some(LogFormat::Common),
+        (Some(_), None) => Some(LogFormat::Json(json.clone())),
     };
     let options = LogOptions {
         format,

@@ -758,3 +758,50 @@ fn write_a_log_for_the_benchmark() {
         .unwrap_or(1_000_000);
     write_log(Path::new(&path), lines, 1);
 }
+
+#[test]
+fn a_custom_format_groups_sessions_by_the_logged_cookie() {
+    let dir = support::scratch_dir("import-custom");
+    let log = dir.join("cookies.log");
+    // Three users whose every request comes from another address (mobile
+    // networks, proxies): by client they are twelve sessions, by cookie three.
+    let mut text = String::new();
+    for user in 0..3 {
+        for step in 0..4 {
+            text.push_str(&format!(
+                "10.0.{user}.{step} - - [{}] \"GET /p/{step} HTTP/1.1\" 200 12 \"-\" \"ua\" sid=user{user}\n",
+                clf_time(1_700_000_000 + user * 100 + step * 5)
+            ));
+        }
+    }
+    std::fs::write(&log, text).unwrap();
+    let format = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" sid=$cookie_sid"#;
+    let (stdout, _) = import(&[
+        log.to_str().unwrap(),
+        "--out",
+        dir.join("c.yaml").to_str().unwrap(),
+        "--log-format",
+        format,
+    ]);
+    assert!(stdout.contains("custom format) in 3 sessions"), "{stdout}");
+    let (stdout, _) = import(&[
+        log.to_str().unwrap(),
+        "--out",
+        dir.join("d.yaml").to_str().unwrap(),
+        "--format",
+        "combined",
+    ]);
+    assert!(stdout.contains("in 12 sessions"), "{stdout}");
+    // A format that cannot work says why.
+    let (code, _, e) = support::autoperf(&[
+        "import",
+        log.to_str().unwrap(),
+        "--out",
+        dir.join("e.yaml").to_str().unwrap(),
+        "--log-format",
+        "$remote_addr $status",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("--log-format: the format logs no time"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::clock::{parse_clf_time, parse_rfc3339};
+use super::custom::CustomFormat;
 
 /// One request as the server logged it.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +31,8 @@ pub enum LogFormat {
     /// `%h %l %u %t "%r" %>s %b`.
     Common,
     Json(JsonFields),
+    /// nginx's `log_format` or Apache's `LogFormat` as the server had it.
+    Custom(CustomFormat),
 }
 
 impl LogFormat {
@@ -38,6 +41,7 @@ impl LogFormat {
             LogFormat::Combined => "combined",
             LogFormat::Common => "common",
             LogFormat::Json(_) => "json",
+            LogFormat::Custom(_) => "custom",
         }
     }
 
@@ -46,6 +50,7 @@ impl LogFormat {
             LogFormat::Combined => parse_ncsa(line, true),
             LogFormat::Common => parse_ncsa(line, false),
             LogFormat::Json(fields) => fields.parse(line),
+            LogFormat::Custom(f) => f.parse(line),
         }
     }
 }
@@ -279,7 +284,7 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 }
 
 /// `GET /x?y HTTP/1.1` into method and origin-form target.
-fn request_line(line: &str) -> Result<(String, String), String> {
+pub(super) fn request_line(line: &str) -> Result<(String, String), String> {
     let mut parts = line.split(' ');
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return Err(format!(
@@ -291,7 +296,7 @@ fn request_line(line: &str) -> Result<(String, String), String> {
     Ok((method.to_string(), origin_form(target)?))
 }
 
-fn check_method(method: &str) -> Result<(), String> {
+pub(super) fn check_method(method: &str) -> Result<(), String> {
     let token = !method.is_empty()
         && method.len() <= 16
         && method
@@ -305,7 +310,7 @@ fn check_method(method: &str) -> Result<(), String> {
 }
 
 /// `/x?y` as it stands; `http://host/x?y` (absolute form, proxies) as `/x?y`.
-fn origin_form(target: &str) -> Result<String, String> {
+pub(super) fn origin_form(target: &str) -> Result<String, String> {
     if target.starts_with('/') {
         return Ok(target.to_string());
     }

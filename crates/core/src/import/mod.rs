@@ -5,6 +5,7 @@
 
 mod classes;
 mod clock;
+mod custom;
 mod fit;
 mod graph;
 mod har;
@@ -17,6 +18,7 @@ mod write;
 
 use std::path::{Path, PathBuf};
 
+pub use custom::CustomFormat;
 pub use fit::{Model, ThinkFit};
 pub use graph::Graph;
 pub use har::{har_scenario, import_har, HarOptions, HarSummary};
