@@ -207,8 +207,8 @@ pub struct ImportArgs {
     #[arg(long, value_name = "REGEX")]
     pub exclude: Option<String>,
     /// Rows of observed values kept per class for its data file.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
-    pub data_rows: usize,
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub data_rows: u32,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -122,7 +122,7 @@ pub fn command(args: ImportArgs) -> Result<u8, Failure> {
         static_extensions,
         bots: regex("--bots", args.bots.as_deref().unwrap_or(DEFAULT_BOTS))?,
         exclude: regex("--exclude", args.exclude.as_deref().unwrap_or(""))?,
-        data_rows: args.data_rows,
+        data_rows: args.data_rows as usize,
     };
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
@@ -181,8 +181,8 @@ pub fn command(args: ImportArgs) -> Result<u8, Failure> {
         });
     }
     text.push_str(&format!(
-        "skipped: {} malformed, {} static, {} robots, {} excluded\n",
-        im.malformed, im.static_skipped, im.bots_skipped, im.excluded
+        "skipped: {} malformed, {} static, {} robots, {} excluded, {} unclassified\n",
+        im.malformed, im.static_skipped, im.bots_skipped, im.excluded, im.unclassified
     ));
     for m in &im.malformed_examples {
         text.push_str(&format!("  line {}: {} — {}\n", m.line, m.reason, m.text));

@@ -17,11 +17,15 @@ const MAX_LITERALS: usize = 40;
 const MAX_NODES: usize = 200_000;
 /// Deeper segments are folded into the last one.
 const MAX_DEPTH: usize = 16;
+/// Methods learned; requests with others are left out (counted).
+const MAX_METHODS: usize = 64;
 
 #[derive(Default)]
 struct Node {
     /// Requests whose path ends here.
     end: u64,
+    /// Its template's place in `walk`'s order (set by `finish`).
+    id: usize,
     literals: HashMap<String, Node>,
     param: Option<Box<Node>>,
     /// Too many distinct words came here: every word is a parameter.
@@ -48,7 +52,8 @@ impl Node {
             self.param.get_or_insert_with(Default::default).merge(*p);
         }
         self.folded |= other.folded;
-        if self.literals.len() > MAX_LITERALS {
+        // A folded node keeps no word: pass 2 would not go down it.
+        if self.literals.len() > MAX_LITERALS || self.folded && !self.literals.is_empty() {
             self.fold();
         }
     }
@@ -78,7 +83,10 @@ pub fn segments(target: &str) -> Vec<&str> {
     let mut segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if segs.len() > MAX_DEPTH {
         // Keep the shape's first part; the tail counts as one segment.
-        segs.truncate(MAX_DEPTH);
+        let last = segs[MAX_DEPTH - 1];
+        let at = last.as_ptr() as usize - path.as_ptr() as usize;
+        segs.truncate(MAX_DEPTH - 1);
+        segs.push(path[at..].trim_end_matches('/'));
     }
     segs
 }
@@ -107,6 +115,9 @@ pub fn looks_like_id(seg: &str) -> bool {
 impl TemplateLearner {
     pub fn add(&mut self, method: &str, target: &str) {
         let budget_left = self.nodes < MAX_NODES;
+        if self.roots.len() >= MAX_METHODS && !self.roots.contains_key(method) {
+            return;
+        }
         let mut node = self.roots.entry(method.to_string()).or_default();
         let mut created = 0;
         for seg in segments(target) {
@@ -140,39 +151,54 @@ impl TemplateLearner {
     }
 
     /// Every template with its count, most frequent first.
-    pub fn finish(self) -> Templates {
+    pub fn finish(mut self) -> Templates {
         let mut list = Vec::new();
-        for (method, root) in &self.roots {
+        for (method, root) in &mut self.roots {
             walk(root, method, &mut Vec::new(), &mut list);
         }
-        list.sort_by(|a, b| {
+        let mut order: Vec<usize> = (0..list.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&list[a], &list[b]);
             b.count
                 .cmp(&a.count)
+                .then_with(|| a.method.cmp(&b.method))
                 .then_with(|| a.pattern().cmp(&b.pattern()))
         });
+        // `rank[id]`: where the template of walk order `id` went.
+        let mut rank = vec![0; list.len()];
+        for (at, &id) in order.iter().enumerate() {
+            rank[id] = at;
+        }
+        let mut slots: Vec<Option<Template>> = list.into_iter().map(Some).collect();
+        let list = order
+            .iter()
+            .map(|&id| slots[id].take().expect("each template once"))
+            .collect();
         Templates {
             roots: self.roots,
             list,
+            rank,
         }
     }
 }
 
-fn walk(node: &Node, method: &str, path: &mut Vec<Option<String>>, out: &mut Vec<Template>) {
+fn walk(node: &mut Node, method: &str, path: &mut Vec<Option<String>>, out: &mut Vec<Template>) {
     if node.end > 0 {
+        node.id = out.len();
         out.push(Template {
             method: method.to_string(),
             segments: path.clone(),
             count: node.end,
         });
     }
-    let mut words: Vec<_> = node.literals.iter().collect();
+    let mut words: Vec<_> = node.literals.iter_mut().collect();
     words.sort_by(|a, b| a.0.cmp(b.0));
     for (word, child) in words {
         path.push(Some(word.clone()));
         walk(child, method, path, out);
         path.pop();
     }
-    if let Some(p) = &node.param {
+    if let Some(p) = &mut node.param {
         path.push(None);
         walk(p, method, path, out);
         path.pop();
@@ -261,6 +287,7 @@ pub fn safe_name(name: String) -> String {
 pub struct Templates {
     roots: BTreeMap<String, Node>,
     pub list: Vec<Template>,
+    rank: Vec<usize>,
 }
 
 impl Templates {
@@ -269,17 +296,12 @@ impl Templates {
     /// see (a log that changed between the passes).
     pub fn classify(&self, method: &str, target: &str) -> Option<(usize, Vec<String>)> {
         let mut node = self.roots.get(method)?;
-        let mut shape = Vec::new();
         let mut values = Vec::new();
         for seg in segments(target) {
             match node.literals.get(seg) {
-                Some(child) if !node.folded => {
-                    shape.push(Some(seg));
-                    node = child;
-                }
+                Some(child) if !node.folded => node = child,
                 _ => {
                     node = node.param.as_deref()?;
-                    shape.push(None);
                     values.push(seg.to_string());
                 }
             }
@@ -287,15 +309,7 @@ impl Templates {
         if node.end == 0 {
             return None;
         }
-        let index = self.list.iter().position(|t| {
-            t.method == method
-                && t.segments.len() == shape.len()
-                && t.segments
-                    .iter()
-                    .zip(&shape)
-                    .all(|(a, b)| a.as_deref() == *b)
-        })?;
-        Some((index, values))
+        Some((self.rank[node.id], values))
     }
 }
 
@@ -363,5 +377,52 @@ mod tests {
         );
         assert_eq!(t.classify("GET", "/nowhere"), None);
         assert_eq!(t.classify("PUT", "/"), None);
+    }
+
+    #[test]
+    fn every_template_classifies_back_to_itself_after_folds() {
+        // Over 40 first-level words fold that level; one of them had
+        // folded below already, and `/shop/cart` must still be found.
+        let mut l = TemplateLearner::default();
+        for i in 0..50 {
+            l.add("GET", &format!("/blog/post-{}", "x".repeat(i + 1)));
+        }
+        l.add("GET", "/shop/cart");
+        for i in 0..45 {
+            l.add(
+                "GET",
+                &format!(
+                    "/section{}/page",
+                    char::from(b'a' + (i % 26) as u8).to_string() + &"q".repeat(i / 26)
+                ),
+            );
+        }
+        let t = l.finish();
+        for (i, tpl) in t.list.iter().enumerate() {
+            let path: String = tpl
+                .segments
+                .iter()
+                .map(|s| format!("/{}", s.as_deref().unwrap_or("v1a2b3c4d5e6")))
+                .collect();
+            let path = if path.is_empty() {
+                "/".to_string()
+            } else {
+                path
+            };
+            assert_eq!(
+                t.classify(&tpl.method, &path).map(|c| c.0),
+                Some(i),
+                "{} {path}",
+                tpl.pattern()
+            );
+        }
+    }
+
+    #[test]
+    fn deep_paths_keep_their_tail_in_the_last_segment() {
+        let deep: String = (0..20).map(|i| format!("/d{i}")).collect();
+        let segs = segments(&deep);
+        assert_eq!(segs.len(), MAX_DEPTH);
+        assert_eq!(segs[MAX_DEPTH - 1], "d15/d16/d17/d18/d19");
     }
 }

@@ -5,7 +5,7 @@
 //! as the defaults, its sessions grouped by that cookie.
 
 use super::clock::{parse_clf_time, parse_rfc3339};
-use super::logline::{check_method, origin_form, request_line, LogEntry};
+use super::logline::{check_method, origin_form, request_line, unescape, LogEntry};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Role {
@@ -23,8 +23,9 @@ enum Role {
     Query,
     Status,
     Agent,
-    /// A cookie's value: the session.
-    SessionCookie,
+    /// A cookie's value (`$cookie_NAME`, `%{NAME}C`): the session's, if
+    /// it is the chosen one.
+    SessionCookie(String),
     /// The whole Cookie header, the session cookie taken from it.
     CookieHeader,
     Skip,
@@ -58,8 +59,27 @@ impl CustomFormat {
                 "`{spec}` has no field: write nginx's log_format ($remote_addr …) or Apache's LogFormat (%h …)"
             ));
         };
+        // The session is the cookie named by `session_cookie`, else the
+        // first one logged; other cookies are only fields.
+        let chosen = session_cookie.map(str::to_string).or_else(|| {
+            parts.iter().find_map(|p| match p {
+                Part::Field(Role::SessionCookie(n)) => Some(n.clone()),
+                _ => None,
+            })
+        });
+        let mut parts = parts;
+        for p in &mut parts {
+            if let Part::Field(Role::SessionCookie(n)) = p {
+                if Some(&*n) != chosen.as_ref() {
+                    *p = Part::Field(Role::Skip);
+                }
+            }
+        }
+        let cookie_field = parts
+            .iter()
+            .any(|p| matches!(p, Part::Field(Role::SessionCookie(_))));
         let has = |r: Role| parts.contains(&Part::Field(r));
-        if !has(Role::Client) && !has(Role::SessionCookie) && !has(Role::CookieHeader) {
+        if !has(Role::Client) && !cookie_field && !has(Role::CookieHeader) {
             return Err("the format logs neither the client ($remote_addr, %h) nor a cookie: requests cannot be grouped into sessions".into());
         }
         if !has(Role::ClfTime) && !has(Role::IsoTime) && !has(Role::EpochTime) {
@@ -71,7 +91,7 @@ impl CustomFormat {
         if !has(Role::Status) {
             return Err("the format logs no status ($status, %>s)".into());
         }
-        if has(Role::CookieHeader) && session_cookie.is_none() && !has(Role::SessionCookie) {
+        if has(Role::CookieHeader) && session_cookie.is_none() && !cookie_field {
             return Err("the format logs the Cookie header: say which cookie is the session with --session-cookie NAME".into());
         }
         for pair in parts.windows(2) {
@@ -132,9 +152,13 @@ impl CustomFormat {
                                 .ok_or_else(|| format!("`{value}` is not an ISO 8601 time"))?;
                         }
                         Role::EpochTime => {
-                            e.time = value.parse::<f64>().ok().filter(|t| *t > 0.0).ok_or_else(
-                                || format!("`{value}` is not seconds since the epoch"),
-                            )?;
+                            e.time = value
+                                .parse::<f64>()
+                                .ok()
+                                .filter(|t| t.is_finite() && *t > 0.0)
+                                .ok_or_else(|| {
+                                    format!("`{value}` is not seconds since the epoch")
+                                })?;
                         }
                         Role::Request => {
                             let (m, t) = request_line(&value)?;
@@ -156,7 +180,7 @@ impl CustomFormat {
                                 .ok_or_else(|| format!("`{value}` is not a status"))?;
                         }
                         Role::Agent => e.agent = value,
-                        Role::SessionCookie => {
+                        Role::SessionCookie(_) => {
                             e.session = (!dash && !value.is_empty()).then_some(value)
                         }
                         Role::CookieHeader => {
@@ -201,16 +225,6 @@ fn find_unescaped(s: &str, needle: &str) -> Option<usize> {
     None
 }
 
-/// nginx writes `"` as `\x22` and Apache as `\"`.
-fn unescape(v: &str) -> String {
-    if !v.contains('\\') {
-        return v.to_string();
-    }
-    v.replace("\\x22", "\"")
-        .replace("\\\"", "\"")
-        .replace("\\\\", "\\")
-}
-
 fn cookie_value(header: &str, name: &str) -> Option<String> {
     header
         .split(';')
@@ -253,7 +267,7 @@ fn nginx_role(name: &str) -> Role {
         "status" => Role::Status,
         "http_user_agent" => Role::Agent,
         "http_cookie" => Role::CookieHeader,
-        n if n.starts_with("cookie_") => Role::SessionCookie,
+        n if n.starts_with("cookie_") => Role::SessionCookie(n["cookie_".len()..].to_string()),
         _ => Role::Skip,
     }
 }
@@ -323,7 +337,7 @@ fn apache(spec: &str) -> Result<Vec<Part>, String> {
             ('s', _) => Role::Status,
             ('i', Some(h)) if h.eq_ignore_ascii_case("user-agent") => Role::Agent,
             ('i', Some(h)) if h.eq_ignore_ascii_case("cookie") => Role::CookieHeader,
-            ('C', Some(_)) => Role::SessionCookie,
+            ('C', Some(name)) => Role::SessionCookie(name.to_string()),
             _ => Role::Skip,
         };
         parts.push(Part::Field(role));
@@ -353,6 +367,27 @@ mod tests {
         );
         assert_eq!(e.agent, "Mozilla \"quoted\"");
         assert_eq!(e.session.as_deref(), Some("abc123"));
+        // With several cookies logged, the one named is the session.
+        let two = "$remote_addr [$time_local] \"$request\" $status $cookie_lang $cookie_sid";
+        let line = r#"1.2.3.4 [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 en s9"#;
+        assert_eq!(
+            CustomFormat::compile(two, None)
+                .unwrap()
+                .parse(line)
+                .unwrap()
+                .session
+                .as_deref(),
+            Some("en")
+        );
+        assert_eq!(
+            CustomFormat::compile(two, Some("sid"))
+                .unwrap()
+                .parse(line)
+                .unwrap()
+                .session
+                .as_deref(),
+            Some("s9")
+        );
         assert_eq!(e.time, 971_211_336.0);
         assert!(f.parse("garbage").is_err());
     }

@@ -7,6 +7,8 @@
 //! uniform in [0, 1): its mean is still `E[X]`, its variance `Var X + 1/6`,
 //! and a model `F` of `X` predicts `P(D ≤ k) = ∫₀¹ F(k + 1 − φ) dφ`. The
 //! fits and distances below use that when the gaps are whole seconds.
+//! Both models keep the gaps' mean: what Little's law and every think
+//! time after it depend on.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -19,10 +21,6 @@ pub struct Gaps {
     n: u64,
     sum: f64,
     sum_sq: f64,
-    /// Over positive gaps only.
-    positive: u64,
-    sum_ln: f64,
-    sum_ln_sq: f64,
     /// Every gap a whole number of seconds so far.
     pub whole_seconds: bool,
 }
@@ -34,9 +32,6 @@ impl Default for Gaps {
             n: 0,
             sum: 0.0,
             sum_sq: 0.0,
-            positive: 0,
-            sum_ln: 0.0,
-            sum_ln_sq: 0.0,
             whole_seconds: true,
         }
     }
@@ -48,11 +43,6 @@ impl Gaps {
         self.n += 1;
         self.sum += s;
         self.sum_sq += s * s;
-        if s > 0.0 {
-            self.positive += 1;
-            self.sum_ln += s.ln();
-            self.sum_ln_sq += s.ln() * s.ln();
-        }
         if s.fract() != 0.0 {
             self.whole_seconds = false;
         }
@@ -119,21 +109,16 @@ pub fn fit(g: &Gaps) -> Option<ThinkFit> {
     let mean = g.mean();
     let var = g.variance();
     let quantized = g.whole_seconds;
-    let (ln_mean, ln_cv) = if quantized || g.positive < 2 {
-        // Moments, less the rounding's variance.
-        let var_x = if quantized {
-            (var - 1.0 / 6.0).max(0.0)
-        } else {
-            var
-        };
-        (mean, (var_x.sqrt() / mean.max(1e-9)).max(0.01))
+    // The lognormal by its moments: its mean is the gaps' mean whatever
+    // their spread (a maximum-likelihood fit's mean, exp(μ + σ²/2), runs
+    // away on mixed gaps — 20 ms beside 60 s), its cv theirs, less the
+    // rounding's variance for whole seconds, within what a scenario takes.
+    let var_x = if quantized {
+        (var - 1.0 / 6.0).max(0.0)
     } else {
-        // Maximum likelihood over the positive gaps.
-        let k = g.positive as f64;
-        let mu = g.sum_ln / k;
-        let s2 = (g.sum_ln_sq / k - mu * mu).max(1e-6);
-        ((mu + s2 / 2.0).exp(), (s2.exp() - 1.0).sqrt())
+        var
     };
+    let (ln_mean, ln_cv) = (mean, (var_x.sqrt() / mean.max(1e-9)).clamp(0.01, 100.0));
     let exp_cdf = |x: f64| {
         if mean <= 0.0 {
             1.0

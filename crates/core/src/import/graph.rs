@@ -42,31 +42,33 @@ impl Graph {
                 count: c.starts[i],
             })
             .collect();
-        entries.sort_by(|a, b| b.count.cmp(&a.count));
+        entries.sort_by(|a, b| b.count.cmp(&a.count).then(a.to.cmp(&b.to)));
+        let mut rows: Vec<Vec<(usize, u64)>> = vec![Vec::new(); n];
+        for (&(a, b), &count) in &c.steps {
+            rows[a].push((b, count));
+        }
         let mut edges = Vec::with_capacity(n);
         let mut exits = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n);
-        for a in 0..n {
-            let total: u64 = c.steps[a].iter().sum::<u64>() + c.exits[a];
+        for (a, steps) in rows.into_iter().enumerate() {
+            let total: u64 = steps.iter().map(|s| s.1).sum::<u64>() + c.exits[a];
             let denom = total.max(1) as f64;
-            let mut row: Vec<Edge> = (0..n)
-                .filter(|&b| c.steps[a][b] > 0)
-                .map(|b| Edge {
+            let mut row: Vec<Edge> = steps
+                .into_iter()
+                .map(|(b, count)| Edge {
                     to: b,
-                    probability: c.steps[a][b] as f64 / denom,
-                    count: c.steps[a][b],
+                    probability: count as f64 / denom,
+                    count,
                 })
                 .collect();
-            row.sort_by(|x, y| y.count.cmp(&x.count));
+            row.sort_by(|x, y| y.count.cmp(&x.count).then(x.to.cmp(&y.to)));
             edges.push(row);
             exits.push((c.exits[a] as f64 / denom, c.exits[a]));
             out.push(total);
         }
-        let hours = c.hours_observed();
+        let seconds = c.seconds_observed();
         let arrivals_by_hour = (0..24)
-            .map(|h| {
-                (hours[h] > 0).then(|| c.starts_by_hour[h] as f64 / (hours[h] as f64 * 3600.0))
-            })
+            .map(|h| (seconds[h] > 0.0).then(|| c.starts_by_hour[h] as f64 / seconds[h]))
             .collect();
         Graph {
             entries,

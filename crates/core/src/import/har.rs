@@ -32,6 +32,7 @@ use super::{report, scenario_name, write_file, ImportError, Outputs};
 pub struct HarOptions {
     /// Replaces the recording's origin as the scenario's base URL.
     pub base_url: Option<String>,
+    /// Paths with these extensions are assets, left out (none when empty).
     pub static_extensions: Vec<String>,
 }
 
@@ -234,6 +235,10 @@ fn steps(
             *skipped.entry("third-party hosts").or_default() += 1;
             continue;
         }
+        if super::logline::check_method(&e.request.method.to_ascii_uppercase()).is_err() {
+            *skipped.entry("requests with an odd method").or_default() += 1;
+            continue;
+        }
         if e.response.status == 0 {
             // Blocked or aborted in the browser: no answer to replay.
             *skipped.entry("requests without an answer").or_default() += 1;
@@ -298,7 +303,14 @@ fn steps(
                 };
                 Some(StepBody::Form(pairs))
             } else if p.mime_type.contains("json") {
-                serde_json::from_str(&text).ok().map(StepBody::Json)
+                // Not JSON after all (NDJSON, a broken recording): as written.
+                Some(match serde_json::from_str(&text) {
+                    Ok(v) => StepBody::Json(v),
+                    Err(_) => StepBody::Raw {
+                        mime: p.mime_type.clone(),
+                        text,
+                    },
+                })
             } else if text.is_empty() {
                 None
             } else {
@@ -343,11 +355,22 @@ struct Source {
 }
 
 /// Worth correlating: an identifier or token, not a word like `true`.
+/// Numbers of three digits or more, identifiers mixing letters and
+/// digits, and long digit-free tokens: not `20` (a page size), not
+/// `products` (a word of the site).
 fn correlatable(v: &str) -> bool {
-    v.len() >= 2
-        && v.len() <= 4096
-        && (v.bytes().any(|b| b.is_ascii_digit()) || v.len() >= 8)
-        && !v.contains(['\n', '\r'])
+    let n = v.len();
+    if n > 4096 || v.contains(['\n', '\r']) {
+        return false;
+    }
+    let digits = v.bytes().filter(u8::is_ascii_digit).count();
+    if digits == n {
+        n >= 3
+    } else if digits > 0 {
+        n >= 2
+    } else {
+        n >= 16 && !v.contains(' ')
+    }
 }
 
 fn json_sources(v: &Value, path: &mut String, hint: &str, step: usize, out: &mut Vec<Source>) {
@@ -399,8 +422,32 @@ fn json_sources(v: &Value, path: &mut String, hint: &str, step: usize, out: &mut
 /// Values each step's answer carried: JSON fields, hidden inputs of a
 /// form, response headers other than cookies.
 fn sources(steps: &[Step]) -> Vec<Source> {
-    let hidden = regex::Regex::new(r#"<input[^>]*name="([^"]+)"[^>]*value="([^"]*)""#)
-        .expect("a valid regex");
+    // Hidden inputs (name before value, or after) and meta tags such as
+    // Rails' and Laravel's `<meta name="csrf-token" content="…">`.
+    let forms = [
+        (
+            r#"<input[^>]*name="([^"]+)"[^>]*value="([^"]*)""#,
+            r#"name="{}"[^>]*value="([^"]*)""#,
+            false,
+        ),
+        (
+            r#"<input[^>]*value="([^"]*)"[^>]*name="([^"]+)""#,
+            r#"value="([^"]*)"[^>]*name="{}""#,
+            true,
+        ),
+        (
+            r#"<meta[^>]*name="([^"]+)"[^>]*content="([^"]*)""#,
+            r#"name="{}"[^>]*content="([^"]*)""#,
+            false,
+        ),
+    ]
+    .map(|(find, take, value_first)| {
+        (
+            regex::Regex::new(find).expect("a valid regex"),
+            take,
+            value_first,
+        )
+    });
     let mut out = Vec::new();
     for (i, s) in steps.iter().enumerate() {
         if s.final_mime.contains("json") {
@@ -408,21 +455,25 @@ fn sources(steps: &[Step]) -> Vec<Source> {
                 json_sources(&v, &mut "$".to_string(), "value", i, &mut out);
             }
         } else if s.final_mime.contains("html") {
-            for c in hidden.captures_iter(&s.final_body) {
-                let (name, value) = (&c[1], &c[2]);
-                if correlatable(value) {
-                    out.push(Source {
-                        step: i,
-                        value: value.to_string(),
-                        hint: name.to_string(),
-                        extract: format!(
-                            "{{regex: {}}}",
-                            q(&format!(
-                                r#"name="{}"[^>]*value="([^"]*)""#,
-                                regex::escape(name)
-                            ))
-                        ),
-                    });
+            for (find, take, value_first) in &forms {
+                for c in find.captures_iter(&s.final_body) {
+                    let (name, value) = if *value_first {
+                        (&c[2], &c[1])
+                    } else {
+                        (&c[1], &c[2])
+                    };
+                    let value = value.replace("&amp;", "&");
+                    if correlatable(&value) {
+                        out.push(Source {
+                            step: i,
+                            value,
+                            hint: name.to_string(),
+                            extract: format!(
+                                "{{regex: {}}}",
+                                q(&take.replace("{}", &regex::escape(name)))
+                            ),
+                        });
+                    }
                 }
             }
         }
@@ -494,13 +545,17 @@ impl Correlator<'_> {
         if !correlatable(value) {
             return None;
         }
+        // The latest answer that had it, and there its first place.
+        let step = self
+            .sources
+            .iter()
+            .filter(|s| s.step < at && s.value == value)
+            .map(|s| s.step)
+            .max()?;
         let idx = self
             .sources
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.step < at && s.value == value)
-            .map(|(i, _)| i)
-            .next_back()?;
+            .position(|s| s.step == step && s.value == value)?;
         let src_step = self.sources[idx].step;
         // Sent before that answer came: the user's own input.
         if self
@@ -530,10 +585,21 @@ impl Correlator<'_> {
 
     /// A part of a URL: as `template`, bytes no URI may hold encoded.
     fn uri_template(&mut self, text: &str, at: usize) -> String {
-        match self.var_for(text, at) {
-            Some(v) => format!("${{raw({v})}}"),
-            None => uri_literal(text),
+        if let Some(v) = self.var_for(text, at) {
+            return format!("${{raw({v})}}");
         }
+        // Percent-encoded in the URL (a token with `+/=`): the answer had
+        // it decoded; the template encodes it again.
+        let decoded = url::form_urlencoded::parse(format!("x={text}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        if decoded != text {
+            if let Some(v) = self.var_for(&decoded, at) {
+                return format!("${{{v}}}");
+            }
+        }
+        uri_literal(text)
     }
 
     /// `text` with whole values replaced by `${var}` (and `$` escaped).
@@ -607,7 +673,8 @@ fn json_template(j: &Value, c: &mut Correlator, at: usize, numbers: &mut bool) -
             m.iter()
                 .map(|(k, x)| format!(
                     "{}: {}",
-                    literal(&serde_json::to_string(k).unwrap_or_default()),
+                    // Keys are not templates: as they are.
+                    serde_json::to_string(k).unwrap_or_default(),
                     json_template(x, c, at, numbers)
                 ))
                 .collect::<Vec<_>>()
@@ -665,17 +732,10 @@ pub fn har_scenario(
             e.column()
         )
     })?;
-    let exts = if options.static_extensions.is_empty() {
-        super::DEFAULT_STATIC
-            .split(',')
-            .map(str::to_string)
-            .collect()
-    } else {
-        options.static_extensions.clone()
-    };
+    let exts = &options.static_extensions;
     let mut skipped = BTreeMap::new();
     let entries = har.log.entries.len();
-    let steps = steps(har.log.entries, &exts, &mut skipped);
+    let steps = steps(har.log.entries, exts, &mut skipped);
     if steps.is_empty() {
         return Err(format!(
             "none of its {entries} entries is a request to import"
@@ -750,7 +810,7 @@ pub fn har_scenario(
     for (i, s) in steps.iter().enumerate() {
         let mut r = String::new();
         if s.method != "GET" {
-            let _ = writeln!(r, "    method: {}", s.method);
+            let _ = writeln!(r, "    method: {}", q(&s.method));
         }
         let path: String = {
             let (path, query) = match s.target.split_once('?') {
@@ -847,6 +907,11 @@ pub fn har_scenario(
                 String::new()
             }
         );
+        if (300..400).contains(&s.final_status) && s.final_status != 304 {
+            // The recording did not follow it here (off the origin, or a
+            // hop left out): neither does the replay.
+            r.push_str("    follow_redirects: false\n");
+        }
         if let Some(next) = steps.get(i + 1) {
             let _ = writeln!(r, "    think_time: {}", ms((next.start - s.end).max(0.0)));
         }

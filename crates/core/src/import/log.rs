@@ -6,13 +6,13 @@
 //! open at one time and a fixed sample of values per class, never by the
 //! log's length.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use regex::Regex;
 use serde::Serialize;
 
-use super::classes::{segments, TemplateLearner, Templates};
+use super::classes::{safe_name, segments, Template, TemplateLearner, Templates};
 use super::fit::{fit, ThinkFit};
 use super::logline::{detect, JsonFields, LogEntry, LogFormat};
 use super::reader::{Line, LogReader};
@@ -76,6 +76,9 @@ pub struct Class {
     pub method: String,
     /// `/post/{}`, or `(rare)` for an `other` class.
     pub pattern: String,
+    /// The template's segments: words, and `None` for parameters.
+    #[serde(skip)]
+    pub segments: Vec<Option<String>>,
     pub requests: u64,
     pub share: f64,
     /// The data file's columns: `id`, `id2`… for the path's parameters,
@@ -113,6 +116,9 @@ pub struct LogImport {
     pub static_skipped: u64,
     pub bots_skipped: u64,
     pub excluded: u64,
+    /// Requests of a method past the templates' cap, or of a path the
+    /// first pass did not see (a file that changed between the passes).
+    pub unclassified: u64,
     pub requests: u64,
     pub classes: Vec<Class>,
     pub counts: SessionCounts,
@@ -277,6 +283,7 @@ pub fn import_log(
         static_skipped: 0,
         bots_skipped: 0,
         excluded: 0,
+        unclassified: 0,
         requests: 0,
         classes: Vec::new(),
         counts: Sessionizer::new(0, 1.0).finish(),
@@ -352,7 +359,10 @@ pub fn import_log(
                 .position(|c| c.pattern == RARE && c.method == e.method)
             {
                 Some(c) => (c, Vec::new()),
-                None => continue,
+                None => {
+                    out.unclassified += 1;
+                    continue;
+                }
             },
         };
         out.requests += 1;
@@ -365,9 +375,18 @@ pub fn import_log(
             let row = row_of(c, &values, &e.target);
             samplers[class].offer(row, &mut rng);
         }
+        let client = client_key(&[&e.client, &e.agent]);
         let key = match &e.session {
-            Some(s) => client_key(&[s]),
-            None => client_key(&[&e.client, &e.agent]),
+            Some(s) => {
+                let key = client_key(&["session", s]);
+                // The visit's first request came before its cookie: the
+                // session it opened under the client goes on under the cookie.
+                if !sessions.is_open(key) {
+                    sessions.rekey(client, key);
+                }
+                key
+            }
+            None => client,
         };
         sessions.add(key, e.time, class);
     }
@@ -376,10 +395,10 @@ pub fn import_log(
         c.rows = s.rows;
         c.share = c.requests as f64 / out.requests.max(1) as f64;
     }
-    // Classes the second pass found empty (the file changed) go.
     out.counts = sessions.finish();
     out.think = fit(&out.counts.gaps);
     out.classes = classes;
+    drop_empty(&mut out);
     tidy(&mut out);
     Ok(out)
 }
@@ -391,59 +410,69 @@ pub const RARE: &str = "(rare)";
 /// rare ones of each method folded into `other` (GET) or `other_post`…;
 /// and for each template, the class it went to.
 fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class>, Vec<usize>) {
-    let mut classes: Vec<Class> = Vec::new();
-    let mut class_of = Vec::with_capacity(templates.list.len());
-    let mut used: Vec<String> = Vec::new();
-    let unique = |base: String, used: &mut Vec<String>| {
+    let rare = |t: &Template| (t.count as f64) < min_share * total as f64;
+    let other_name = |method: &str| {
+        if method == "GET" {
+            "other".to_string()
+        } else {
+            format!("other_{}", method.to_ascii_lowercase())
+        }
+    };
+    // `other` names are taken first, so a frequent `/other` cannot become
+    // the class rare templates fold into.
+    let mut used: HashSet<String> = templates
+        .list
+        .iter()
+        .filter(|t| rare(t))
+        .map(|t| other_name(&t.method))
+        .collect();
+    let unique = |base: String, used: &mut HashSet<String>| {
         let mut name = base.clone();
         let mut n = 2;
         while used.contains(&name) {
             name = format!("{base}_{n}");
             n += 1;
         }
-        used.push(name.clone());
+        used.insert(name.clone());
         name
     };
-    // Methods other than GET get their method in the name when a GET has
-    // the same words (`login` and `post_login`).
+    // Methods other than GET get their method in the name when another
+    // method has the same words (`login` and `post_login`).
+    let mut methods_of: HashMap<String, Vec<&str>> = HashMap::new();
+    for t in templates.list.iter().filter(|t| !rare(t)) {
+        methods_of.entry(t.base_name()).or_default().push(&t.method);
+    }
+    let mut classes: Vec<Class> = Vec::new();
+    let mut class_of = Vec::with_capacity(templates.list.len());
+    let mut others: HashMap<String, usize> = HashMap::new();
     for t in &templates.list {
-        let rare = (t.count as f64) < min_share * total as f64;
-        if rare {
-            let name = if t.method == "GET" {
-                "other".to_string()
-            } else {
-                format!("other_{}", t.method.to_ascii_lowercase())
-            };
-            let at = match classes.iter().position(|c| c.name == name) {
-                Some(i) => i,
-                None => {
-                    used.push(name.clone());
-                    classes.push(Class {
-                        name,
-                        method: t.method.clone(),
-                        pattern: RARE.into(),
-                        requests: 0,
-                        share: 0.0,
-                        columns: vec!["target".into()],
-                        rows: Vec::new(),
-                        folded: Vec::new(),
-                        statuses: BTreeMap::new(),
-                    });
-                    classes.len() - 1
-                }
-            };
-            classes[at].folded.push(t.pattern());
+        if rare(t) {
+            let at = *others.entry(t.method.clone()).or_insert_with(|| {
+                classes.push(Class {
+                    name: other_name(&t.method),
+                    method: t.method.clone(),
+                    pattern: RARE.into(),
+                    segments: Vec::new(),
+                    requests: 0,
+                    share: 0.0,
+                    columns: vec!["target".into()],
+                    rows: Vec::new(),
+                    folded: Vec::new(),
+                    statuses: BTreeMap::new(),
+                });
+                classes.len() - 1
+            });
+            // The page lists a few; thousands would only fill it.
+            if classes[at].folded.len() < 100 {
+                classes[at].folded.push(t.pattern());
+            }
             class_of.push(at);
             continue;
         }
         let base = t.base_name();
-        let clash = templates.list.iter().any(|o| {
-            o.method != t.method
-                && o.base_name() == base
-                && (o.method == "GET" || o.method < t.method)
-        });
+        let clash = methods_of[&base].iter().any(|m| *m != t.method);
         let base = if t.method != "GET" && clash {
-            format!("{}_{base}", t.method.to_ascii_lowercase())
+            safe_name(format!("{}_{base}", t.method.to_ascii_lowercase()))
         } else {
             base
         };
@@ -464,6 +493,7 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
             name,
             method: t.method.clone(),
             pattern: t.pattern(),
+            segments: t.segments.clone(),
             requests: 0,
             share: 0.0,
             columns,
@@ -474,6 +504,41 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
         class_of.push(classes.len() - 1);
     }
     (classes, class_of)
+}
+
+/// Classes no request of the second pass went to (the file changed
+/// between the passes) go, the counts renumbered: a class without visits
+/// would be a request no session reaches.
+fn drop_empty(im: &mut LogImport) {
+    if im.classes.iter().all(|c| c.requests > 0) {
+        return;
+    }
+    let mut new_index = Vec::with_capacity(im.classes.len());
+    let mut next = 0;
+    for c in &im.classes {
+        new_index.push((c.requests > 0).then(|| {
+            next += 1;
+            next - 1
+        }));
+    }
+    let c = &mut im.counts;
+    let keep = |v: &mut Vec<u64>| {
+        let old = std::mem::take(v);
+        *v = old
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| new_index[*i].is_some())
+            .map(|(_, x)| x)
+            .collect();
+    };
+    keep(&mut c.starts);
+    keep(&mut c.exits);
+    c.steps = std::mem::take(&mut c.steps)
+        .into_iter()
+        .filter_map(|((a, b), n)| Some(((new_index[a]?, new_index[b]?), n)))
+        .collect();
+    c.classes = next;
+    im.classes.retain(|c| c.requests > 0);
 }
 
 /// One data row: the parameters' values and the query (with its `?`), or

@@ -263,24 +263,53 @@ fn parse_ncsa(line: &str, combined: bool) -> Result<LogEntry, String> {
     })
 }
 
-/// The text of a leading `"…"` (with `\"` and `\\` unescaped) and what follows.
+/// The text of a leading `"…"` (escapes undone) and what follows.
 fn quoted(s: &str) -> Option<(String, &str)> {
     let s = s.trim_start();
     let body = s.strip_prefix('"')?;
-    let mut out = String::new();
-    let mut chars = body.char_indices();
-    while let Some((i, c)) = chars.next() {
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
         match c {
-            '\\' => {
-                if let Some((_, n)) = chars.next() {
-                    out.push(n);
-                }
-            }
-            '"' => return Some((out, &body[i + 1..])),
-            c => out.push(c),
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some((unescape(&body[..i]), &body[i + 1..])),
+            _ => {}
         }
     }
     None
+}
+
+/// A logged value as the client sent it: nginx writes unsafe bytes as
+/// `\xHH` (a quote as `\x22`, UTF-8 byte by byte), Apache `\"` and `\\`.
+pub(super) fn unescape(v: &str) -> String {
+    if !v.contains('\\') {
+        return v.to_string();
+    }
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() {
+            let hex = (b[i + 1] == b'x' && i + 3 < b.len())
+                .then(|| std::str::from_utf8(&b[i + 2..i + 4]).ok())
+                .flatten()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(byte) => {
+                    out.push(byte);
+                    i += 4;
+                }
+                None => {
+                    out.push(b[i + 1]);
+                    i += 2;
+                }
+            }
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `GET /x?y HTTP/1.1` into method and origin-form target.
@@ -404,6 +433,10 @@ mod tests {
             (o.target.as_str(), o.agent.as_str()),
             ("/a/b", "say \"hi\"")
         );
+        // nginx's escapes: a quote and UTF-8 bytes.
+        let nginx = r#"::1 - - [01/Jan/2024:00:00:00 +0000] "GET /caf\xC3\xA9 HTTP/1.1" 200 1 "-" "a \x22b\x22""#;
+        let n = LogFormat::Combined.parse(nginx).unwrap();
+        assert_eq!((n.target.as_str(), n.agent.as_str()), ("/café", "a \"b\""));
     }
 
     #[test]

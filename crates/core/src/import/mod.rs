@@ -281,6 +281,11 @@ fn log_report(
                 }),
             },
             report::Skipped {
+                what: "unclassified".into(),
+                count: im.unclassified,
+                why: "a method past the first 64, or a path the first pass did not see (the file changed)".into(),
+            },
+            report::Skipped {
                 what: "excluded".into(),
                 count: im.excluded,
                 why: options

@@ -8,7 +8,7 @@
 //! within the timeout); the rest is counters, so memory does not grow with
 //! the log.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use super::fit::Gaps;
@@ -23,29 +23,45 @@ pub struct SessionCounts {
     pub classes: usize,
     /// `starts[c]`: sessions that began at class `c`.
     pub starts: Vec<u64>,
-    /// `steps[a][b]`: a request of class `a` followed by one of `b` in the
-    /// same session.
-    pub steps: Vec<Vec<u64>>,
+    /// `steps[&(a, b)]`: a request of class `a` followed by one of `b` in
+    /// the same session (sparse: most pairs never follow each other).
+    pub steps: HashMap<(usize, usize), u64>,
     /// `exits[c]`: sessions whose last request was of class `c`.
     pub exits: Vec<u64>,
     pub sessions: u64,
     pub gaps: Gaps,
-    /// Sessions begun in each hour of the day (UTC), and the distinct
-    /// hours of the log's span seen with any request, by hour of the day.
+    /// Sessions begun in each hour of the day (UTC).
     pub starts_by_hour: [u64; 24],
-    hours_seen: HashSet<i64>,
+    /// The first and last request's time.
+    pub span: (f64, f64),
 }
 
 impl SessionCounts {
-    /// How many hours of the log fell on each hour of the day.
-    pub fn hours_observed(&self) -> [u64; 24] {
-        let mut n = [0u64; 24];
-        for h in &self.hours_seen {
-            n[h.rem_euclid(24) as usize] += 1;
+    /// Seconds of the log's span that fell on each hour of the day (a log
+    /// of ten minutes covers 600 s of one hour, not 3600).
+    pub fn seconds_observed(&self) -> [f64; 24] {
+        let mut n = [0.0; 24];
+        let (first, last) = self.span;
+        if !(last >= first) {
+            return n;
+        }
+        let mut hour = (first / 3600.0).floor();
+        while hour * 3600.0 <= last {
+            let (start, end) = (hour * 3600.0, hour * 3600.0 + 3600.0);
+            n[(hour as i64).rem_euclid(24) as usize] += end.min(last) - start.max(first);
+            hour += 1.0;
+        }
+        // A log whose requests all share one instant still covers a second.
+        if last == first {
+            n[((first / 3600.0).floor() as i64).rem_euclid(24) as usize] = 1.0;
         }
         n
     }
 }
+
+/// Seconds a client's line may lie before its previous one and still
+/// continue its session.
+const BACKWARDS: f64 = 60.0;
 
 pub struct Sessionizer {
     timeout: f64,
@@ -71,27 +87,28 @@ impl Sessionizer {
             counts: SessionCounts {
                 classes,
                 starts: vec![0; classes],
-                steps: vec![vec![0; classes]; classes],
+                steps: HashMap::new(),
                 exits: vec![0; classes],
                 sessions: 0,
                 gaps: Gaps::default(),
                 starts_by_hour: [0; 24],
-                hours_seen: HashSet::new(),
+                span: (f64::INFINITY, f64::NEG_INFINITY),
             },
         }
     }
 
     /// A request of class `class` by client `key` at `time` (seconds).
     /// Lines a little out of order (logs are written as responses end)
-    /// count as a gap of zero.
+    /// count as a gap of zero; a minute or more back in time (files
+    /// concatenated out of order) starts a new session.
     pub fn add(&mut self, key: u64, time: f64, class: usize) {
         self.latest = self.latest.max(time);
         let hour = (time / 3600.0).floor() as i64;
-        self.counts.hours_seen.insert(hour);
         let c = &mut self.counts;
+        c.span = (c.span.0.min(time), c.span.1.max(time));
         match self.open.get_mut(&key) {
-            Some(o) if time - o.last_time <= self.timeout => {
-                c.steps[o.last][class] += 1;
+            Some(o) if time - o.last_time <= self.timeout && o.last_time - time < BACKWARDS => {
+                *c.steps.entry((o.last, class)).or_default() += 1;
                 c.gaps.add(time - o.last_time);
                 o.last_time = o.last_time.max(time);
                 o.last = class;
@@ -134,6 +151,19 @@ impl Sessionizer {
         });
     }
 
+    /// Whether `key` has a session open now.
+    pub fn is_open(&self, key: u64) -> bool {
+        self.open.contains_key(&key)
+    }
+
+    /// The session open under `from` continues under `to`: a visitor's
+    /// first request came before its session cookie was set.
+    pub fn rekey(&mut self, from: u64, to: u64) {
+        if let Some(o) = self.open.remove(&from) {
+            self.open.insert(to, o);
+        }
+    }
+
     pub fn open_sessions(&self) -> usize {
         self.open.len()
     }
@@ -165,12 +195,30 @@ mod tests {
         let c = s.finish();
         assert_eq!(c.sessions, 4);
         assert_eq!(c.starts, vec![3, 1, 0]);
-        assert_eq!(c.steps[0][1], 1);
-        assert_eq!(c.steps[1][2], 1);
+        assert_eq!(c.steps[&(0, 1)], 1);
+        assert_eq!(c.steps[&(1, 2)], 1);
         assert_eq!(c.exits, vec![2, 1, 1]);
         assert_eq!(c.gaps.count(), 2);
         assert!((c.gaps.mean() - 5.0).abs() < 1e-9);
         assert_eq!(c.starts_by_hour[0], 4);
-        assert_eq!(c.hours_observed()[0], 1);
+        assert_eq!(c.seconds_observed()[0], 500.0);
+    }
+
+    #[test]
+    fn a_session_begun_before_its_cookie_continues_under_it() {
+        let mut s = Sessionizer::new(2, 60.0);
+        let (client, cookie) = (
+            client_key(&["1.1.1.1", "ua"]),
+            client_key(&["session", "abc"]),
+        );
+        s.add(client, 0.0, 0);
+        assert!(!s.is_open(cookie));
+        s.rekey(client, cookie);
+        s.add(cookie, 5.0, 1);
+        // Far back in time: another session.
+        s.add(cookie, -100.0, 0);
+        let c = s.finish();
+        assert_eq!(c.sessions, 2);
+        assert_eq!(c.steps[&(0, 1)], 1);
     }
 }

@@ -54,8 +54,16 @@ pub fn ms(seconds: f64) -> String {
 /// A probability with six decimals, rounded down so a request's
 /// transitions never sum above 1.
 fn p(x: f64) -> String {
-    let v = (x * 1e6).floor() / 1e6;
-    let s = format!("{v:.6}");
+    // Six significant digits at least, however small: a rare class's
+    // share printed as 0 would leave it unreachable.
+    let decimals = if x > 0.0 && x < 1e-6 {
+        (-x.log10()).ceil() as usize + 5
+    } else {
+        6
+    };
+    let scale = 10f64.powi(decimals as i32);
+    let v = (x * scale).floor() / scale;
+    let s = format!("{v:.decimals$}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s.is_empty() {
         "0".into()
@@ -114,11 +122,12 @@ pub fn log_scenario(s: &LogScenario, im: &LogImport, g: &Graph) -> String {
     );
     let _ = writeln!(
         y,
-        "# skipped: {} malformed, {} static assets, {} robots, {} excluded.",
+        "# skipped: {} malformed, {} static assets, {} robots, {} excluded, {} unclassified.",
         thousands(im.malformed),
         thousands(im.static_skipped),
         thousands(im.bots_skipped),
-        thousands(im.excluded)
+        thousands(im.excluded),
+        thousands(im.unclassified)
     );
     let _ = writeln!(y, "# What was imported, drawn: {}", comment(s.report));
     let _ = writeln!(y, "name: {}", q(s.name));
@@ -212,7 +221,7 @@ pub fn log_scenario(s: &LogScenario, im: &LogImport, g: &Graph) -> String {
             );
         }
         if c.method != "GET" {
-            let _ = writeln!(y, "    method: {}", c.method);
+            let _ = writeln!(y, "    method: {}", q(&c.method));
         }
         let _ = writeln!(y, "    path: {}", q(&path_template(c)));
         if c.method != "GET" && c.method != "HEAD" && c.method != "DELETE" {
@@ -287,19 +296,14 @@ fn path_template(c: &super::log::Class) -> String {
     }
     let mut path = String::new();
     let mut param = 0;
-    let segs: Vec<&str> = c
-        .pattern
-        .split('/')
-        .skip(1)
-        .filter(|s| !s.is_empty())
-        .collect();
-    for seg in &segs {
+    for seg in &c.segments {
         path.push('/');
-        if *seg == "{}" {
-            let _ = write!(path, "${{raw({}.{})}}", c.name, c.columns[param]);
-            param += 1;
-        } else {
-            path.push_str(&uri_literal(seg));
+        match seg {
+            None => {
+                let _ = write!(path, "${{raw({}.{})}}", c.name, c.columns[param]);
+                param += 1;
+            }
+            Some(word) => path.push_str(&uri_literal(word)),
         }
     }
     if path.is_empty() {
@@ -329,7 +333,8 @@ mod tests {
     fn probabilities_round_down_and_read_back() {
         assert_eq!(p(0.3333339), "0.333333");
         assert_eq!(p(1.0), "1");
-        assert_eq!(p(0.0000004), "0");
+        assert_eq!(p(0.0000004), "0.0000004");
+        assert_eq!(p(2.5e-7), "0.00000025");
         assert_eq!(ms(20.1234), "20123ms");
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(q("a\"b"), "\"a\\\"b\"");
