@@ -234,9 +234,33 @@ fn producer_settings_decode_and_unknown_ones_are_named() {
         max_in_flight: 20,
         client_id: "x".to_string(),
         metadata_max_age: Duration::from_secs(1),
+        compression: Compression::None,
+        compression_level: None,
     };
     assert_eq!(kafka.producer, expected);
-    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {queue.buffering.max.kbytes: 5, linger.ms: soon, compression.type: lz4}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    let zstd = ok("target:\n  kafka: {bootstrap: 'h:1', settings: {compression.type: zstd, compression.level: 9}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n");
+    let Endpoint::Kafka(kafka) = &zstd.target.endpoint else {
+        panic!("a Kafka target")
+    };
+    assert_eq!(
+        (kafka.producer.compression, kafka.producer.compression_level),
+        (Compression::Zstd, Some(9))
+    );
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {compression.type: gzip, compression.level: 12}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    expect(
+        text,
+        "expected `compression.level` from 1 to 9 for gzip, found 12",
+        2,
+        83,
+    );
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {compression.type: lz4, compression.level: 3}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    expect(
+        text,
+        "`compression.level` has no effect with compression.type lz4",
+        2,
+        82,
+    );
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {queue.buffering.max.kbytes: 5, linger.ms: soon, compression.type: brotli}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
     expect(
         text,
         "unknown producer setting `queue.buffering.max.kbytes`",
@@ -244,7 +268,12 @@ fn producer_settings_decode_and_unknown_ones_are_named() {
         40,
     );
     expect(text, "expected `linger.ms` to be milliseconds", 2, 82);
-    expect(text, "expected `compression.type` to be `none`", 2, 106);
+    expect(
+        text,
+        "expected `compression.type` to be one of `none`, `gzip`",
+        2,
+        106,
+    );
 }
 
 #[test]

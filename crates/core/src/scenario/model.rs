@@ -229,6 +229,55 @@ pub struct ProducerSettings {
     /// `metadata.max.age.ms`: partitions and leaders are asked again this
     /// often, so partitions added during a run get their keys' records.
     pub metadata_max_age: Duration,
+    /// `compression.type`: how each batch's records are compressed.
+    pub compression: Compression,
+    /// `compression.level` (`compression.gzip.level`, …): the codec's own
+    /// scale; `None` for its default.
+    pub compression_level: Option<i32>,
+}
+
+/// A record batch's codec, as Kafka numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    pub fn parse(name: &str) -> Option<Compression> {
+        Some(match name {
+            "none" | "uncompressed" => Compression::None,
+            "gzip" => Compression::Gzip,
+            "snappy" => Compression::Snappy,
+            "lz4" => Compression::Lz4,
+            "zstd" => Compression::Zstd,
+            _ => return None,
+        })
+    }
+
+    /// Its `compression.type` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+
+    /// The levels the codec takes, `None` for a codec without levels here.
+    pub fn levels(self) -> Option<std::ops::RangeInclusive<i32>> {
+        match self {
+            Compression::Gzip => Some(1..=9),
+            Compression::Zstd => Some(1..=22),
+            _ => None,
+        }
+    }
 }
 
 impl Default for ProducerSettings {
@@ -240,6 +289,8 @@ impl Default for ProducerSettings {
             client_id: "autoperf".to_string(),
             // Java's producer's default.
             metadata_max_age: Duration::from_secs(300),
+            compression: Compression::None,
+            compression_level: None,
         }
     }
 }

@@ -20,6 +20,7 @@
 //! `timeout`; at the end of a level the shard drops its users and its
 //! producer with them, so a dead broker cannot hold the level past its end.
 
+mod codec;
 mod producer;
 /// Public for the fuzzer (fuzz/), which feeds its decoders arbitrary bytes.
 pub mod wire;
@@ -155,6 +156,8 @@ pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Arc<Config> {
         batch_bytes: settings.batch_bytes as usize,
         max_in_flight: settings.max_in_flight as usize,
         metadata_max_age: settings.metadata_max_age,
+        compression: settings.compression,
+        compression_level: settings.compression_level,
         timeout,
     })
 }
@@ -279,18 +282,20 @@ impl Transport for KafkaTransport {
             .await;
         let elapsed = begin.elapsed();
         match sent {
-            Ok(partition) => CallOutcome {
+            (Ok(partition), sizes) => CallOutcome {
                 result: Ok(partition),
                 response_time: elapsed,
                 connect_time: None,
                 http2_connection: false,
                 status: 0,
                 redirects: 0,
-                body_bytes: 0,
-                decoded_bytes: 0,
+                // The record's share of its batch as sent, and as written
+                // before compression.
+                body_bytes: sizes.wire,
+                decoded_bytes: sizes.raw,
                 tls: None,
             },
-            Err(kind) => failed(kind, elapsed, None),
+            (Err(kind), _) => failed(kind, elapsed, None),
         }
     }
 }

@@ -59,7 +59,10 @@ pub fn metadata_request(out: &mut Vec<u8>, correlation: i32, client: &str, topic
 /// One partition's records, ready to go into a Produce request.
 pub struct BatchRef<'a> {
     pub partition: i32,
+    /// The records as they go on the wire (compressed per `attributes`).
     pub records: &'a [u8],
+    /// The codec bits (0 uncompressed).
+    pub attributes: i16,
     pub count: i32,
     pub base_timestamp: i64,
     pub max_timestamp: i64,
@@ -101,7 +104,7 @@ pub fn produce_end(out: &mut [u8], start: usize) {
     finish_request(out, start);
 }
 
-/// A v2 record batch: no compression, create time, no producer id.
+/// A v2 record batch: create time, no producer id.
 fn put_batch(out: &mut Vec<u8>, batch: &BatchRef<'_>) {
     out.extend_from_slice(&0i64.to_be_bytes()); // base offset
     let length = (BATCH_HEADER - 12 + batch.records.len()) as i32;
@@ -111,7 +114,7 @@ fn put_batch(out: &mut Vec<u8>, batch: &BatchRef<'_>) {
     let crc_at = out.len();
     out.extend_from_slice(&[0; 4]);
     let checked = out.len();
-    out.extend_from_slice(&0i16.to_be_bytes()); // attributes
+    out.extend_from_slice(&batch.attributes.to_be_bytes());
     out.extend_from_slice(&(batch.count - 1).to_be_bytes()); // last offset delta
     out.extend_from_slice(&batch.base_timestamp.to_be_bytes());
     out.extend_from_slice(&batch.max_timestamp.to_be_bytes());
@@ -406,6 +409,7 @@ mod tests {
         let batch = BatchRef {
             partition: 3,
             records: &records,
+            attributes: 0,
             count: 2,
             base_timestamp: 1_700_000_000_000,
             max_timestamp: 1_700_000_000_005,

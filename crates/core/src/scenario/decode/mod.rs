@@ -533,6 +533,8 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
         },
     };
     let mut producer = ProducerSettings::default();
+    // Checked against the codec once every setting is read.
+    let mut level_at = None;
     if let Some(n) = fields.get("settings") {
         for (key, value) in ctx.named_map(n, "`settings`").unwrap_or_default() {
             if matches!(key.name.as_str(), "bootstrap.servers" | "acks") {
@@ -570,13 +572,28 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                     .filter(|&ms| ms >= 100)
                     .map(|ms| producer.metadata_max_age = Duration::from_millis(ms))
                     .is_some(),
-                "compression.type" | "compression.codec" => v == "none",
+                "compression.type" | "compression.codec" => Compression::parse(v.trim())
+                    .map(|c| producer.compression = c)
+                    .is_some(),
+                "compression.level"
+                | "compression.gzip.level"
+                | "compression.zstd.level"
+                | "compression.lz4.level" => v
+                    .trim()
+                    .parse::<i32>()
+                    .ok()
+                    .map(|l| {
+                        level_at = Some((l, value.pos()));
+                        producer.compression_level = Some(l);
+                    })
+                    .is_some(),
                 _ => {
                     ctx.error(
                         key.pos,
                         format!(
                             "unknown producer setting `{}`: autoperf's producer takes linger.ms, batch.size, \
-                             max.in.flight.requests.per.connection, client.id, metadata.max.age.ms and compression.type: none",
+                             max.in.flight.requests.per.connection, client.id, metadata.max.age.ms, \
+                             compression.type and compression.level",
                             key.name
                         ),
                     );
@@ -589,8 +606,9 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                     "batch.size" => "bytes from 1 to 67108864",
                     "metadata.max.age.ms" => "milliseconds from 100 to 86400000",
                     "compression.type" | "compression.codec" => {
-                        "`none` (autoperf sends uncompressed batches)"
+                        "one of `none`, `gzip`, `snappy`, `lz4`, `zstd`"
                     }
+                    n if n.starts_with("compression.") => "a whole number",
                     _ => "a count from 1 to 1000",
                 };
                 ctx.error(
@@ -598,6 +616,28 @@ fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
                     format!("expected `{}` to be {expected}, found `{v}`", key.name),
                 );
             }
+        }
+    }
+    if let Some((level, pos)) = level_at {
+        match producer.compression.levels() {
+            Some(range) if !range.contains(&level) => ctx.error(
+                pos,
+                format!(
+                    "expected `compression.level` from {} to {} for {}, found {level}",
+                    range.start(),
+                    range.end(),
+                    producer.compression.name()
+                ),
+            ),
+            None => ctx.error_hint(
+                pos,
+                format!(
+                    "`compression.level` has no effect with compression.type {}",
+                    producer.compression.name()
+                ),
+                Some("levels apply to gzip (1-9) and zstd (1-22); lz4 and snappy have one speed here".into()),
+            ),
+            _ => {}
         }
     }
     Some(KafkaTarget {

@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use tokio::sync::Notify;
 
+use super::super::codec;
 use super::super::wire::{self, BatchRef};
+use crate::scenario::Compression;
 
 use super::state::*;
 
@@ -113,6 +115,7 @@ impl Producer {
             brokers,
             slots,
             correlation,
+            compressed,
             ..
         } = &mut *st;
         let broker = &mut brokers[b];
@@ -154,11 +157,25 @@ impl Producer {
                 }
                 let partition = &mut topic.partitions[p];
                 let batch = &mut partition.batch;
+                let raw = batch.records.len() as u64;
+                let records = if config.compression == Compression::None {
+                    &batch.records[..]
+                } else {
+                    codec::compress(
+                        config.compression,
+                        config.compression_level,
+                        &batch.records,
+                        compressed,
+                    );
+                    &compressed[..]
+                };
+                let wire = records.len() as u64;
                 wire::produce_batch(
                     out,
                     &BatchRef {
                         partition: partition.id,
-                        records: &batch.records,
+                        records,
+                        attributes: codec::attribute(config.compression),
                         count: batch.count,
                         base_timestamp: batch.base_timestamp,
                         max_timestamp: batch.max_timestamp,
@@ -172,6 +189,7 @@ impl Producer {
                     topic: t,
                     partition: partition.id,
                     senders: std::mem::take(&mut batch.senders),
+                    sizes: Sizes { wire, raw },
                 });
             }
             i += same;
@@ -187,8 +205,15 @@ impl Producer {
             // No answer comes: written is acknowledged.
             let now = Instant::now();
             for s in sent {
-                for sender in s.senders {
-                    settle(slots, sender, Ok(s.partition as u16), now);
+                let n = s.senders.len();
+                for (i, sender) in s.senders.into_iter().enumerate() {
+                    settle(
+                        slots,
+                        sender,
+                        Ok(s.partition as u16),
+                        s.sizes.share(i, n),
+                        now,
+                    );
                 }
             }
         } else {

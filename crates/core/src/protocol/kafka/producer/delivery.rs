@@ -49,6 +49,7 @@ impl Producer {
                 return;
             };
             let s = batches.swap_remove(i);
+            let n = s.senders.len();
             let outcome = match code {
                 0 => Ok(partition.clamp(0, u16::MAX as i32) as u16),
                 wire::REQUEST_TIMED_OUT => Err(ErrorKind::Timeout),
@@ -59,15 +60,21 @@ impl Producer {
                     Err(ErrorKind::KafkaBroker)
                 }
             };
-            for sender in s.senders {
-                settle(slots, sender, outcome, now);
+            for (i, sender) in s.senders.into_iter().enumerate() {
+                settle(slots, sender, outcome, s.sizes.share(i, n), now);
             }
         });
         // Partitions the answer left out (or that a malformed answer did not
         // reach) did not get their records.
         for s in batches {
             for sender in s.senders {
-                settle(slots, sender, Err(ErrorKind::Malformed), now);
+                settle(
+                    slots,
+                    sender,
+                    Err(ErrorKind::Malformed),
+                    Sizes::default(),
+                    now,
+                );
             }
         }
         broker.wake.notify_one();
@@ -82,7 +89,7 @@ impl Producer {
         for request in brokers[b].in_flight.drain(..) {
             for s in request.batches {
                 for sender in s.senders {
-                    settle(slots, sender, Err(kind), now);
+                    settle(slots, sender, Err(kind), Sizes::default(), now);
                 }
             }
         }
@@ -109,18 +116,19 @@ impl Producer {
             batch.count = 0;
             batch.queued_at = None;
             for sender in batch.senders.drain(..) {
-                settle(slots, sender, Err(kind), now);
+                settle(slots, sender, Err(kind), Sizes::default(), now);
             }
         }
     }
 }
 
-/// Gives a record its outcome and wakes its sender, or frees the slot when
-/// nobody waits any more.
+/// Gives a record its outcome (and its share of its batch's bytes) and
+/// wakes its sender, or frees the slot when nobody waits any more.
 pub(super) fn settle(
     slots: &mut Slab<Slot>,
     sender: Sender,
     outcome: Result<u16, ErrorKind>,
+    sizes: Sizes,
     now: Instant,
 ) {
     let slot = match sender {
@@ -133,8 +141,8 @@ pub(super) fn settle(
                 http2_connection: false,
                 status: 0,
                 redirects: 0,
-                body_bytes: 0,
-                decoded_bytes: 0,
+                body_bytes: sizes.wire,
+                decoded_bytes: sizes.raw,
                 tls: None,
             };
             fired.sink.done(fired.request, fired.intended, outcome, now);
@@ -148,7 +156,7 @@ pub(super) fn settle(
         slots.remove(slot);
         return;
     }
-    s.outcome = Some(outcome);
+    s.outcome = Some((outcome, sizes));
     if let Some(waker) = s.waker.take() {
         waker.wake();
     }
@@ -162,7 +170,8 @@ pub(super) struct Delivery<'a> {
 }
 
 impl Future for Delivery<'_> {
-    type Output = Result<u16, ErrorKind>;
+    /// The partition written to, or why not; the record's bytes.
+    type Output = (Result<u16, ErrorKind>, Sizes);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut st = self.producer.state();

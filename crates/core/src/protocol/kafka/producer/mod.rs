@@ -36,7 +36,7 @@ pub(super) use metadata::fetch_metadata;
 use delivery::Delivery;
 use metadata::load_metadata;
 use state::*;
-pub use state::{Config, Producer};
+pub use state::{Config, Producer, Sizes};
 
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
@@ -75,6 +75,7 @@ impl Producer {
                 slots: Slab::new(),
                 rng: fastrand::Rng::with_seed(seed),
                 correlation: 0,
+                compressed: Vec::new(),
             }),
         }))
     }
@@ -84,15 +85,18 @@ impl Producer {
     }
 
     /// Sends one record (at `begin`) and waits for its acknowledgement: the
-    /// partition it was written to, or why not.
+    /// partition it was written to, or why not, and its share of its
+    /// batch's bytes.
     pub async fn send(
         &self,
         topic: usize,
         key: Option<&[u8]>,
         value: &[u8],
         begin: Instant,
-    ) -> Result<u16, ErrorKind> {
-        self.metadata(topic, begin).await?;
+    ) -> (Result<u16, ErrorKind>, Sizes) {
+        if let Err(kind) = self.metadata(topic, begin).await {
+            return (Err(kind), Sizes::default());
+        }
         let slot = self.0.state.borrow_mut().slots.insert(Slot::default());
         let delivery = Delivery {
             producer: self,

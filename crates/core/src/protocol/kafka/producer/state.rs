@@ -30,6 +30,8 @@ pub struct Config {
     pub timeout: Duration,
     /// Metadata older than this is asked again.
     pub metadata_max_age: Duration,
+    pub compression: crate::scenario::Compression,
+    pub compression_level: Option<i32>,
 }
 
 /// How long a shard waits before asking again for metadata that failed.
@@ -57,6 +59,8 @@ pub(crate) struct State {
     pub(crate) slots: Slab<Slot>,
     pub(crate) rng: fastrand::Rng,
     pub(crate) correlation: i32,
+    /// A batch's records compressed, before they join the request.
+    pub(crate) compressed: Vec<u8>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -124,6 +128,30 @@ pub(crate) struct Sent {
     pub(crate) topic: usize,
     pub(crate) partition: i32,
     pub(crate) senders: Vec<Sender>,
+    /// The batch's records as sent and before compression.
+    pub(crate) sizes: Sizes,
+}
+
+/// Bytes of records on the wire (compressed) and as written, summed over
+/// a batch or shared out to its records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sizes {
+    pub wire: u64,
+    pub raw: u64,
+}
+
+impl Sizes {
+    /// Record `i` of `n`'s share: the shares of all `n` sum to `self`.
+    pub(crate) fn share(self, i: usize, n: usize) -> Sizes {
+        let part = |total: u64| {
+            let (i, n) = (i as u128, n.max(1) as u128);
+            (u128::from(total) * (i + 1) / n - u128::from(total) * i / n) as u64
+        };
+        Sizes {
+            wire: part(self.wire),
+            raw: part(self.raw),
+        }
+    }
 }
 
 /// Who hears a record's outcome.
@@ -136,7 +164,7 @@ pub(crate) enum Sender {
 
 #[derive(Default)]
 pub(crate) struct Slot {
-    pub(crate) outcome: Option<Result<u16, ErrorKind>>,
+    pub(crate) outcome: Option<(Result<u16, ErrorKind>, Sizes)>,
     pub(crate) waker: Option<Waker>,
     /// Its sender stopped waiting (the level ended).
     pub(crate) abandoned: bool,
