@@ -65,6 +65,13 @@ fn run_ok(scenario: &str, args: &[&str], out: &Path) -> String {
     stderr
 }
 
+/// Held by the tests whose figures depend on the rate they reach, so
+/// they do not load the shared broker at the same time.
+fn rate_sensitive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The bundled example, pointed at `bootstrap`, writing to `topic`, with a
 /// fixed schema id instead of a registry.
 fn theodolite(dir: &Path, bootstrap: &str, topic: &str, schema_id: u32) -> PathBuf {
@@ -93,6 +100,7 @@ fn epoch_ms() -> i64 {
 
 #[test]
 fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
+    let _one_at_a_time = rate_sensitive();
     let bootstrap = broker();
     let dir = support::scratch_dir("kafka-theodolite");
     let topic = format!("autoperf-test-{}", std::process::id());
@@ -130,35 +138,14 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
     );
 
     // Read everything back.
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .set("group.id", format!("{topic}-check"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let metadata = consumer
-        .fetch_metadata(Some(&topic), Duration::from_secs(10))
-        .unwrap();
-    let partitions = metadata.topics()[0].partitions().len() as i32;
+    let (consumer, partitions, total) = read_all(&bootstrap, &topic);
     assert!(partitions >= 1);
-    let mut assignment = TopicPartitionList::new();
-    let mut total = 0;
-    for p in 0..partitions {
-        assignment
-            .add_partition_offset(&topic, p, Offset::Beginning)
-            .unwrap();
-        let (low, high) = consumer
-            .fetch_watermarks(&topic, p, Duration::from_secs(10))
-            .unwrap();
-        total += (high - low) as u64;
-    }
     // Every arrival of the level, warm-up included (7 s at 5000/s), is
     // delivered: at least 99% of them are in the topic.
     assert!(
         total >= requests && total as f64 >= 0.99 * 5000.0 * 7.0,
         "{total} records in the topic, {requests} measured"
     );
-    consumer.assign(&assignment).unwrap();
 
     let schema = apache_avro::Schema::parse_str(SCHEMA).unwrap();
     let mut read = 0u64;
@@ -441,6 +428,34 @@ fn a_kafka_level_spread_over_two_generator_processes_is_one_level() {
     assert!(!warnings.contains("generator process"), "{warnings}");
 }
 
+/// A consumer of every partition of `topic` from its beginning, the
+/// number of partitions, and the records they hold.
+fn read_all(bootstrap: &str, topic: &str) -> (BaseConsumer, i32, u64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("{topic}-check"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    let partitions = metadata.topics()[0].partitions().len() as i32;
+    let mut assignment = TopicPartitionList::new();
+    let mut total = 0;
+    for p in 0..partitions {
+        assignment
+            .add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+        let (low, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(10))
+            .unwrap();
+        total += (high - low) as u64;
+    }
+    consumer.assign(&assignment).unwrap();
+    (consumer, partitions, total)
+}
+
 /// Records in `topic` on the broker: the sum of its partitions'.
 fn records_in(bootstrap: &str, topic: &str) -> u64 {
     records_per_partition(bootstrap, topic).iter().sum()
@@ -664,6 +679,7 @@ fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
 fn the_theodolite_example_searches_its_highest_sustained_rate() {
     // `autoperf capacity` on the example (it has `arrivals:`): the open
     // search over a Kafka target, coarse (factor 8, 25%) to stay short.
+    let _one_at_a_time = rate_sensitive();
     let bootstrap = broker();
     let dir = support::scratch_dir("kafka-open-search");
     let topic = format!("open-search-{}", epoch_ms());
@@ -709,6 +725,7 @@ fn the_theodolite_example_searches_its_highest_sustained_rate() {
 /// against the bytes written: the compression ratio.
 #[test]
 fn every_compression_codec_delivers_records_a_consumer_reads_back() {
+    let _one_at_a_time = rate_sensitive();
     let bootstrap = broker();
     let dir = support::scratch_dir("kafka-codecs");
     for codec in ["gzip", "snappy", "lz4", "zstd"] {
@@ -772,32 +789,11 @@ requests:
             written as f64 / sent as f64
         );
 
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .set("group.id", format!("{topic}-check"))
-            .set("enable.auto.commit", "false")
-            .create()
-            .unwrap();
-        let metadata = consumer
-            .fetch_metadata(Some(&topic), Duration::from_secs(10))
-            .unwrap();
-        let partitions = metadata.topics()[0].partitions().len() as i32;
-        let mut assignment = TopicPartitionList::new();
-        let mut total = 0;
-        for p in 0..partitions {
-            assignment
-                .add_partition_offset(&topic, p, Offset::Beginning)
-                .unwrap();
-            let (low, high) = consumer
-                .fetch_watermarks(&topic, p, Duration::from_secs(10))
-                .unwrap();
-            total += (high - low) as u64;
-        }
+        let (consumer, partitions, total) = read_all(&bootstrap, &topic);
         assert!(
             total >= requests,
             "{codec}: {total} in the topic, {requests} acknowledged"
         );
-        consumer.assign(&assignment).unwrap();
         let mut read = 0u64;
         let give_up = Instant::now() + Duration::from_secs(60);
         while read < total && Instant::now() < give_up {

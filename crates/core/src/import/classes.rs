@@ -9,7 +9,7 @@
 //! bounded by that cap and a global node budget, whatever the log's size.
 //! The second pass maps each request onto the learned templates.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Distinct literal words one position may show before it is a parameter.
 const MAX_LITERALS: usize = 40;
@@ -144,7 +144,7 @@ impl TemplateLearner {
         }
         node.end += 1;
         self.nodes += created;
-        if created > 0 && self.nodes % 10_000 == 0 {
+        if created > 0 && self.nodes.is_multiple_of(10_000) {
             // Folding merged subtrees: count again now and then.
             self.nodes = self.roots.values().map(Node::size).sum();
         }
@@ -236,19 +236,7 @@ impl Template {
             .segments
             .iter()
             .flatten()
-            .map(|w| {
-                let w: String = w
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() {
-                            c.to_ascii_lowercase()
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
-                w.trim_matches('_').to_string()
-            })
+            .map(|w| identifier(w))
             .filter(|w| !w.is_empty())
             .collect();
         let name = if words.is_empty() {
@@ -262,6 +250,34 @@ impl Template {
         };
         safe_name(name)
     }
+}
+
+/// `word` as part of a name: ASCII letters and digits lowercased, the
+/// rest `_`, trimmed of `_`.
+pub fn identifier(word: &str) -> String {
+    let w: String = word
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    w.trim_matches('_').to_string()
+}
+
+/// `base`, else `base_2`, `base_3`…: the first not in `used`, then added.
+pub fn unique_name(base: String, used: &mut HashSet<String>) -> String {
+    let mut name = base.clone();
+    let mut n = 2;
+    while used.contains(&name) {
+        name = format!("{base}_{n}");
+        n += 1;
+    }
+    used.insert(name.clone());
+    name
 }
 
 /// A name a scenario can use for a request, a data file or a variable:

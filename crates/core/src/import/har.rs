@@ -14,14 +14,14 @@
 //! - a status check on every step, and the recording's pauses as each
 //!   step's think time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::classes::{looks_like_id, Template};
+use super::classes::{identifier, looks_like_id, safe_name, unique_name, Template};
 use super::clock::parse_rfc3339;
 use super::graph::{Edge, Graph};
 use super::report::{ImportReport, ReportClass, Skipped};
@@ -201,7 +201,7 @@ fn is_static(target: &str, mime: &str, exts: &[String]) -> bool {
         .next()
         .and_then(|l| l.rsplit_once('.'))
         .map(|(_, x)| x.to_ascii_lowercase());
-    ext.is_some_and(|x| exts.iter().any(|e| *e == x))
+    ext.is_some_and(|x| exts.contains(&x))
         || mime.starts_with("image/")
         || mime.starts_with("font/")
         || mime.starts_with("text/css")
@@ -502,26 +502,8 @@ fn sources(steps: &[Step]) -> Vec<Source> {
 }
 
 /// A variable name from a field name: `csrf`, `product_id`.
-fn var_name(hint: &str, used: &mut Vec<String>) -> String {
-    let mut base: String = hint
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    base = super::classes::safe_name(base.trim_matches('_').to_string());
-    let mut name = base.clone();
-    let mut n = 2;
-    while used.contains(&name) {
-        name = format!("{base}{n}");
-        n += 1;
-    }
-    used.push(name.clone());
-    name
+fn var_name(hint: &str, used: &mut HashSet<String>) -> String {
+    unique_name(safe_name(identifier(hint)), used)
 }
 
 /// The correlations made: on each step, the variables it extracts; and the
@@ -531,7 +513,7 @@ struct Correlator<'a> {
     /// Values the user sent before an answer held them (typed input).
     typed: Vec<(String, usize)>,
     steps: &'a [Step],
-    vars: Vec<String>,
+    vars: HashSet<String>,
     /// (source index) → variable.
     bound: BTreeMap<usize, String>,
     extracts: BTreeMap<usize, Vec<(String, String)>>,
@@ -750,7 +732,7 @@ pub fn har_scenario(
         sources: sources(&steps),
         typed: Vec::new(),
         steps: &steps,
-        vars: Vec::new(),
+        vars: HashSet::new(),
         bound: BTreeMap::new(),
         extracts: BTreeMap::new(),
         notes: Vec::new(),
@@ -776,7 +758,7 @@ pub fn har_scenario(
     }
 
     // Names.
-    let mut used = Vec::new();
+    let mut used = HashSet::new();
     let names: Vec<String> = steps
         .iter()
         .map(|s| {
@@ -794,14 +776,7 @@ pub fn har_scenario(
             } else {
                 format!("{}_{}", s.method.to_ascii_lowercase(), t.base_name())
             };
-            let mut name = base.clone();
-            let mut n = 2;
-            while used.contains(&name) {
-                name = format!("{base}_{n}");
-                n += 1;
-            }
-            used.push(name.clone());
-            name
+            unique_name(base, &mut used)
         })
         .collect();
 

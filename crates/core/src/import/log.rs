@@ -12,7 +12,7 @@ use std::path::Path;
 use regex::Regex;
 use serde::Serialize;
 
-use super::classes::{safe_name, segments, Template, TemplateLearner, Templates};
+use super::classes::{safe_name, segments, unique_name, Template, TemplateLearner, Templates};
 use super::fit::{fit, ThinkFit};
 use super::logline::{detect, JsonFields, LogEntry, LogFormat};
 use super::reader::{Line, LogReader};
@@ -148,7 +148,7 @@ impl Filter<'_> {
         let last = segments(&e.target).last().copied().unwrap_or("");
         let ext = last.rsplit_once('.').map(|(_, x)| x.to_ascii_lowercase());
         if let Some(ext) = ext {
-            if self.options.static_extensions.iter().any(|s| *s == ext) {
+            if self.options.static_extensions.contains(&ext) {
                 return Ok(Verdict::Static);
             }
         }
@@ -244,7 +244,7 @@ pub fn import_log(
             Line::Text(t) => t,
         };
         lines += 1;
-        if lines % 65_536 == 0 {
+        if lines.is_multiple_of(65_536) {
             progress.update(
                 1,
                 r.read.load(std::sync::atomic::Ordering::Relaxed),
@@ -312,7 +312,7 @@ pub fn import_log(
             Line::Text(t) => t,
         };
         out.lines += 1;
-        if out.lines % 65_536 == 0 {
+        if out.lines.is_multiple_of(65_536) {
             progress.update(
                 2,
                 r.read.load(std::sync::atomic::Ordering::Relaxed),
@@ -426,16 +426,6 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
         .filter(|t| rare(t))
         .map(|t| other_name(&t.method))
         .collect();
-    let unique = |base: String, used: &mut HashSet<String>| {
-        let mut name = base.clone();
-        let mut n = 2;
-        while used.contains(&name) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        used.insert(name.clone());
-        name
-    };
     // Methods other than GET get their method in the name when another
     // method has the same words (`login` and `post_login`).
     let mut methods_of: HashMap<String, Vec<&str>> = HashMap::new();
@@ -476,7 +466,7 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
         } else {
             base
         };
-        let name = unique(base, &mut used);
+        let name = unique_name(base, &mut used);
         let mut columns: Vec<String> = (0..t.params())
             .map(|i| {
                 if i == 0 {

@@ -50,11 +50,23 @@ impl LogReader {
     pub fn open(path: &Path) -> io::Result<LogReader> {
         let file = File::open(path)?;
         let size = file.metadata()?.len();
+        LogReader::over(file, size)
+    }
+
+    /// A log already in memory (tests, fuzzing); gzip detected alike.
+    pub fn from_bytes(bytes: Arc<[u8]>) -> io::Result<LogReader> {
+        let size = bytes.len() as u64;
+        LogReader::over(io::Cursor::new(bytes), size)
+    }
+
+    /// Lines of `source` (`size` bytes), through gzip when it starts with
+    /// gzip's magic bytes.
+    fn over(source: impl Read + Send + 'static, size: u64) -> io::Result<LogReader> {
         let read = Arc::new(AtomicU64::new(0));
         let mut raw = BufReader::with_capacity(
             256 * 1024,
             Counted {
-                inner: file,
+                inner: source,
                 read: read.clone(),
             },
         );
@@ -64,29 +76,6 @@ impl LogReader {
                 256 * 1024,
                 MultiGzDecoder::new(raw),
             ))
-        } else {
-            Box::new(raw)
-        };
-        Ok(LogReader {
-            input,
-            read,
-            size,
-            gzip,
-            line_no: 0,
-        })
-    }
-
-    /// A log already in memory (tests, fuzzing); gzip detected alike.
-    pub fn from_bytes(bytes: std::sync::Arc<[u8]>) -> io::Result<LogReader> {
-        let size = bytes.len() as u64;
-        let read = Arc::new(AtomicU64::new(0));
-        let mut raw = BufReader::new(Counted {
-            inner: io::Cursor::new(bytes),
-            read: read.clone(),
-        });
-        let gzip = raw.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-        let input: Box<dyn BufRead + Send> = if gzip {
-            Box::new(BufReader::new(MultiGzDecoder::new(raw)))
         } else {
             Box::new(raw)
         };

@@ -42,7 +42,8 @@ impl SessionCounts {
     pub fn seconds_observed(&self) -> [f64; 24] {
         let mut n = [0.0; 24];
         let (first, last) = self.span;
-        if !(last >= first) {
+        // NaN-safe: an empty log's span is (inf, -inf).
+        if last.partial_cmp(&first).is_none_or(|o| o.is_lt()) {
             return n;
         }
         let mut hour = (first / 3600.0).floor();
