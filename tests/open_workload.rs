@@ -6,7 +6,7 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,10 +18,17 @@ use autoperf_core::scenario::{self, Scenario};
 /// `stall_at` requests have arrived it stops the whole thread for `stall`,
 /// once — every connection waits, as in a garbage-collection pause.
 fn server(stall_at: u64, stall: Duration) -> SocketAddr {
+    counting_server(stall_at, stall).0
+}
+
+/// `server`, and the count of its connections open now.
+fn counting_server(stall_at: u64, stall: Duration) -> (SocketAddr, Arc<AtomicI64>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(AtomicU64::new(0));
+    let open = Arc::new(AtomicI64::new(0));
+    let open_now = open.clone();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -34,8 +41,18 @@ fn server(stall_at: u64, stall: Duration) -> SocketAddr {
                     continue;
                 };
                 let seen = seen.clone();
+                let open = open.clone();
+                open.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
                     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    // Counts the connection closed however the task ends.
+                    struct Closed(Arc<AtomicI64>);
+                    impl Drop for Closed {
+                        fn drop(&mut self) {
+                            self.0.fetch_sub(1, Ordering::Relaxed);
+                        }
+                    }
+                    let _closed = Closed(open);
                     let mut buf = Vec::with_capacity(4096);
                     loop {
                         let end = loop {
@@ -61,7 +78,7 @@ fn server(stall_at: u64, stall: Duration) -> SocketAddr {
             }
         });
     });
-    addr
+    (addr, open_now)
 }
 
 fn scenario(name: &str, addr: SocketAddr) -> Arc<Scenario> {
@@ -231,4 +248,50 @@ fn an_impossible_rate_is_refused_and_the_highest_ends_on_time_and_on_ctrl_c() {
     eprintln!("ended {:?} after Ctrl-C ({status})", asked.elapsed());
     let run = support::run_json(std::path::Path::new(&out("ctrl-c")));
     assert_eq!(run["analysis"]["stop_reason"], "interrupted");
+}
+
+#[test]
+fn connections_a_burst_opened_close_once_idle() {
+    // Sessions of two requests (workers, not fired arrivals) at 200/s for
+    // 16 s; the server stops for 1.5 s after about a second, so hundreds
+    // of sessions are in flight at once, each on its own connection. Once
+    // the server keeps up, they sit idle: within two idle windows (5 s
+    // each) all but a few close, instead of staying open to the end.
+    let (addr, open) = counting_server(400, Duration::from_millis(1500));
+    let dir = std::env::temp_dir().join(format!("autoperf-open-{}-burst", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: burst\ntarget: {{base_url: \"http://{addr}\", timeout: 10s}}\nthink_time: 0s\n\
+             requests:\n  a: {{path: /a}}\n  b: {{path: /b}}\nsession:\n  start: a\n  transitions: {{a: {{b: 1}}}}\n"
+        ),
+    )
+    .unwrap();
+    let s = Arc::new(scenario::load(&path).unwrap_or_else(|d| panic!("{d}")));
+    let plan = OpenPlan::constant(1, 200.0, Duration::ZERO, Duration::from_secs(16));
+    let runner = std::thread::spawn(move || run(&s, &plan));
+    let started = std::time::Instant::now();
+    let mut peak = 0;
+    while started.elapsed() < Duration::from_secs(14) {
+        peak = peak.max(open.load(Ordering::Relaxed));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let late = open.load(Ordering::Relaxed);
+    let level = runner.join().unwrap();
+    let total = level.totals.stats.total();
+    eprintln!(
+        "connections: peak {peak}, at 14 s {late}; requests {}",
+        total.requests
+    );
+    assert_eq!(total.errors.total(), 0);
+    assert!(
+        peak >= 100,
+        "the stall should have opened many connections: peak {peak}"
+    );
+    assert!(
+        late <= peak / 4,
+        "idle connections still open at 14 s: {late} of {peak}"
+    );
 }

@@ -52,6 +52,14 @@ pub struct OpenShard {
 /// still opens tens of thousands of connections a second.
 const MAX_CONNECTING: u32 = 32;
 
+/// Workers idle at every arrival of a window this long were not needed:
+/// all but one of them go, and their connections close (5–10 s after the
+/// last need of them, as windows fall; Apache's keep-alive timeout is 5 s).
+/// A burst (a slow second of the server's) opens many connections;
+/// without this, the shard would hold them, and their buffers, to the end
+/// of a run of hours.
+const IDLE_WINDOW: Duration = Duration::from_secs(5);
+
 /// A shard's open-workload bookkeeping.
 ///
 /// In-flight slots are long-lived worker tasks, each with its own user (so
@@ -69,6 +77,11 @@ pub struct OpenState {
     idle: u32,
     /// New workers still opening their connection.
     connecting: u32,
+    /// Idle workers woken to leave.
+    retire: u32,
+    /// The fewest workers idle at an arrival since `window_start`.
+    idle_floor: u32,
+    window_start: Instant,
     wake: Rc<Notify>,
     /// Told when a fired arrival ends while others wait for room.
     room: Rc<Notify>,
@@ -89,11 +102,32 @@ impl OpenState {
             workers: 0,
             idle: 0,
             connecting: 0,
+            retire: 0,
+            idle_floor: u32::MAX,
+            window_start: start,
             wake: Rc::new(Notify::new()),
             room: Rc::new(Notify::new()),
             next_due: schedules.then_some(start),
             interval_end: start + Duration::from_secs(1),
         }
+    }
+
+    /// Notes how many workers an arrival at `now` finds idle; once a
+    /// window has passed with some idle at every arrival, all but one of
+    /// those are woken to leave.
+    fn note_idle(&mut self, now: Instant) {
+        self.idle_floor = self.idle_floor.min(self.idle);
+        if now.saturating_duration_since(self.window_start) < IDLE_WINDOW {
+            return;
+        }
+        let surplus = self.idle_floor.saturating_sub(1);
+        self.idle -= surplus;
+        self.retire += surplus;
+        for _ in 0..surplus {
+            self.wake.notify_one();
+        }
+        self.idle_floor = self.idle;
+        self.window_start = now;
     }
 
     /// Whether every arrival due before `boundary` has been recorded, so
@@ -213,6 +247,7 @@ pub async fn schedule<T: Transport>(
             wait_or_give_up(&mut st, &mut rec, intended);
             continue;
         }
+        st.note_idle(now);
         st.waiting.push_back(intended);
         if st.idle > 0 {
             // Hand it to an idle worker.
@@ -384,6 +419,14 @@ async fn worker<T: Transport>(mut user: User<T>, state: Rc<RefCell<OpenState>>) 
                     st.wake.clone()
                 };
                 wake.notified().await;
+                // Woken to leave (nothing waits): the user, its connection
+                // and its buffers go with the task.
+                let mut st = state.borrow_mut();
+                if st.retire > 0 && st.waiting.is_empty() {
+                    st.retire -= 1;
+                    st.workers -= 1;
+                    return;
+                }
             }
         }
     }
