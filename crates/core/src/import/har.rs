@@ -239,7 +239,7 @@ fn steps(
             *skipped.entry("requests with an odd method").or_default() += 1;
             continue;
         }
-        if e.response.status == 0 {
+        if !(100..=999).contains(&e.response.status) {
             // Blocked or aborted in the browser: no answer to replay.
             *skipped.entry("requests without an answer").or_default() += 1;
             continue;
