@@ -290,7 +290,7 @@ pub fn safe_name(name: String) -> String {
     ];
     if name.is_empty() {
         "item".into()
-    } else if name.starts_with(|c: char| c.is_ascii_digit()) {
+    } else if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
         format!("p{name}")
     } else if RESERVED.contains(&name.as_str()) {
         format!("{name}_page")

@@ -774,7 +774,7 @@ pub fn har_scenario(
             let base = if s.method == "GET" {
                 t.base_name()
             } else {
-                format!("{}_{}", s.method.to_ascii_lowercase(), t.base_name())
+                safe_name(format!("{}_{}", identifier(&s.method), t.base_name()))
             };
             unique_name(base, &mut used)
         })

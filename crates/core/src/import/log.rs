@@ -12,7 +12,9 @@ use std::path::Path;
 use regex::Regex;
 use serde::Serialize;
 
-use super::classes::{safe_name, segments, unique_name, Template, TemplateLearner, Templates};
+use super::classes::{
+    identifier, safe_name, segments, unique_name, Template, TemplateLearner, Templates,
+};
 use super::fit::{fit, ThinkFit};
 use super::logline::{detect, JsonFields, LogEntry, LogFormat};
 use super::reader::{Line, LogReader};
@@ -415,7 +417,7 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
         if method == "GET" {
             "other".to_string()
         } else {
-            format!("other_{}", method.to_ascii_lowercase())
+            format!("other_{}", identifier(method))
         }
     };
     // `other` names are taken first, so a frequent `/other` cannot become
@@ -462,7 +464,8 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
         let base = t.base_name();
         let clash = methods_of[&base].iter().any(|m| *m != t.method);
         let base = if t.method != "GET" && clash {
-            safe_name(format!("{}_{base}", t.method.to_ascii_lowercase()))
+            // A method may hold `-` (a token): the name takes its letters.
+            safe_name(format!("{}_{base}", identifier(&t.method)))
         } else {
             base
         };
