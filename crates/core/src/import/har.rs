@@ -239,8 +239,9 @@ fn steps(
             *skipped.entry("requests with an odd method").or_default() += 1;
             continue;
         }
-        if !(100..=999).contains(&e.response.status) {
-            // Blocked or aborted in the browser: no answer to replay.
+        if !(100..=599).contains(&e.response.status) {
+            // Blocked or aborted in the browser (0), or no HTTP status at
+            // all: no answer to replay.
             *skipped.entry("requests without an answer").or_default() += 1;
             continue;
         }
