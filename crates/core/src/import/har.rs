@@ -165,8 +165,14 @@ enum StepBody {
     Raw { mime: String, text: String },
 }
 
+/// An http(s) URL's origin (a base URL a scenario takes: a host, a port
+/// other than 0) and its path and query.
 fn split_url(url: &str) -> Option<(String, String)> {
     let u = url::Url::parse(url).ok()?;
+    let web = matches!(u.scheme(), "http" | "https") && u.host().is_some();
+    if !web || u.port() == Some(0) {
+        return None;
+    }
     let origin = u.origin().ascii_serialization();
     let mut target = u.path().to_string();
     if let Some(q) = u.query() {
