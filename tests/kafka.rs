@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use apache_avro::types::Value;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 fn root() -> PathBuf {
@@ -148,14 +148,8 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
     );
 
     let schema = apache_avro::Schema::parse_str(SCHEMA).unwrap();
-    let mut read = 0u64;
     let mut sensors = HashSet::new();
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while read < total && Instant::now() < give_up {
-        let Some(message) = consumer.poll(Duration::from_millis(500)) else {
-            continue;
-        };
-        let message = message.unwrap();
+    let read = read_back(&consumer, total, |message| {
         let key = std::str::from_utf8(message.key().expect("a key")).unwrap();
         let payload = message.payload().expect("a value");
         assert_eq!(payload[0], 0, "magic byte");
@@ -190,8 +184,7 @@ fn theodolite_example_delivers_the_rate_in_the_registry_wire_format() {
             "key {key} on the partition a Java client would choose"
         );
         sensors.insert(n);
-        read += 1;
-    }
+    });
     assert_eq!(read, total, "read back all records");
     // More than 25,000 records, cycling over 10,000 sensors: every one sent.
     assert_eq!(sensors.len(), 10_000);
@@ -454,6 +447,21 @@ fn read_all(bootstrap: &str, topic: &str) -> (BaseConsumer, i32, u64) {
     }
     consumer.assign(&assignment).unwrap();
     (consumer, partitions, total)
+}
+
+/// Polls `consumer` until `total` records came (or a minute passed),
+/// handing each to `check`; returns how many came.
+fn read_back(consumer: &BaseConsumer, total: u64, mut check: impl FnMut(&BorrowedMessage)) -> u64 {
+    let mut read = 0u64;
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while read < total && Instant::now() < give_up {
+        let Some(message) = consumer.poll(Duration::from_millis(500)) else {
+            continue;
+        };
+        check(&message.unwrap());
+        read += 1;
+    }
+    read
 }
 
 /// Records in `topic` on the broker: the sum of its partitions'.
@@ -794,13 +802,7 @@ requests:
             total >= requests,
             "{codec}: {total} in the topic, {requests} acknowledged"
         );
-        let mut read = 0u64;
-        let give_up = Instant::now() + Duration::from_secs(60);
-        while read < total && Instant::now() < give_up {
-            let Some(message) = consumer.poll(Duration::from_millis(500)) else {
-                continue;
-            };
-            let message = message.unwrap();
+        let read = read_back(&consumer, total, |message| {
             let key = std::str::from_utf8(message.key().expect("a key")).unwrap();
             let value: serde_json::Value =
                 serde_json::from_slice(message.payload().expect("a value")).unwrap_or_else(|e| {
@@ -810,8 +812,7 @@ requests:
             assert_eq!(value["unit"], "watt", "{codec}");
             let expected = (murmur2(key.as_bytes()) & 0x7fff_ffff) as i32 % partitions;
             assert_eq!(message.partition(), expected, "{codec}: {key}");
-            read += 1;
-        }
+        });
         assert_eq!(read, total, "{codec}: every record read back");
     }
 }
