@@ -21,6 +21,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::scenario::decode::requests::is_token;
+
 use super::classes::{identifier, looks_like_id, safe_name, unique_name, Template};
 use super::clock::parse_rfc3339;
 use super::graph::{Edge, Graph};
@@ -111,10 +113,11 @@ struct NameValue {
     value: String,
 }
 
-/// Headers the client sets itself, or that would replay stale state.
+/// Headers the client sets itself, that would replay stale state, or
+/// whose name no HTTP/1.1 message can carry (a broken recording's).
 fn dropped_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    n.starts_with(':')
+    !is_token(&n)
         || n.starts_with("sec-")
         || [
             "host",
@@ -492,7 +495,7 @@ fn sources(steps: &[Step]) -> Vec<Source> {
                 || ["token", "csrf", "auth", "key", "session"]
                     .iter()
                     .any(|w| n.contains(w));
-            if !own || n == "set-cookie" {
+            if !own || n == "set-cookie" || !is_token(&n) {
                 continue;
             }
             if correlatable(value) {
@@ -1159,6 +1162,48 @@ mod tests {
         assert_eq!(s.steps, 4);
         if let Err(d) = crate::scenario::decode::decode(y, Path::new("/nonexistent/j.yaml"), &[]) {
             panic!("{d:?}\n{y}");
+        }
+    }
+
+    #[test]
+    fn header_names_no_message_can_carry_are_left_out() {
+        let bad = serde_json::json!([{"name": "X-CSR?-Token", "value": "tk-12345678"}]);
+        let entries = vec![
+            entry(
+                "2024-01-01T00:00:00Z",
+                "GET",
+                "http://a/x",
+                bad.clone(),
+                200,
+                bad.clone(),
+                "",
+                "",
+            ),
+            entry(
+                "2024-01-01T00:00:01Z",
+                "GET",
+                "http://a/y",
+                bad.clone(),
+                200,
+                serde_json::json!([]),
+                "",
+                "",
+            ),
+        ];
+        let har = serde_json::json!({"log": {"entries": entries}});
+        let out = Outputs::for_scenario(Path::new("/nonexistent/j.yaml"));
+        let s = har_scenario(
+            &har.to_string(),
+            Path::new("j.har"),
+            &HarOptions::default(),
+            &out,
+        )
+        .unwrap();
+        assert!(!s.yaml.contains("CSR?"), "{}", s.yaml);
+        if let Err(d) =
+            crate::scenario::decode::decode(&s.yaml, Path::new("/nonexistent/j.yaml"), &[])
+        {
+            panic!("{d:?}\n{}", s.yaml);
         }
     }
 

@@ -221,7 +221,7 @@ fn decode_request(
     let method = match fields.get("method") {
         None => Some("GET".to_string()),
         Some(n) => ctx.string(n, "an HTTP method like `GET`").and_then(|m| {
-            let ok = !m.is_empty() && m.bytes().all(is_token_byte);
+            let ok = is_token(&m);
             if !ok {
                 ctx.error(
                     n.pos(),
@@ -256,7 +256,7 @@ fn decode_request(
     let mut headers = Vec::new();
     if let Some(node) = fields.get("headers") {
         for (name, value) in ctx.named_map(node, "`headers`").unwrap_or_default() {
-            if name.name.is_empty() || !name.name.bytes().all(is_token_byte) {
+            if !is_token(&name.name) {
                 ctx.error(
                     name.pos,
                     format!(
@@ -584,6 +584,11 @@ fn decode_produce(
         checks: Vec::new(),
         think_time: None,
     })
+}
+
+/// Whether `s` is an RFC 9110 token: what a method or header name is.
+pub fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_token_byte)
 }
 
 /// RFC 9110 `tchar`: what a method or header name may be made of.
