@@ -737,55 +737,9 @@ fn every_compression_codec_delivers_records_a_consumer_reads_back() {
     let bootstrap = broker();
     let dir = support::scratch_dir("kafka-codecs");
     for codec in ["gzip", "snappy", "lz4", "zstd"] {
-        let topic = format!("autoperf-codec-{codec}-{}", std::process::id());
-        let scenario = dir.join(format!("{codec}.yaml"));
-        std::fs::write(
-            &scenario,
-            format!(
-                r#"name: codec-{codec}
-target:
-  kafka:
-    bootstrap: "{bootstrap}"
-    acks: 1
-    settings: {{compression.type: {codec}, linger.ms: 20}}
-data:
-  sensors: {{range: [0, 99]}}
-arrivals: {{rate: 1000/s}}
-requests:
-  record:
-    produce:
-      topic: {topic}
-      key: "sensor-${{sensors.n}}"
-      value: {{json: {{sensor: "sensor-${{sensors.n}}", unit: watt, note: "a repetitive note that compresses well, as telemetry does"}}}}
-"#
-            ),
-        )
-        .unwrap();
-        let out = dir.join(format!("{codec}-results"));
-        run_ok(
-            scenario.to_str().unwrap(),
-            // The warm-up covers the topic's creation: the broker refuses
-            // a new topic's first batches until its leader is elected.
-            &[
-                "--rate",
-                "1000/s",
-                "--duration",
-                "2s",
-                "--warmup",
-                "1s",
-                "--quiet",
-            ],
-            &out,
-        );
-        let level = &support::run_json(&out)["levels"][0];
-        assert_eq!(level["errors"], 0, "{codec}: {level}");
-        let requests = level["requests"].as_u64().unwrap();
-        assert!(requests >= 1500, "{codec}: {level}");
-        let per = &level["per_request"]["record"];
-        let (sent, written) = (
-            per["body_bytes"].as_u64().unwrap(),
-            per["decoded_bytes"].as_u64().unwrap(),
-        );
+        let settings = format!("compression.type: {codec}, linger.ms: 20");
+        let (sent, written) =
+            deliver_and_read_back(&dir, codec, &bootstrap, &bootstrap, &settings, &[]);
         // Small batches (20 ms of 1,000 records/s over the partitions)
         // still shrink by a third or more (2.0-2.6x measured).
         assert!(
@@ -796,23 +750,185 @@ requests:
             "{codec}: {sent} bytes sent for {written} written ({:.2}x)",
             written as f64 / sent as f64
         );
-
-        let (consumer, partitions, total) = read_all(&bootstrap, &topic);
-        assert!(
-            total >= requests,
-            "{codec}: {total} in the topic, {requests} acknowledged"
-        );
-        let read = read_back(&consumer, total, |message| {
-            let key = std::str::from_utf8(message.key().expect("a key")).unwrap();
-            let value: serde_json::Value =
-                serde_json::from_slice(message.payload().expect("a value")).unwrap_or_else(|e| {
-                    panic!("{codec}: a record that is not the JSON written: {e}")
-                });
-            assert_eq!(value["sensor"], key, "{codec}");
-            assert_eq!(value["unit"], "watt", "{codec}");
-            let expected = (murmur2(key.as_bytes()) & 0x7fff_ffff) as i32 % partitions;
-            assert_eq!(message.partition(), expected, "{codec}: {key}");
-        });
-        assert_eq!(read, total, "{codec}: every record read back");
     }
+}
+
+/// The secured listeners of the shared broker (`scripts/kafka.sh
+/// security`): addresses, CA, client certificate, user.
+fn broker_security() -> std::collections::HashMap<String, String> {
+    broker();
+    let out = Command::new("bash")
+        .arg(root().join("scripts/kafka.sh"))
+        .arg("security")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn every_security_protocol_delivers_and_refusals_name_the_setting() {
+    let _one_at_a_time = rate_sensitive();
+    let plain = broker();
+    let sec = broker_security();
+    let dir = support::scratch_dir("kafka-security");
+    let (ca, cert, key, user) = (
+        &sec["CA"],
+        &sec["CLIENT_CERT"],
+        &sec["CLIENT_KEY"],
+        &sec["USER"],
+    );
+    // The password comes from the environment, as users are told to.
+    let password = [("KAFKA_PASSWORD", sec["PASSWORD"].as_str())];
+    let cases = [
+        // The SSL listener requires a client certificate.
+        ("ssl", &sec["SSL"], format!("security.protocol: SSL, ssl.ca.location: '{ca}', ssl.certificate.location: '{cert}', ssl.key.location: '{key}', compression.type: lz4")),
+        ("sasl-ssl-plain", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: PLAIN, sasl.username: {user}, sasl.password: '${{env.KAFKA_PASSWORD}}', compression.type: gzip")),
+        ("sasl-ssl-scram256", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: SCRAM-SHA-256, sasl.username: {user}, sasl.password: '${{env.KAFKA_PASSWORD}}', compression.type: snappy")),
+        ("sasl-ssl-scram512", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: SCRAM-SHA-512, sasl.username: {user}, sasl.password: '${{env.KAFKA_PASSWORD}}', compression.type: zstd")),
+        ("sasl-plaintext-scram512", &sec["SASL_PLAINTEXT"], format!("security.protocol: SASL_PLAINTEXT, sasl.mechanism: SCRAM-SHA-512, sasl.username: {user}, sasl.password: '${{env.KAFKA_PASSWORD}}'")),
+    ];
+    for (label, listener, settings) in &cases {
+        // Read back over the plaintext listener: the same topic, another door.
+        deliver_and_read_back(
+            &dir,
+            label,
+            listener,
+            &plain,
+            &format!("{settings}, linger.ms: 20"),
+            &password,
+        );
+    }
+
+    // Refused at the start, exit 3, the setting to fix named.
+    let refusals = [
+        ("wrong-password", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: SCRAM-SHA-512, sasl.username: {user}, sasl.password: not-the-password"), "sasl.password"),
+        ("untrusted", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512, sasl.username: {user}, sasl.password: x"), "ssl.ca.location"),
+        ("mechanism", &sec["SASL_PLAINTEXT"], format!("security.protocol: SASL_PLAINTEXT, sasl.mechanism: PLAIN, sasl.username: {user}, sasl.password: x"), "sasl.mechanism"),
+        ("no-client-cert", &sec["SSL"], format!("security.protocol: SSL, ssl.ca.location: '{ca}'"), "ssl.certificate.location"),
+        ("plaintext-to-tls", &sec["SSL"], "security.protocol: PLAINTEXT".to_string(), "security.protocol"),
+        ("tls-to-plaintext", &plain, format!("security.protocol: SSL, ssl.ca.location: '{ca}'"), "security.protocol"),
+    ];
+    for (label, listener, settings, named) in &refusals {
+        let scenario = security_scenario(&dir, label, listener, settings, "autoperf-refused");
+        let began = Instant::now();
+        let (code, stdout, stderr) = support::autoperf(&[
+            "run",
+            scenario.to_str().unwrap(),
+            "--rate",
+            "100/s",
+            "--duration",
+            "2s",
+            "--out",
+            dir.join(format!("{label}-results")).to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(3), "{label}: {stdout}\n{stderr}");
+        assert!(stderr.contains(named), "{label}: names {named}: {stderr}");
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "{label}: took {:?}",
+            began.elapsed()
+        );
+    }
+}
+
+/// A small keyed JSON workload to `topic` through `bootstrap` under
+/// `settings` (a YAML flow map's entries).
+fn security_scenario(
+    dir: &Path,
+    label: &str,
+    bootstrap: &str,
+    settings: &str,
+    topic: &str,
+) -> PathBuf {
+    let scenario = dir.join(format!("{label}.yaml"));
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"name: {label}
+target:
+  kafka:
+    bootstrap: "{bootstrap}"
+    acks: 1
+    settings: {{{settings}}}
+data:
+  sensors: {{range: [0, 99]}}
+arrivals: {{rate: 1000/s}}
+requests:
+  record:
+    produce:
+      topic: {topic}
+      key: "sensor-${{sensors.n}}"
+      value: {{json: {{sensor: "sensor-${{sensors.n}}", unit: watt, note: "a repetitive note that compresses well, as telemetry does"}}}}
+"#
+        ),
+    )
+    .unwrap();
+    scenario
+}
+
+/// Runs 2 s of 1,000 keyed records/s through `bootstrap` under `settings`
+/// with no error, then reads every record back through `plain` with
+/// librdkafka: each a JSON value naming its key, on the partition a Java
+/// client would choose. Returns the bytes sent and written.
+fn deliver_and_read_back(
+    dir: &Path,
+    label: &str,
+    bootstrap: &str,
+    plain: &str,
+    settings: &str,
+    env: &[(&str, &str)],
+) -> (u64, u64) {
+    let topic = format!("autoperf-{label}-{}", std::process::id());
+    let scenario = security_scenario(dir, label, bootstrap, settings, &topic);
+    let out = dir.join(format!("{label}-results"));
+    let mut run = Command::new(support::autoperf_exe());
+    // The warm-up covers the topic's creation: the broker refuses a new
+    // topic's first batches until its leader is elected.
+    run.args([
+        "run",
+        scenario.to_str().unwrap(),
+        "--rate",
+        "1000/s",
+        "--duration",
+        "2s",
+    ])
+    .args(["--warmup", "1s", "--quiet", "--out", out.to_str().unwrap()])
+    .envs(env.iter().copied());
+    let done = run.output().unwrap();
+    assert!(
+        done.status.success(),
+        "{label}: {}\n{}",
+        String::from_utf8_lossy(&done.stdout),
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["errors"], 0, "{label}: {level}");
+    let requests = level["requests"].as_u64().unwrap();
+    assert!(requests >= 1500, "{label}: {level}");
+    let per = &level["per_request"]["record"];
+
+    let (consumer, partitions, total) = read_all(plain, &topic);
+    assert!(
+        total >= requests,
+        "{label}: {total} in the topic, {requests} acknowledged"
+    );
+    let read = read_back(&consumer, total, |message| {
+        let key = std::str::from_utf8(message.key().expect("a key")).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(message.payload().expect("a value"))
+            .unwrap_or_else(|e| panic!("{label}: a record that is not the JSON written: {e}"));
+        assert_eq!(value["sensor"], key, "{label}");
+        assert_eq!(value["unit"], "watt", "{label}");
+        let expected = (murmur2(key.as_bytes()) & 0x7fff_ffff) as i32 % partitions;
+        assert_eq!(message.partition(), expected, "{label}: {key}");
+    });
+    assert_eq!(read, total, "{label}: every record read back");
+    (
+        per["body_bytes"].as_u64().unwrap(),
+        per["decoded_bytes"].as_u64().unwrap(),
+    )
 }

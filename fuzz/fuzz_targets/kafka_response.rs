@@ -1,4 +1,5 @@
-//! The Kafka response decoders (Metadata v4, Produce v7): any body decodes
+//! The Kafka response decoders (Metadata v4, Produce v7, SaslHandshake v1,
+//! SaslAuthenticate v1): any body decodes
 //! or is `Malformed`, never a panic, and never allocates beyond what the
 //! body could hold.
 #![no_main]
@@ -14,4 +15,10 @@ fuzz_target!(|data: &[u8]| {
     let mut reported = 0usize;
     let _ = wire::produce_response(data, |_topic, _partition, _code| reported += 1);
     assert!(reported * 30 <= data.len());
+    if let Ok((_, mechanisms)) = wire::sasl_handshake_response(data) {
+        assert!(mechanisms.len() * 2 <= data.len());
+    }
+    if let Ok(answer) = wire::sasl_authenticate_response(data) {
+        assert!(answer.bytes.len() <= data.len());
+    }
 });

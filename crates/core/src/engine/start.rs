@@ -61,7 +61,7 @@ pub(crate) fn start_shards<'scope>(
         Endpoint::Kafka(kafka) => {
             use crate::protocol::kafka::{self, KafkaTransport, ProducePlans};
             let plans = ProducePlans::new(scenario)?;
-            let config = kafka::config(kafka, scenario.target.timeout);
+            let config = kafka::config(kafka, scenario.target.timeout)?;
             // Each shard's producer lives on the shard's thread.
             let transports = shards
                 .map(|i| {

@@ -244,7 +244,10 @@ impl HttpTransport {
                     _ => ErrorKind::Reset,
                 };
                 return (
-                    Err(OpenFailure::tls(kind, tls::explain(&e, &tls.name))),
+                    Err(OpenFailure::tls(
+                        kind,
+                        tls::explain(&e, &tls.name, &tls::HTTP_SETTINGS),
+                    )),
                     opened,
                 );
             }

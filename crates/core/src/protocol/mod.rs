@@ -188,6 +188,10 @@ pub enum TargetError {
     /// No Kafka broker answered at the bootstrap addresses.
     #[error("Kafka at {bootstrap} is unreachable: {reason} (is the broker running? check target.kafka.bootstrap)")]
     Kafka { bootstrap: String, reason: String },
+    /// A Kafka broker answered but refused TLS or SASL; `reason` names the
+    /// setting to fix.
+    #[error("Kafka: {reason}")]
+    KafkaRefused { bootstrap: String, reason: String },
     /// The schema registry did not take the schema.
     #[error("cannot register the Avro schema of subject `{subject}` at {url}: {reason}")]
     Registry {

@@ -382,3 +382,92 @@ fn range_feeders() {
         "{messages:?}"
     );
 }
+
+#[test]
+fn security_settings_decode_and_misfits_are_named() {
+    let dir = std::env::temp_dir().join(format!("autoperf-kafka-sec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let ca = ca.display();
+    // The column of `what` on the settings' line.
+    let col = |text: &str, what: &str| text.lines().nth(1).unwrap().find(what).unwrap() + 1;
+    let kafka = |settings: &str| {
+        format!("target:\n  kafka: {{bootstrap: 'h:1', settings: {{{settings}}}}}\nrequests: {{a: {{produce: {{topic: t, value: {{raw: x}}}}}}}}\n")
+    };
+    let s = ok(&kafka(&format!(
+        "security.protocol: sasl_ssl, ssl.ca.location: '{ca}', ssl.endpoint.identification.algorithm: '', \
+         sasl.mechanism: SCRAM-SHA-512, sasl.jaas.config: 'org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"p w\";'"
+    )));
+    let Endpoint::Kafka(k) = &s.target.endpoint else {
+        panic!("a Kafka target")
+    };
+    let tls = k.security.tls.as_ref().expect("TLS on");
+    assert!(tls.skip_hostname && !tls.insecure && tls.ca_file.is_some());
+    let sasl = k.security.sasl.as_ref().expect("SASL on");
+    assert_eq!(
+        (
+            sasl.mechanism,
+            sasl.username.as_str(),
+            sasl.password.as_str()
+        ),
+        (SaslMechanism::ScramSha512, "u", "p w")
+    );
+    assert!(
+        !format!("{sasl:?}").contains("p w"),
+        "the password stays out of Debug"
+    );
+    // Plaintext by default: nothing secured.
+    let s = ok(&kafka("linger.ms: 1"));
+    let Endpoint::Kafka(k) = &s.target.endpoint else {
+        panic!("a Kafka target")
+    };
+    assert_eq!(k.security, KafkaSecurity::default());
+
+    let text = kafka("sasl.mechanism: PLAIN, sasl.username: u, sasl.password: p");
+    expect(
+        &text,
+        "`sasl.mechanism` has no effect with security.protocol PLAINTEXT",
+        2,
+        col(&text, "sasl.mechanism:"),
+    );
+    let text = kafka(&format!("security.protocol: SASL_PLAINTEXT, ssl.ca.location: '{ca}', sasl.mechanism: PLAIN, sasl.username: u, sasl.password: p"));
+    expect(
+        &text,
+        "`ssl.ca.location` has no effect with security.protocol SASL_PLAINTEXT",
+        2,
+        col(&text, "ssl.ca.location:"),
+    );
+    let text = kafka("security.protocol: SASL_SSL, sasl.username: u");
+    expect(
+        &text,
+        "security.protocol SASL_SSL needs sasl.mechanism, sasl.password",
+        2,
+        col(&text, "SASL_SSL"),
+    );
+    let text = kafka(
+        "security.protocol: SASL_SSL, sasl.mechanism: GSSAPI, sasl.username: u, sasl.password: p",
+    );
+    expect(
+        &text,
+        "speaks sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, not `GSSAPI`",
+        2,
+        col(&text, "GSSAPI"),
+    );
+    let text = kafka("security.protocol: SSL, ssl.truststore.location: trust.jks");
+    expect(
+        &text,
+        "autoperf reads PEM files, not Java key stores",
+        2,
+        col(&text, "ssl.truststore.location"),
+    );
+    let text = kafka("security.protocol: TLS");
+    expect(&text, "expected `security.protocol` to be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, found `TLS`", 2, col(&text, "TLS"));
+    let text = kafka("security.protocol: SSL, ssl.ca.location: missing.pem");
+    expect(&text, "missing.pem", 2, col(&text, "missing.pem"));
+    std::fs::remove_dir_all(&dir).ok();
+}

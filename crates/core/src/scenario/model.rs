@@ -186,6 +186,9 @@ pub struct TlsSettings {
     /// A client certificate chain and its key (PEM), for mutual TLS.
     pub client_cert: Option<PathBuf>,
     pub client_key: Option<PathBuf>,
+    /// Verify the chain but not that it names the host (Kafka's
+    /// `ssl.endpoint.identification.algorithm` set empty).
+    pub skip_hostname: bool,
 }
 
 /// Where requests go: one HTTP server, or one Kafka cluster.
@@ -212,6 +215,66 @@ pub struct KafkaTarget {
     pub acks: Acks,
     /// `settings:`, under the names Java's and librdkafka's producers use.
     pub producer: ProducerSettings,
+    /// `security.protocol` and its `ssl.*` and `sasl.*` settings.
+    pub security: KafkaSecurity,
+}
+
+/// How the producer's connections are secured: `security.protocol`
+/// `PLAINTEXT` (neither), `SSL` (TLS), `SASL_PLAINTEXT` (SASL) or
+/// `SASL_SSL` (both).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KafkaSecurity {
+    pub tls: Option<TlsSettings>,
+    pub sasl: Option<SaslSettings>,
+}
+
+/// `sasl.mechanism`, `sasl.username`, `sasl.password`.
+#[derive(Clone, PartialEq)]
+pub struct SaslSettings {
+    pub mechanism: SaslMechanism,
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for SaslSettings {
+    // The password stays out of logs and panics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslSettings")
+            .field("mechanism", &self.mechanism)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The SASL mechanisms autoperf's producer speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaslMechanism {
+    Plain,
+    ScramSha256,
+    ScramSha512,
+}
+
+impl SaslMechanism {
+    pub const ALL: [SaslMechanism; 3] = [
+        SaslMechanism::Plain,
+        SaslMechanism::ScramSha256,
+        SaslMechanism::ScramSha512,
+    ];
+
+    /// Its name in `sasl.mechanism` and on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::Plain => "PLAIN",
+            SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
+            SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SaslMechanism> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(text))
+    }
 }
 
 /// How the producer batches; the defaults are librdkafka's (Java's

@@ -22,13 +22,14 @@
 
 mod codec;
 mod producer;
+mod sasl;
 /// Public for the fuzzer (fuzz/), which feeds its decoders arbitrary bytes.
 pub mod wire;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::producer::{Config, Producer};
+use self::producer::{Config, Producer, Security};
 use super::registry;
 use super::{failed, CallOutcome, Fired, TargetError, Transport};
 use crate::measure::ErrorKind;
@@ -138,10 +139,22 @@ impl ProducePlan {
     }
 }
 
-/// The producer's configuration for a target.
-pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Arc<Config> {
+/// The producer's configuration for a target; an error (a CA or key file
+/// that cannot be read) names the setting to fix.
+pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Result<Arc<Config>, TargetError> {
     let settings = &kafka.producer;
-    Arc::new(Config {
+    let tls = match &kafka.security.tls {
+        Some(tls) => {
+            Some(
+                Security::tls_connector(tls).map_err(|reason| TargetError::KafkaRefused {
+                    bootstrap: kafka.bootstrap.clone(),
+                    reason,
+                })?,
+            )
+        }
+        None => None,
+    };
+    Ok(Arc::new(Config {
         bootstrap: kafka
             .bootstrap
             .split(',')
@@ -158,8 +171,12 @@ pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Arc<Config> {
         metadata_max_age: settings.metadata_max_age,
         compression: settings.compression,
         compression_level: settings.compression_level,
+        security: Security {
+            tls,
+            sasl: kafka.security.sasl.clone(),
+        },
         timeout,
-    })
+    }))
 }
 
 /// One shard's producer and the requests it sends. Built on the shard's
@@ -189,7 +206,7 @@ impl KafkaTransport {
 pub fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError> {
     let plans = ProducePlans::new(scenario)?;
     let wait = scenario.target.timeout.min(PROBE_TIMEOUT);
-    let mut config = (*config(kafka, wait)).clone();
+    let mut config = (*config(kafka, wait)?).clone();
     config.timeout = wait;
     let unreachable = |reason: String| TargetError::Kafka {
         bootstrap: kafka.bootstrap.clone(),
@@ -202,14 +219,41 @@ pub fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError
     for topic in &plans.topics {
         let meta = runtime
             .block_on(producer::fetch_metadata(&config, topic))
-            .map_err(|kind| {
-                unreachable(match kind {
-                    ErrorKind::ConnectRefused => "connection refused".to_string(),
-                    ErrorKind::Timeout | ErrorKind::Connect => {
-                        format!("no broker answered within {wait:?}")
+            .map_err(|failed| {
+                if let Some(reason) = failed.reason {
+                    return TargetError::KafkaRefused {
+                        bootstrap: kafka.bootstrap.clone(),
+                        reason,
+                    };
+                }
+                let tls = kafka.security.tls.as_ref();
+                let client_cert = tls.is_some_and(|t| t.client_cert.is_some());
+                match failed.kind {
+                    ErrorKind::ConnectRefused => unreachable("connection refused".to_string()),
+                    // A TLS listener that wants a client certificate drops
+                    // the connection once the handshake is over.
+                    ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::Closed | ErrorKind::Reset
+                        if tls.is_some() && !client_cert =>
+                    {
+                        TargetError::KafkaRefused {
+                            bootstrap: kafka.bootstrap.clone(),
+                            reason: format!("no broker answered over TLS within {wait:?} ({}): if the listener requires a client certificate, give ssl.certificate.location and ssl.key.location", failed.kind.name()),
+                        }
                     }
-                    other => format!("its answer failed ({})", other.name()),
-                })
+                    ErrorKind::Timeout | ErrorKind::Connect => {
+                        unreachable(format!("no broker answered within {wait:?}"))
+                    }
+                    // Kafka's framing read from a TLS or SASL listener.
+                    ErrorKind::Malformed | ErrorKind::Closed | ErrorKind::Reset
+                        if tls.is_none() && kafka.security.sasl.is_none() =>
+                    {
+                        TargetError::KafkaRefused {
+                            bootstrap: kafka.bootstrap.clone(),
+                            reason: format!("the broker's answer to plain Kafka failed ({}): if the listener is SSL, SASL_SSL or SASL_PLAINTEXT, set security.protocol (and its ssl.* or sasl.* settings)", failed.kind.name()),
+                        }
+                    }
+                    other => unreachable(format!("its answer failed ({})", other.name())),
+                }
             })?;
         // A topic that does not exist yet is being created by this very
         // request where the broker allows it (then it is "leader not

@@ -10,14 +10,18 @@
 //!             key_len:varint key  value_len:varint value  headers:varint(0)
 //! ```
 //!
-//! Versions: Produce v7 and Metadata v4 are the newest without the
-//! "flexible" encoding, and every broker from Kafka 2.1 on, 4.x included,
-//! speaks them.
+//! Versions: Produce v7, Metadata v4, SaslHandshake v1 and
+//! SaslAuthenticate v1 are the newest without the "flexible" encoding, and
+//! every broker from Kafka 2.2 on, 4.x included, speaks them.
 
 const PRODUCE: i16 = 0;
 const PRODUCE_VERSION: i16 = 7;
 const METADATA: i16 = 3;
 const METADATA_VERSION: i16 = 4;
+const SASL_HANDSHAKE: i16 = 17;
+const SASL_HANDSHAKE_VERSION: i16 = 1;
+const SASL_AUTHENTICATE: i16 = 36;
+const SASL_AUTHENTICATE_VERSION: i16 = 1;
 
 /// Bytes of a v2 record batch before its first record.
 pub const BATCH_HEADER: usize = 61;
@@ -54,6 +58,70 @@ pub fn metadata_request(out: &mut Vec<u8>, correlation: i32, client: &str, topic
     }
     out.push(1); // allow_auto_topic_creation
     finish_request(out, start);
+}
+
+/// A SaslHandshake v1 request: the mechanism the client will use (then
+/// SaslAuthenticate requests carry its exchange, per KIP-152).
+pub fn sasl_handshake_request(out: &mut Vec<u8>, correlation: i32, client: &str, mechanism: &str) {
+    let start = out.len();
+    begin_request(
+        out,
+        SASL_HANDSHAKE,
+        SASL_HANDSHAKE_VERSION,
+        correlation,
+        client,
+    );
+    put_string(out, mechanism);
+    finish_request(out, start);
+}
+
+/// A SaslAuthenticate v1 request carrying one client message.
+pub fn sasl_authenticate_request(out: &mut Vec<u8>, correlation: i32, client: &str, bytes: &[u8]) {
+    let start = out.len();
+    begin_request(
+        out,
+        SASL_AUTHENTICATE,
+        SASL_AUTHENTICATE_VERSION,
+        correlation,
+        client,
+    );
+    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+    out.extend_from_slice(bytes);
+    finish_request(out, start);
+}
+
+/// A SaslHandshake answer: its error code and the mechanisms the listener
+/// takes.
+pub fn sasl_handshake_response(body: &[u8]) -> Result<(i16, Vec<String>), Malformed> {
+    let mut r = Reader::new(body);
+    let error = r.i16()?;
+    let mechanisms = (0..r.array_len()?)
+        .map(|_| r.string().map(str::to_string))
+        .collect::<Result<_, _>>()?;
+    Ok((error, mechanisms))
+}
+
+/// A SaslAuthenticate answer.
+#[derive(Debug, PartialEq)]
+pub struct SaslAnswer<'a> {
+    pub error: i16,
+    pub message: Option<&'a str>,
+    /// The server's message in the exchange.
+    pub bytes: &'a [u8],
+}
+
+pub fn sasl_authenticate_response(body: &[u8]) -> Result<SaslAnswer<'_>, Malformed> {
+    let mut r = Reader::new(body);
+    let error = r.i16()?;
+    let message = r.nullable_string()?;
+    let len = r.i32()?;
+    let bytes = r.take(len.max(0) as usize)?;
+    r.i64()?; // session lifetime (KIP-368): 0 unless the broker re-authenticates
+    Ok(SaslAnswer {
+        error,
+        message,
+        bytes,
+    })
 }
 
 /// One partition's records, ready to go into a Produce request.

@@ -18,6 +18,7 @@ pub use session::SESSION_KEYS;
 pub use url::parse_base_url;
 mod ctx;
 mod data;
+mod kafka;
 pub mod requests;
 mod session;
 mod url;
@@ -298,7 +299,7 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
                     .ok()
             })
             .map(Endpoint::Http),
-        (None, Some(n)) => decode_kafka(ctx, n).map(Endpoint::Kafka),
+        (None, Some(n)) => kafka::decode_kafka(ctx, n, base_dir).map(Endpoint::Kafka),
         (None, None) => {
             ctx.error(
                 fields.pos,
@@ -425,42 +426,58 @@ fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Target> 
     })
 }
 
+/// What a PEM file must hold.
+#[derive(Clone, Copy)]
+pub(super) enum Pem {
+    Certificate,
+    PrivateKey,
+}
+
+/// The path of a PEM file named by `n` (relative to the scenario), read
+/// now so that a missing or wrong one is reported at its place.
+pub(super) fn pem_file(
+    ctx: &mut Ctx,
+    n: &Node,
+    base_dir: &Path,
+    kind: Pem,
+) -> Option<std::path::PathBuf> {
+    let (marker, what) = match kind {
+        Pem::Certificate => ("-----BEGIN CERTIFICATE-----", "certificate"),
+        Pem::PrivateKey => ("PRIVATE KEY-----", "private key"),
+    };
+    let name = ctx.setting(n, "a file path")?;
+    let path = base_dir.join(&name);
+    let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what)
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    match read {
+        Ok(text) if text.contains(marker) => Some(path),
+        Ok(_) => {
+            ctx.error(
+                n.pos(),
+                format!("`{name}` holds no {what} (expected PEM text with `{marker}`)"),
+            );
+            None
+        }
+        Err(e) => {
+            ctx.error(n.pos(), e);
+            None
+        }
+    }
+}
+
 /// `tls: {ca_file, insecure, server_name, client_cert, client_key}`; files
 /// relative to the scenario, read now so a missing one is reported here.
 fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings> {
     let fields = ctx.map(node, "`tls`", TLS_KEYS)?;
     let mut ok = true;
-    let mut pem = |ctx: &mut Ctx, key: &str, marker: &str, what: &str| {
-        let n = fields.get(key)?;
-        let name = ctx.setting(n, "a file path")?;
-        let path = base_dir.join(&name);
-        let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what)
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
-        match read {
-            Ok(text) if text.contains(marker) => Some(path),
-            Ok(_) => {
-                ctx.error(
-                    n.pos(),
-                    format!("`{name}` holds no {what} (expected PEM text with `{marker}`)"),
-                );
-                ok = false;
-                None
-            }
-            Err(e) => {
-                ctx.error(n.pos(), e);
-                ok = false;
-                None
-            }
-        }
+    let mut pem = |ctx: &mut Ctx, key: &str, kind: Pem| {
+        let path = pem_file(ctx, fields.get(key)?, base_dir, kind);
+        ok &= path.is_some();
+        path
     };
-    let ca_file = pem(ctx, "ca_file", "-----BEGIN CERTIFICATE-----", "certificate");
-    let client_cert = pem(
-        ctx,
-        "client_cert",
-        "-----BEGIN CERTIFICATE-----",
-        "certificate",
-    );
-    let client_key = pem(ctx, "client_key", "PRIVATE KEY-----", "private key");
+    let ca_file = pem(ctx, "ca_file", Pem::Certificate);
+    let client_cert = pem(ctx, "client_cert", Pem::Certificate);
+    let client_key = pem(ctx, "client_key", Pem::PrivateKey);
     let insecure = match fields.get("insecure") {
         Some(n) => match n {
             Node::Scalar { value, .. } if value == "true" => true,
@@ -488,162 +505,7 @@ fn decode_tls(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<TlsSettings
         server_name,
         client_cert,
         client_key,
-    })
-}
-
-/// `kafka: {bootstrap, acks, settings}`.
-fn decode_kafka(ctx: &mut Ctx, node: &Node) -> Option<KafkaTarget> {
-    let fields = ctx.map(node, "`kafka`", KAFKA_KEYS)?;
-    if !cfg!(feature = "kafka") {
-        ctx.error(
-            fields.pos,
-            "this autoperf was built without Kafka support (cargo feature `kafka`)",
-        );
-        return None;
-    }
-    let bootstrap = fields.required(ctx, "bootstrap").and_then(|n| {
-        let text = ctx.setting(n, "broker addresses like `127.0.0.1:9092`")?;
-        let ok = text.split(',').all(|broker| {
-            let broker = broker.trim();
-            let broker = broker.split_once("://").map_or(broker, |(_, b)| b);
-            matches!(broker.rsplit_once(':'), Some((host, port))
-                if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
-        });
-        if !ok {
-            ctx.error(
-                n.pos(),
-                format!("expected broker addresses like `127.0.0.1:9092` (comma-separated, each with a port), found `{text}`"),
-            );
-        }
-        ok.then_some(text)
-    });
-    let acks = match fields.get("acks") {
-        None => Some(Acks::All),
-        Some(n) => match n.as_str().map(str::trim) {
-            Some("0") => Some(Acks::None),
-            Some("1") => Some(Acks::Leader),
-            Some("all" | "-1") => Some(Acks::All),
-            _ => {
-                ctx.error(
-                    n.pos(),
-                    format!("expected `acks` to be 0, 1 or all, found {}", n.describe()),
-                );
-                None
-            }
-        },
-    };
-    let mut producer = ProducerSettings::default();
-    // Checked against the codec once every setting is read.
-    let mut level_at = None;
-    if let Some(n) = fields.get("settings") {
-        for (key, value) in ctx.named_map(n, "`settings`").unwrap_or_default() {
-            if matches!(key.name.as_str(), "bootstrap.servers" | "acks") {
-                ctx.error(
-                    key.pos,
-                    format!(
-                        "expected `{}` as `kafka.{}`, not among `settings`",
-                        key.name,
-                        key.name.replace(".servers", "")
-                    ),
-                );
-                continue;
-            }
-            let Some(v) = ctx.setting(value, "a setting's value (a string or number)") else {
-                continue;
-            };
-            let number = |max: u64| v.trim().parse::<u64>().ok().filter(|&n| n <= max);
-            let ok = match key.name.as_str() {
-                "linger.ms" | "queue.buffering.max.ms" => number(60_000)
-                    .map(|ms| producer.linger = Duration::from_millis(ms))
-                    .is_some(),
-                "batch.size" => number(64 << 20)
-                    .filter(|&n| n > 0)
-                    .map(|n| producer.batch_bytes = n as u32)
-                    .is_some(),
-                "max.in.flight.requests.per.connection" | "max.in.flight" => number(1000)
-                    .filter(|&n| n > 0)
-                    .map(|n| producer.max_in_flight = n as u32)
-                    .is_some(),
-                "client.id" => {
-                    producer.client_id = v.clone();
-                    true
-                }
-                "metadata.max.age.ms" => number(86_400_000)
-                    .filter(|&ms| ms >= 100)
-                    .map(|ms| producer.metadata_max_age = Duration::from_millis(ms))
-                    .is_some(),
-                "compression.type" | "compression.codec" => Compression::parse(v.trim())
-                    .map(|c| producer.compression = c)
-                    .is_some(),
-                "compression.level"
-                | "compression.gzip.level"
-                | "compression.zstd.level"
-                | "compression.lz4.level" => v
-                    .trim()
-                    .parse::<i32>()
-                    .ok()
-                    .map(|l| {
-                        level_at = Some((l, value.pos()));
-                        producer.compression_level = Some(l);
-                    })
-                    .is_some(),
-                _ => {
-                    ctx.error(
-                        key.pos,
-                        format!(
-                            "unknown producer setting `{}`: autoperf's producer takes linger.ms, batch.size, \
-                             max.in.flight.requests.per.connection, client.id, metadata.max.age.ms, \
-                             compression.type and compression.level",
-                            key.name
-                        ),
-                    );
-                    continue;
-                }
-            };
-            if !ok {
-                let expected = match key.name.as_str() {
-                    "linger.ms" | "queue.buffering.max.ms" => "milliseconds from 0 to 60000",
-                    "batch.size" => "bytes from 1 to 67108864",
-                    "metadata.max.age.ms" => "milliseconds from 100 to 86400000",
-                    "compression.type" | "compression.codec" => {
-                        "one of `none`, `gzip`, `snappy`, `lz4`, `zstd`"
-                    }
-                    n if n.starts_with("compression.") => "a whole number",
-                    _ => "a count from 1 to 1000",
-                };
-                ctx.error(
-                    value.pos(),
-                    format!("expected `{}` to be {expected}, found `{v}`", key.name),
-                );
-            }
-        }
-    }
-    if let Some((level, pos)) = level_at {
-        match producer.compression.levels() {
-            Some(range) if !range.contains(&level) => ctx.error(
-                pos,
-                format!(
-                    "expected `compression.level` from {} to {} for {}, found {level}",
-                    range.start(),
-                    range.end(),
-                    producer.compression.name()
-                ),
-            ),
-            None => ctx.error_hint(
-                pos,
-                format!(
-                    "`compression.level` has no effect with compression.type {}",
-                    producer.compression.name()
-                ),
-                Some("levels apply to gzip (1-9) and zstd (1-22); lz4 and snappy have one speed here".into()),
-            ),
-            _ => {}
-        }
-    }
-    Some(KafkaTarget {
-        bootstrap: bootstrap?,
-        acks: acks?,
-        producer,
+        skip_hostname: false,
     })
 }
 

@@ -4,18 +4,16 @@
 //! backoff.
 
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::Notify;
 
 use crate::measure::ErrorKind;
 
 use super::super::wire;
+use super::connection::{io_kind, open, Conn};
 use super::state::*;
-use crate::protocol::net;
 
 impl Producer {
     /// What broker `b`'s task should do next.
@@ -51,17 +49,6 @@ pub(super) enum Step {
     Wait(Rc<Notify>, Option<Instant>),
 }
 
-pub(super) async fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, ErrorKind> {
-    match tokio::time::timeout(timeout, net::connect_named(addr)).await {
-        Ok(connected) => connected,
-        Err(_) => Err(ErrorKind::Connect),
-    }
-}
-
-pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
-    net::io_kind(e, ErrorKind::Connect)
-}
-
 /// Keeps one connection to broker `b` while it has records to send:
 /// connects, serves, and on failure fails what depended on it and
 /// reconnects with backoff.
@@ -80,7 +67,7 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
             wake.notified().await;
         }
         let addr = producer.0.state.borrow().brokers[b].addr.clone();
-        match connect(&addr, producer.0.config.timeout).await {
+        match open(&addr, &producer.0.config).await {
             Ok(stream) => {
                 let opened = Instant::now();
                 let kind = serve(&producer, b, stream).await;
@@ -94,8 +81,8 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
                     backoff = BACKOFF.0;
                 }
             }
-            Err(kind) => {
-                producer.fail_open(b, kind);
+            Err(failed) => {
+                producer.fail_open(b, failed.kind);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF.1);
             }
@@ -104,15 +91,15 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
 }
 
 /// Runs one connection until it fails; returns how.
-async fn serve(producer: &Producer, b: usize, stream: TcpStream) -> ErrorKind {
-    let (read, write) = stream.into_split();
+async fn serve(producer: &Producer, b: usize, stream: Conn) -> ErrorKind {
+    let (read, write) = tokio::io::split(stream);
     tokio::select! {
         kind = writer(producer, b, write) => kind,
         kind = reader(producer, b, read) => kind,
     }
 }
 
-async fn writer(producer: &Producer, b: usize, mut write: OwnedWriteHalf) -> ErrorKind {
+async fn writer(producer: &Producer, b: usize, mut write: WriteHalf<Conn>) -> ErrorKind {
     let mut out = Vec::new();
     loop {
         match producer.next_step(b) {
@@ -139,7 +126,7 @@ async fn writer(producer: &Producer, b: usize, mut write: OwnedWriteHalf) -> Err
     }
 }
 
-async fn reader(producer: &Producer, b: usize, mut read: OwnedReadHalf) -> ErrorKind {
+async fn reader(producer: &Producer, b: usize, mut read: ReadHalf<Conn>) -> ErrorKind {
     let mut buf: Vec<u8> = Vec::with_capacity(64 << 10);
     let mut at = 0;
     loop {

@@ -2,12 +2,11 @@
 //! a topic is first used, when a broker says they moved, and when they are
 //! older than `metadata.max.age.ms`.
 
-use super::broker::{connect, io_kind};
+use super::connection::{open, round_trip, OpenError};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
 use super::super::wire;
@@ -36,7 +35,7 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
             break Ok((meta.brokers.clone(), t.partitions.clone()));
         }
         if Instant::now() >= give_up {
-            break Err(result.err().unwrap_or(ErrorKind::KafkaBroker));
+            break Err(result.err().map_or(ErrorKind::KafkaBroker, |e| e.kind));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
@@ -110,37 +109,22 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
 pub(in crate::protocol::kafka) async fn fetch_metadata(
     config: &Config,
     topic: &str,
-) -> Result<wire::Metadata, ErrorKind> {
-    let mut last = ErrorKind::Connect;
+) -> Result<wire::Metadata, OpenError> {
+    let mut last = OpenError::from(ErrorKind::Connect);
     for addr in &config.bootstrap {
         let asked = async {
-            let mut stream = connect(addr, config.timeout).await?;
+            let mut conn = open(addr, config).await?;
             let mut request = Vec::new();
             wire::metadata_request(&mut request, 1, &config.client_id, &[topic]);
-            stream.write_all(&request).await.map_err(|e| io_kind(&e))?;
-            let mut size = [0u8; 4];
-            stream
-                .read_exact(&mut size)
-                .await
-                .map_err(|e| io_kind(&e))?;
-            let size = usize::try_from(i32::from_be_bytes(size))
-                .ok()
-                .filter(|&size| size <= wire::MAX_RESPONSE)
-                .ok_or(ErrorKind::Malformed)?;
-            let mut body = vec![0; size];
-            stream
-                .read_exact(&mut body)
-                .await
-                .map_err(|e| io_kind(&e))?;
-            if body.len() < 4 {
-                return Err(ErrorKind::Malformed);
-            }
-            wire::metadata_response(&body[4..]).map_err(|_| ErrorKind::Malformed)
+            let body = round_trip(&mut conn, &request).await?;
+            wire::metadata_response(&body).map_err(|_| OpenError::from(ErrorKind::Malformed))
         };
         match tokio::time::timeout(config.timeout, asked).await {
             Ok(Ok(meta)) => return Ok(meta),
-            Ok(Err(kind)) => last = kind,
-            Err(_) => last = ErrorKind::Timeout,
+            // TLS or SASL refused: the other brokers share the settings.
+            Ok(Err(e)) if e.reason.is_some() => return Err(e),
+            Ok(Err(e)) => last = e,
+            Err(_) => last = ErrorKind::Timeout.into(),
         }
     }
     Err(last)

@@ -27,10 +27,12 @@
 
 mod batch;
 mod broker;
+mod connection;
 mod delivery;
 mod metadata;
 mod state;
 
+pub(super) use connection::Security;
 pub(super) use metadata::fetch_metadata;
 
 use delivery::Delivery;

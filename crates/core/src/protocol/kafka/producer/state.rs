@@ -32,6 +32,8 @@ pub struct Config {
     pub metadata_max_age: Duration,
     pub compression: crate::scenario::Compression,
     pub compression_level: Option<i32>,
+    /// TLS and SASL, as `security.protocol` says.
+    pub security: super::connection::Security,
 }
 
 /// How long a shard waits before asking again for metadata that failed.

@@ -1,0 +1,267 @@
+//! A connection to one broker, as `security.protocol` says: TCP, then TLS
+//! (`SSL`, `SASL_SSL`), then SASL (`SASL_PLAINTEXT`, `SASL_SSL`), before
+//! any request. A failure of TLS or SASL carries the reason in words that
+//! name the setting to fix, which is what stops a run at its start.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use super::super::sasl::Exchange;
+use super::super::wire;
+use super::state::Config;
+use crate::measure::ErrorKind;
+use crate::protocol::{net, tls};
+use crate::scenario::SaslSettings;
+
+/// What the producer's connections need beyond TCP.
+#[derive(Clone, Default)]
+pub struct Security {
+    pub tls: Option<TlsConnector>,
+    pub sasl: Option<SaslSettings>,
+}
+
+impl std::fmt::Debug for Security {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Security")
+            .field("tls", &self.tls.is_some())
+            .field("sasl", &self.sasl)
+            .finish()
+    }
+}
+
+/// Where a Kafka target's TLS settings are written (librdkafka's names,
+/// which Java's PEM settings mirror).
+pub const KAFKA_TLS_SETTINGS: tls::SettingNames = tls::SettingNames {
+    ca_file: "ssl.ca.location",
+    client_cert: "ssl.certificate.location/ssl.key.location",
+    untrusted: "give its CA as ssl.ca.location, or set enable.ssl.certificate.verification: false for a test system",
+    expired: "renew it, or set enable.ssl.certificate.verification: false for a test system",
+    wrong_name: "bootstrap and the broker's advertised listeners must use a name it holds, or set ssl.endpoint.identification.algorithm: none",
+};
+
+impl Security {
+    /// The TLS client of `settings`, if TLS is on.
+    pub fn tls_connector(settings: &crate::scenario::TlsSettings) -> Result<TlsConnector, String> {
+        let config = tls::client_config(settings, &[], &KAFKA_TLS_SETTINGS)?;
+        Ok(TlsConnector::from(Arc::new(config)))
+    }
+}
+
+/// A connection to a broker, in the clear or over TLS.
+pub enum Conn {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Why a connection could not be opened; `reason` is set where a setting
+/// is to blame and names it.
+#[derive(Debug, Clone)]
+pub struct OpenError {
+    pub kind: ErrorKind,
+    pub reason: Option<String>,
+}
+
+impl From<ErrorKind> for OpenError {
+    fn from(kind: ErrorKind) -> OpenError {
+        OpenError { kind, reason: None }
+    }
+}
+
+fn refused(kind: ErrorKind, reason: String) -> OpenError {
+    OpenError {
+        kind,
+        reason: Some(reason),
+    }
+}
+
+pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
+    net::io_kind(e, ErrorKind::Connect)
+}
+
+/// Opens a connection to `addr` and secures it, all within the timeout.
+pub(super) async fn open(addr: &str, config: &Config) -> Result<Conn, OpenError> {
+    match tokio::time::timeout(config.timeout, open_unbounded(addr, config)).await {
+        Ok(opened) => opened,
+        Err(_) if config.security.tls.is_some() || config.security.sasl.is_some() => {
+            Err(ErrorKind::Timeout.into())
+        }
+        Err(_) => Err(ErrorKind::Connect.into()),
+    }
+}
+
+async fn open_unbounded(addr: &str, config: &Config) -> Result<Conn, OpenError> {
+    let tcp = net::connect_named(addr).await?;
+    let mut conn = match &config.security.tls {
+        None => Conn::Plain(tcp),
+        Some(connector) => Conn::Tls(Box::new(handshake(connector, addr, tcp).await?)),
+    };
+    if let Some(sasl) = &config.security.sasl {
+        authenticate(&mut conn, sasl, &config.client_id, addr).await?;
+    }
+    Ok(conn)
+}
+
+async fn handshake(
+    connector: &TlsConnector,
+    addr: &str,
+    tcp: TcpStream,
+) -> Result<TlsStream<TcpStream>, OpenError> {
+    let host = addr
+        .rsplit_once(':')
+        .map_or(addr, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let name = ServerName::try_from(host.to_string()).map_err(|_| {
+        refused(
+            ErrorKind::Tls,
+            format!("`{host}` is not a name TLS can verify (check bootstrap)"),
+        )
+    })?;
+    connector.connect(name, tcp).await.map_err(|e| {
+        let from_tls = e
+            .get_ref()
+            .is_some_and(|inner| inner.is::<rustls::Error>());
+        let reason = if from_tls {
+            tls::explain(&e, &format!("broker {addr}"), &KAFKA_TLS_SETTINGS)
+        } else {
+            // Closed or reset mid-handshake: most often a listener that
+            // does not speak TLS.
+            format!(
+                "the TLS handshake with broker {addr} failed ({e}): is that port a TLS listener? check security.protocol and bootstrap"
+            )
+        };
+        refused(ErrorKind::Tls, reason)
+    })
+}
+
+/// SASL over `conn`: SaslHandshake names the mechanism, then
+/// SaslAuthenticate requests carry its messages until it is done.
+async fn authenticate(
+    conn: &mut Conn,
+    sasl: &SaslSettings,
+    client_id: &str,
+    addr: &str,
+) -> Result<(), OpenError> {
+    let mechanism = sasl.mechanism.name();
+    let mut out = Vec::new();
+    wire::sasl_handshake_request(&mut out, 0, client_id, mechanism);
+    let body = round_trip(conn, &out).await?;
+    let (error, offered) =
+        wire::sasl_handshake_response(&body).map_err(|_| ErrorKind::Malformed)?;
+    match error {
+        0 => {}
+        // UNSUPPORTED_SASL_MECHANISM
+        33 => {
+            return Err(refused(
+                ErrorKind::KafkaBroker,
+                format!(
+                    "broker {addr} does not take sasl.mechanism {mechanism} on this listener; it takes {}: set sasl.mechanism to one of them",
+                    offered.join(", ")
+                ),
+            ))
+        }
+        // ILLEGAL_SASL_STATE: not a SASL listener at all.
+        34 => {
+            return Err(refused(
+                ErrorKind::KafkaBroker,
+                format!("broker {addr} is not a SASL listener: check security.protocol and bootstrap"),
+            ))
+        }
+        code => {
+            return Err(refused(
+                ErrorKind::KafkaBroker,
+                format!("broker {addr} refused the SASL handshake (Kafka error code {code})"),
+            ))
+        }
+    }
+    let mut exchange = Exchange::new(sasl);
+    let mut message = Some(exchange.first());
+    let mut correlation = 1;
+    while let Some(m) = message {
+        out.clear();
+        wire::sasl_authenticate_request(&mut out, correlation, client_id, &m);
+        correlation += 1;
+        let body = round_trip(conn, &out).await?;
+        let answer = wire::sasl_authenticate_response(&body).map_err(|_| ErrorKind::Malformed)?;
+        if answer.error != 0 {
+            let why = answer.message.unwrap_or("no reason given");
+            return Err(refused(
+                ErrorKind::KafkaBroker,
+                format!(
+                    "broker {addr} refused sasl.username `{}` with its sasl.password ({why}): check both, and that the user exists for {mechanism}",
+                    sasl.username
+                ),
+            ));
+        }
+        message = exchange.next(answer.bytes).map_err(|why| {
+            refused(
+                ErrorKind::KafkaBroker,
+                format!("SASL {mechanism} with broker {addr} failed: {why}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Sends one request and reads its answer: the body after the
+/// correlation id.
+pub(super) async fn round_trip(conn: &mut Conn, request: &[u8]) -> Result<Vec<u8>, ErrorKind> {
+    conn.write_all(request).await.map_err(|e| io_kind(&e))?;
+    let mut size = [0u8; 4];
+    conn.read_exact(&mut size).await.map_err(|e| io_kind(&e))?;
+    let size = usize::try_from(i32::from_be_bytes(size))
+        .ok()
+        .filter(|&size| (4..=wire::MAX_RESPONSE).contains(&size))
+        .ok_or(ErrorKind::Malformed)?;
+    let mut body = vec![0; size];
+    conn.read_exact(&mut body).await.map_err(|e| io_kind(&e))?;
+    body.drain(..4);
+    Ok(body)
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_flush(cx),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
