@@ -589,6 +589,15 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     let addr = out_of_step_broker();
     let dir = support::scratch_dir("kafka-out-of-step");
     let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
+    // This broker answers only Metadata in step: no producer id to get.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let settings = r#"settings: {linger.ms: "5"}"#;
+    assert!(text.contains(settings), "{text}");
+    let text = text.replace(
+        settings,
+        "settings: {linger.ms: 5, enable.idempotence: false}",
+    );
+    std::fs::write(&scenario, text).unwrap();
     let out = dir.join("results");
     let began = Instant::now();
     let (code, stdout, stderr) = support::autoperf(&[
@@ -617,16 +626,12 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     assert_eq!(level["arrivals"]["unstarted"], 0, "{level}");
 }
 
-#[test]
-fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
+/// Creates `topic` with `partitions`, waiting until the broker has.
+fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     use rdkafka::client::DefaultClientContext;
-
-    let bootstrap = broker();
-    let dir = support::scratch_dir("kafka-grow");
-    let topic = format!("autoperf-grow-{}", std::process::id());
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
+        .set("bootstrap.servers", bootstrap)
         .create()
         .unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -636,11 +641,31 @@ fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let created = runtime
         .block_on(admin.create_topics(
-            &[NewTopic::new(&topic, 1, TopicReplication::Fixed(1))],
+            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
             &options,
         ))
         .unwrap();
     assert!(created.iter().all(Result::is_ok), "{created:?}");
+}
+
+#[test]
+fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
+    use rdkafka::client::DefaultClientContext;
+
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-grow");
+    let topic = format!("autoperf-grow-{}", std::process::id());
+    create_topic(&bootstrap, &topic, 1);
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
 
     let scenario = theodolite(&dir, &bootstrap, &topic, 9);
     let text = std::fs::read_to_string(&scenario).unwrap();
@@ -931,4 +956,70 @@ fn deliver_and_read_back(
         per["body_bytes"].as_u64().unwrap(),
         per["decoded_bytes"].as_u64().unwrap(),
     )
+}
+
+#[test]
+fn the_idempotent_producer_numbers_every_record_the_broker_keeps() {
+    let _one_at_a_time = rate_sensitive();
+    let bootstrap = broker();
+    let dir = support::scratch_dir("kafka-idempotent");
+    // acks: all and 5 in flight: idempotent by default, as Java's producer.
+    let settings = "linger.ms: 20, compression.type: lz4";
+    let topic = format!("autoperf-idempotent-{}", std::process::id());
+    // Made first: a topic the run creates refuses its first batches, whose
+    // numbers the broker would then count as taken.
+    create_topic(&bootstrap, &topic, 4);
+    let path = security_scenario(&dir, "idempotent", &bootstrap, settings, &topic);
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("acks: 1", "acks: all");
+    std::fs::write(&path, text).unwrap();
+    let out = dir.join("idempotent-results");
+    run_ok(
+        path.to_str().unwrap(),
+        &[
+            "--rate",
+            "1000/s",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--quiet",
+        ],
+        &out,
+    );
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["errors"], 0, "{level}");
+
+    // The broker's own account (Kafka's describe-producers): per producer
+    // id, the last sequence number it took. Each id numbers its records
+    // from 0, so the last numbers + 1 add up to the partition's records.
+    let classpath = kafka_sh("classpath", None);
+    let per_partition = records_per_partition(&bootstrap, &topic);
+    for (partition, &records) in per_partition.iter().enumerate() {
+        let described = Command::new("java")
+            .args([
+                "-cp",
+                &classpath,
+                "org.apache.kafka.tools.TransactionsCommand",
+            ])
+            .args(["--bootstrap-server", &bootstrap, "describe-producers"])
+            .args(["--topic", &topic, "--partition", &partition.to_string()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&described.stdout);
+        assert!(
+            described.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&described.stderr)
+        );
+        let numbered: u64 = text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
+            .map(|last| last + 1)
+            .sum();
+        assert!(records > 0, "partition {partition} got records");
+        assert_eq!(numbered, records, "partition {partition}: {text}");
+    }
 }

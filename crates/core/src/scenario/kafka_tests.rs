@@ -236,6 +236,8 @@ fn producer_settings_decode_and_unknown_ones_are_named() {
         metadata_max_age: Duration::from_secs(1),
         compression: Compression::None,
         compression_level: None,
+        // 20 in flight: more than the broker's duplicate detection tracks.
+        idempotence: false,
     };
     assert_eq!(kafka.producer, expected);
     let zstd = ok("target:\n  kafka: {bootstrap: 'h:1', settings: {compression.type: zstd, compression.level: 9}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n");
@@ -470,4 +472,28 @@ fn security_settings_decode_and_misfits_are_named() {
     let text = kafka("security.protocol: SSL, ssl.ca.location: missing.pem");
     expect(&text, "missing.pem", 2, col(&text, "missing.pem"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn idempotence_is_on_where_it_fits_and_a_misfit_is_named() {
+    let kafka = |acks: &str, settings: &str| {
+        format!("target:\n  kafka: {{bootstrap: 'h:1', acks: {acks}, settings: {{{settings}}}}}\nrequests: {{a: {{produce: {{topic: t, value: {{raw: x}}}}}}}}\n")
+    };
+    let idempotent = |text: &str| match &ok(text).target.endpoint {
+        Endpoint::Kafka(k) => k.producer.idempotence,
+        _ => panic!("a Kafka target"),
+    };
+    assert!(idempotent(&kafka("all", "linger.ms: 1")), "Java's default");
+    assert!(
+        !idempotent(&kafka("1", "linger.ms: 1")),
+        "quietly off with acks 1"
+    );
+    assert!(
+        !idempotent(&kafka("all", "max.in.flight: 6")),
+        "quietly off past 5 in flight"
+    );
+    assert!(!idempotent(&kafka("all", "enable.idempotence: false")));
+    let text = kafka("1", "enable.idempotence: true");
+    let col = text.lines().nth(1).unwrap().find("true").unwrap() + 1;
+    expect(&text, "enable.idempotence: true needs acks: all and max.in.flight.requests.per.connection of at most 5 (here acks 1 and 5)", 2, col);
 }

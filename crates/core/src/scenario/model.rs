@@ -297,6 +297,9 @@ pub struct ProducerSettings {
     /// `compression.level` (`compression.gzip.level`, …): the codec's own
     /// scale; `None` for its default.
     pub compression_level: Option<i32>,
+    /// `enable.idempotence`: on by default where acks is all and at most 5
+    /// requests are in flight, as Java's producer since Kafka 3.0.
+    pub idempotence: bool,
 }
 
 /// A record batch's codec, as Kafka numbers them.
@@ -354,6 +357,7 @@ impl Default for ProducerSettings {
             metadata_max_age: Duration::from_secs(300),
             compression: Compression::None,
             compression_level: None,
+            idempotence: true,
         }
     }
 }
@@ -376,6 +380,15 @@ impl Acks {
             Acks::None => 0,
             Acks::Leader => 1,
             Acks::All => -1,
+        }
+    }
+
+    /// As written in `acks`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
         }
     }
 }

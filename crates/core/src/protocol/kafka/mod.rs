@@ -175,6 +175,7 @@ pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Result<Arc<Config>, Tar
             tls,
             sasl: kafka.security.sasl.clone(),
         },
+        idempotence: settings.idempotence,
         timeout,
     }))
 }
@@ -267,6 +268,20 @@ pub fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError
                 )));
             }
         }
+    }
+    if config.idempotence {
+        runtime
+            .block_on(producer::probe_producer_id(&config))
+            .map_err(|failed| match failed.reason {
+                Some(reason) => TargetError::KafkaRefused {
+                    bootstrap: kafka.bootstrap.clone(),
+                    reason,
+                },
+                None => unreachable(format!(
+                    "asking for a producer id failed ({})",
+                    failed.kind.name()
+                )),
+            })?;
     }
     Ok(())
 }

@@ -10,14 +10,16 @@
 //!             key_len:varint key  value_len:varint value  headers:varint(0)
 //! ```
 //!
-//! Versions: Produce v7, Metadata v4, SaslHandshake v1 and
-//! SaslAuthenticate v1 are the newest without the "flexible" encoding, and
-//! every broker from Kafka 2.2 on, 4.x included, speaks them.
+//! Versions: Produce v7, Metadata v4, InitProducerId v1, SaslHandshake v1
+//! and SaslAuthenticate v1 are the newest without the "flexible" encoding,
+//! and every broker from Kafka 2.2 on, 4.x included, speaks them.
 
 const PRODUCE: i16 = 0;
 const PRODUCE_VERSION: i16 = 7;
 const METADATA: i16 = 3;
 const METADATA_VERSION: i16 = 4;
+const INIT_PRODUCER_ID: i16 = 22;
+const INIT_PRODUCER_ID_VERSION: i16 = 1;
 const SASL_HANDSHAKE: i16 = 17;
 const SASL_HANDSHAKE_VERSION: i16 = 1;
 const SASL_AUTHENTICATE: i16 = 36;
@@ -124,6 +126,48 @@ pub fn sasl_authenticate_response(body: &[u8]) -> Result<SaslAnswer<'_>, Malform
     })
 }
 
+/// An InitProducerId v1 request for an idempotent (not transactional)
+/// producer.
+pub fn init_producer_id_request(out: &mut Vec<u8>, correlation: i32, client: &str) {
+    let start = out.len();
+    begin_request(
+        out,
+        INIT_PRODUCER_ID,
+        INIT_PRODUCER_ID_VERSION,
+        correlation,
+        client,
+    );
+    out.extend_from_slice(&(-1i16).to_be_bytes()); // transactional_id: null
+    out.extend_from_slice(&(-1i32).to_be_bytes()); // transaction timeout: none
+    finish_request(out, start);
+}
+
+/// An InitProducerId answer: its error code, the producer id and epoch.
+pub fn init_producer_id_response(body: &[u8]) -> Result<(i16, i64, i16), Malformed> {
+    let mut r = Reader::new(body);
+    r.i32()?; // throttle time
+    Ok((r.i16()?, r.i64()?, r.i16()?))
+}
+
+/// The idempotent producer's mark on a batch: who wrote it, and the
+/// partition's sequence number of its first record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sequenced {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub base_sequence: i32,
+}
+
+/// Kafka's DUPLICATE_SEQUENCE_NUMBER: the batch was written before.
+pub const DUPLICATE_SEQUENCE: i16 = 46;
+
+/// Error codes after which a producer id's sequences are out of step with
+/// the broker (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+/// UNKNOWN_PRODUCER_ID): only a new id brings them back.
+pub fn sequence_lost(code: i16) -> bool {
+    matches!(code, 45 | 47 | 59)
+}
+
 /// One partition's records, ready to go into a Produce request.
 pub struct BatchRef<'a> {
     pub partition: i32,
@@ -134,6 +178,8 @@ pub struct BatchRef<'a> {
     pub count: i32,
     pub base_timestamp: i64,
     pub max_timestamp: i64,
+    /// Set by an idempotent producer.
+    pub sequenced: Option<Sequenced>,
 }
 
 /// Starts a Produce v7 request for `topics` topics; each follows with
@@ -172,7 +218,7 @@ pub fn produce_end(out: &mut [u8], start: usize) {
     finish_request(out, start);
 }
 
-/// A v2 record batch: create time, no producer id.
+/// A v2 record batch: create time; a producer id where idempotent.
 fn put_batch(out: &mut Vec<u8>, batch: &BatchRef<'_>) {
     out.extend_from_slice(&0i64.to_be_bytes()); // base offset
     let length = (BATCH_HEADER - 12 + batch.records.len()) as i32;
@@ -186,9 +232,12 @@ fn put_batch(out: &mut Vec<u8>, batch: &BatchRef<'_>) {
     out.extend_from_slice(&(batch.count - 1).to_be_bytes()); // last offset delta
     out.extend_from_slice(&batch.base_timestamp.to_be_bytes());
     out.extend_from_slice(&batch.max_timestamp.to_be_bytes());
-    out.extend_from_slice(&(-1i64).to_be_bytes()); // producer id
-    out.extend_from_slice(&(-1i16).to_be_bytes()); // producer epoch
-    out.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
+    let (id, epoch, sequence) = batch
+        .sequenced
+        .map_or((-1, -1, -1), |s| (s.producer_id, s.epoch, s.base_sequence));
+    out.extend_from_slice(&id.to_be_bytes());
+    out.extend_from_slice(&epoch.to_be_bytes());
+    out.extend_from_slice(&sequence.to_be_bytes());
     out.extend_from_slice(&batch.count.to_be_bytes());
     let crc = crc32c::crc32c_append(crc32c::crc32c(&out[checked..]), batch.records);
     out[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
@@ -481,6 +530,11 @@ mod tests {
             count: 2,
             base_timestamp: 1_700_000_000_000,
             max_timestamp: 1_700_000_000_005,
+            sequenced: Some(Sequenced {
+                producer_id: 77,
+                epoch: 3,
+                base_sequence: 1000,
+            }),
         };
         let start = produce_begin(&mut out, 9, "autoperf", -1, 30_000, 1);
         produce_topic(&mut out, "t", 1);
@@ -495,6 +549,10 @@ mod tests {
         assert_eq!(b[16], 2, "magic");
         let crc = u32::from_be_bytes(b[17..21].try_into().unwrap());
         assert_eq!(crc, crc32c::crc32c(&b[21..]));
+        // The idempotent producer's id, epoch and first sequence number.
+        assert_eq!(i64::from_be_bytes(b[43..51].try_into().unwrap()), 77);
+        assert_eq!(i16::from_be_bytes(b[51..53].try_into().unwrap()), 3);
+        assert_eq!(i32::from_be_bytes(b[53..57].try_into().unwrap()), 1000);
         assert_eq!(i32::from_be_bytes(b[57..61].try_into().unwrap()), 2);
     }
 

@@ -55,6 +55,8 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
     let mut security = SecurityDraft::default();
     // Checked against the codec once every setting is read.
     let mut level_at = None;
+    // `enable.idempotence` as given, checked against acks and in-flight.
+    let mut idempotence_at = None;
     if let Some(n) = fields.get("settings") {
         for (key, value) in ctx.named_map(n, "`settings`").unwrap_or_default() {
             if matches!(key.name.as_str(), "bootstrap.servers" | "acks") {
@@ -102,6 +104,13 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
                     .filter(|&ms| ms >= 100)
                     .map(|ms| producer.metadata_max_age = Duration::from_millis(ms))
                     .is_some(),
+                "enable.idempotence" => match v.trim() {
+                    "true" | "false" => {
+                        idempotence_at = Some((v.trim() == "true", value.pos()));
+                        true
+                    }
+                    _ => false,
+                },
                 "compression.type" | "compression.codec" => Compression::parse(v.trim())
                     .map(|c| producer.compression = c)
                     .is_some(),
@@ -123,7 +132,7 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
                         format!(
                             "unknown producer setting `{}`: autoperf's producer takes linger.ms, batch.size, \
                              max.in.flight.requests.per.connection, client.id, metadata.max.age.ms, \
-                             compression.type, compression.level, security.protocol, ssl.* and sasl.*",
+                             compression.type, compression.level, enable.idempotence, security.protocol, ssl.* and sasl.*",
                             key.name
                         ),
                     );
@@ -139,6 +148,7 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
                         "one of `none`, `gzip`, `snappy`, `lz4`, `zstd`"
                     }
                     n if n.starts_with("compression.") => "a whole number",
+                    "enable.idempotence" => "true or false",
                     _ => "a count from 1 to 1000",
                 };
                 ctx.error(
@@ -170,6 +180,26 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
             _ => {}
         }
     }
+    // What the broker's duplicate detection needs: every replica's
+    // acknowledgement, and at most the 5 batches per partition it tracks.
+    let fits = acks == Some(Acks::All) && producer.max_in_flight <= 5;
+    producer.idempotence = match idempotence_at {
+        Some((true, pos)) if !fits && acks.is_some() => {
+            ctx.error_hint(
+                pos,
+                format!(
+                    "enable.idempotence: true needs acks: all and max.in.flight.requests.per.connection of at most 5 (here acks {} and {})",
+                    acks.map_or("?", |a| a.name()),
+                    producer.max_in_flight
+                ),
+                Some("set acks: all and at most 5 in flight, or enable.idempotence: false".into()),
+            );
+            false
+        }
+        Some((on, _)) => on,
+        // Java's default: on where it fits, else quietly off.
+        None => fits,
+    };
     let security = security.finish(ctx, fields.pos);
     Some(KafkaTarget {
         bootstrap: bootstrap?,

@@ -170,6 +170,10 @@ impl Producer {
                     &compressed[..]
                 };
                 let wire = records.len() as u64;
+                let sequenced = brokers[b]
+                    .idempotent
+                    .as_mut()
+                    .map(|session| session.next(t, partition.id, batch.count));
                 wire::produce_batch(
                     out,
                     &BatchRef {
@@ -179,6 +183,7 @@ impl Producer {
                         count: batch.count,
                         base_timestamp: batch.base_timestamp,
                         max_timestamp: batch.max_timestamp,
+                        sequenced,
                     },
                 );
                 batch.records.clear();

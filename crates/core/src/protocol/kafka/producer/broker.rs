@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use crate::measure::ErrorKind;
 
 use super::super::wire;
-use super::connection::{io_kind, open, Conn};
+use super::connection::{init_producer_id, io_kind, open, Conn};
 use super::state::*;
 
 impl Producer {
@@ -67,10 +67,27 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
             wake.notified().await;
         }
         let addr = producer.0.state.borrow().brokers[b].addr.clone();
-        match open(&addr, &producer.0.config).await {
+        let opened = match open(&addr, &producer.0.config).await {
+            Ok(mut stream) if producer.0.config.idempotence => {
+                let config = &producer.0.config;
+                match tokio::time::timeout(config.timeout, init_producer_id(&mut stream, config))
+                    .await
+                {
+                    Ok(Ok(session)) => {
+                        producer.state().brokers[b].idempotent = Some(session);
+                        Ok(stream)
+                    }
+                    Ok(Err(failed)) => Err(failed),
+                    Err(_) => Err(ErrorKind::Timeout.into()),
+                }
+            }
+            opened => opened,
+        };
+        match opened {
             Ok(stream) => {
                 let opened = Instant::now();
                 let kind = serve(&producer, b, stream).await;
+                producer.state().brokers[b].idempotent = None;
                 producer.fail_in_flight(b, kind);
                 if opened.elapsed() < BACKOFF.1 {
                     // Accepted, then dropped at once (a port that speaks

@@ -15,7 +15,7 @@ use tokio_rustls::TlsConnector;
 
 use super::super::sasl::Exchange;
 use super::super::wire;
-use super::state::Config;
+use super::state::{Config, Idempotent};
 use crate::measure::ErrorKind;
 use crate::protocol::{net, tls};
 use crate::scenario::SaslSettings;
@@ -208,6 +208,67 @@ async fn authenticate(
         })?;
     }
     Ok(())
+}
+
+/// A producer id of its own for a connection (see `Idempotent`); an error
+/// the user can fix names `enable.idempotence`.
+pub(super) async fn init_producer_id(
+    conn: &mut Conn,
+    config: &Config,
+) -> Result<Idempotent, OpenError> {
+    let mut out = Vec::new();
+    let mut correlation = 0;
+    let (error, producer_id, epoch) = loop {
+        out.clear();
+        wire::init_producer_id_request(&mut out, correlation, &config.client_id);
+        correlation += 1;
+        let body = round_trip(conn, &out).await?;
+        let answer = wire::init_producer_id_response(&body).map_err(|_| ErrorKind::Malformed)?;
+        // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+        // NOT_COORDINATOR: a broker just started hands out ids in a moment
+        // (the caller's timeout bounds the wait).
+        if !matches!(answer.0, 14..=16) {
+            break answer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    match error {
+        0 => Ok(Idempotent {
+            producer_id,
+            epoch,
+            sequences: Default::default(),
+        }),
+        // CLUSTER_AUTHORIZATION_FAILED: no IDEMPOTENT_WRITE for this user.
+        31 => Err(refused(
+            ErrorKind::KafkaBroker,
+            "the broker does not let this user write idempotently (the IdempotentWrite operation on the cluster): grant it, or set enable.idempotence: false".into(),
+        )),
+        code => Err(refused(
+            ErrorKind::KafkaBroker,
+            format!("the broker refused a producer id (InitProducerId, Kafka error code {code}); set enable.idempotence: false to produce without one"),
+        )),
+    }
+}
+
+/// Asks a bootstrap broker for a producer id, as every connection will:
+/// the start-of-run check that idempotence is allowed.
+pub(in crate::protocol::kafka) async fn probe_producer_id(
+    config: &Config,
+) -> Result<(), OpenError> {
+    let mut last = OpenError::from(ErrorKind::Connect);
+    for addr in &config.bootstrap {
+        let asked = async {
+            let mut conn = open(addr, config).await?;
+            init_producer_id(&mut conn, config).await
+        };
+        match tokio::time::timeout(config.timeout, asked).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) if e.reason.is_some() => return Err(e),
+            Ok(Err(e)) => last = e,
+            Err(_) => last = ErrorKind::Timeout.into(),
+        }
+    }
+    Err(last)
 }
 
 /// Sends one request and reads its answer: the body after the

@@ -41,6 +41,8 @@ impl Producer {
         let mut batches = request.batches;
         let names = &self.0.names;
         let now = Instant::now();
+        let mut sequence_lost = false;
+        let idempotent = broker.idempotent.is_some();
         let parsed = wire::produce_response(&body[4..], |topic, partition, code| {
             let Some(i) = batches
                 .iter()
@@ -51,12 +53,20 @@ impl Producer {
             let s = batches.swap_remove(i);
             let n = s.senders.len();
             let outcome = match code {
-                0 => Ok(partition.clamp(0, u16::MAX as i32) as u16),
+                // A duplicate was written before: that write stands.
+                0 | wire::DUPLICATE_SEQUENCE => Ok(partition.clamp(0, u16::MAX as i32) as u16),
                 wire::REQUEST_TIMED_OUT => Err(ErrorKind::Timeout),
+                code if wire::sequence_lost(code) => {
+                    sequence_lost = true;
+                    Err(ErrorKind::KafkaBroker)
+                }
                 code => {
                     if wire::stale_metadata(code) {
                         topics[s.topic].refreshing = true;
                     }
+                    // A batch not written leaves a gap in its partition's
+                    // sequence numbers, which the broker refuses after.
+                    sequence_lost |= idempotent;
                     Err(ErrorKind::KafkaBroker)
                 }
             };
@@ -78,6 +88,11 @@ impl Producer {
             }
         }
         broker.wake.notify_one();
+        if sequence_lost {
+            // Every later batch on this producer id would fail the same
+            // way: the connection ends, and the next gets a new id.
+            return Err(ErrorKind::KafkaBroker);
+        }
         parsed.map_err(|_| ErrorKind::Malformed)
     }
 

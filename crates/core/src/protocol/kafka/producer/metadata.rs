@@ -58,6 +58,7 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
                         in_flight: VecDeque::new(),
                         wake: Rc::new(Notify::new()),
                         running: false,
+                        idempotent: None,
                     }),
                 }
             }

@@ -32,7 +32,7 @@ mod delivery;
 mod metadata;
 mod state;
 
-pub(super) use connection::Security;
+pub(super) use connection::{probe_producer_id, Security};
 pub(super) use metadata::fetch_metadata;
 
 use delivery::Delivery;

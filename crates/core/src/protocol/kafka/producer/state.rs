@@ -34,6 +34,9 @@ pub struct Config {
     pub compression_level: Option<i32>,
     /// TLS and SASL, as `security.protocol` says.
     pub security: super::connection::Security,
+    /// `enable.idempotence`: batches carry a producer id and sequence
+    /// numbers, and the broker writes none twice.
+    pub idempotence: bool,
 }
 
 /// How long a shard waits before asking again for metadata that failed.
@@ -118,6 +121,40 @@ pub(crate) struct Broker {
     /// Wakes the broker's task: records to send, or room in flight.
     pub(crate) wake: Rc<Notify>,
     pub(crate) running: bool,
+    /// The idempotent producer's id on the current connection.
+    pub(crate) idempotent: Option<Idempotent>,
+}
+
+/// An idempotent producer on one broker connection: its id, and each
+/// partition's next sequence number. Every connection gets an id of its own
+/// (InitProducerId), so a connection that breaks with batches in an
+/// unknown state takes its sequences with it and the next starts afresh,
+/// as the broker expects of a new id.
+pub(crate) struct Idempotent {
+    pub(crate) producer_id: i64,
+    pub(crate) epoch: i16,
+    /// By `(topic, partition id)`.
+    pub(crate) sequences: std::collections::HashMap<(usize, i32), i32>,
+}
+
+impl Idempotent {
+    /// The mark of a batch of `count` records to partition `(topic, id)`.
+    pub(crate) fn next(
+        &mut self,
+        topic: usize,
+        id: i32,
+        count: i32,
+    ) -> super::super::wire::Sequenced {
+        let next = self.sequences.entry((topic, id)).or_insert(0);
+        let base_sequence = *next;
+        // Sequences wrap from i32::MAX to 0.
+        *next = ((i64::from(base_sequence) + i64::from(count)) & 0x7fff_ffff) as i32;
+        super::super::wire::Sequenced {
+            producer_id: self.producer_id,
+            epoch: self.epoch,
+            base_sequence,
+        }
+    }
 }
 
 pub(crate) struct InFlight {
