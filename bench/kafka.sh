@@ -8,6 +8,12 @@
 #   ROUNDS=1 SLO=0 bash bench/kafka.sh          # quicker, comparison only
 #   CASES="" bash bench/kafka.sh                # the SLO search only
 #   AUTOPERF=/path/to/autoperf bash bench/kafka.sh
+#   CODEC=lz4 SECURITY=sasl_ssl LINGER=5 BATCH=262144 CASES="theodolite:all" SLO=0 bash bench/kafka.sh
+#
+# CODEC (compression.type), SECURITY (plaintext, or sasl_ssl: the broker's
+# SASL_SSL listener with SCRAM-SHA-512 over TLS), LINGER (linger.ms) and
+# BATCH (batch.size) apply to both producers alike; unset, each keeps its
+# default.
 #
 # Cases: 100-byte values without key, and Theodolite ActivePowerRecords
 # (Avro, schema-registry wire format, keyed by sensor id), each at acks=1
@@ -44,6 +50,10 @@ MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-100000}
 SLO=${SLO:-1}
 SLO_DURATION=${SLO_DURATION:-10}
 CASES=${CASES-"100b:1 100b:all theodolite:1 theodolite:all"}
+CODEC=${CODEC:-none}
+SECURITY=${SECURITY:-plaintext}
+LINGER=${LINGER:-}
+BATCH=${BATCH:-}
 # Its own broker: the tests' (19092) may be running and must not be measured.
 export KAFKA_PORT=${KAFKA_PORT:-19292}
 BOOTSTRAP=127.0.0.1:$KAFKA_PORT
@@ -65,6 +75,28 @@ cleanup() {
 }
 trap cleanup EXIT
 BROKER_PID=$(cat "${KAFKA_DIR:-$ROOT/target/kafka-$KAFKA_PORT}/broker.pid")
+
+# The producers' settings, alike for both: autoperf's as a YAML flow map's
+# entries, Java's as --producer-props words. Topics are made and counted
+# over the plaintext listener either way.
+declare -A SEC
+while IFS='=' read -r k v; do SEC[$k]=$v; done < <(bash "$ROOT/scripts/kafka.sh" security)
+GEN_BOOTSTRAP=$BOOTSTRAP
+AP_SETTINGS="compression.type: $CODEC"
+JAVA_PROPS=("compression.type=$CODEC")
+if [[ -n $LINGER ]]; then AP_SETTINGS+=", linger.ms: $LINGER"; JAVA_PROPS+=("linger.ms=$LINGER"); fi
+if [[ -n $BATCH ]]; then AP_SETTINGS+=", batch.size: $BATCH"; JAVA_PROPS+=("batch.size=$BATCH"); fi
+case $SECURITY in
+    plaintext) ;;
+    sasl_ssl)
+        GEN_BOOTSTRAP=${SEC[SASL_SSL]}
+        AP_SETTINGS+=", security.protocol: SASL_SSL, ssl.ca.location: '${SEC[CA]}', sasl.mechanism: SCRAM-SHA-512, sasl.username: ${SEC[USER]}, sasl.password: ${SEC[PASSWORD]}"
+        JAVA_PROPS+=(security.protocol=SASL_SSL sasl.mechanism=SCRAM-SHA-512 ssl.truststore.type=PEM
+            "ssl.truststore.location=${SEC[CA]}"
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"${SEC[USER]}\" password=\"${SEC[PASSWORD]}\";")
+        ;;
+    *) echo "SECURITY is plaintext or sasl_ssl" >&2; exit 2 ;;
+esac
 
 # Pins the broker, every thread of it, to a CPU list.
 pin_broker() { taskset -a -p -c "$1" "$BROKER_PID" >/dev/null; }
@@ -119,7 +151,7 @@ scenario() { # kind acks topic -> path
         cat <<YAML
 name: kafka-bench-$kind
 target:
-  kafka: {bootstrap: "$BOOTSTRAP", acks: "$acks"}
+  kafka: {bootstrap: "$GEN_BOOTSTRAP", acks: "$acks", settings: {$AP_SETTINGS}}
   timeout: 30s
 think_time: 0s
 arrivals:
@@ -208,7 +240,8 @@ run_java() { # kind acks cpus
     taskset -c "$3" java -Xmx1g -cp "$CLASSPATH_JARS" -Dlog4j2.level=WARN \
         org.apache.kafka.tools.ProducerPerformance --topic "$topic" \
         --num-records "$count" --warmup-records "$warm" --record-size "$size" --throughput -1 \
-        --producer-props "bootstrap.servers=$BOOTSTRAP" "acks=$2" >"$WORK/pp.log" 2>&1 || true
+        --producer.config "$WORK/producer.properties" \
+        --producer-props "bootstrap.servers=$GEN_BOOTSTRAP" "acks=$2" >"$WORK/pp.log" 2>&1 || true
     local n
     n=$(arrived "$topic")
     "$PY" - "$WORK/pp.log" "$n" "$count" "$count_file" "$WARMUP" "$DURATION" <<'PY'
@@ -278,6 +311,10 @@ max_autoperf() { # kind acks cpus java_rate
 }
 
 echo "broker $BOOTSTRAP (pid $BROKER_PID) on core $BROKER_CPU, generators on core $GEN_CPU, $PARTITIONS partitions"
+echo "producers to $GEN_BOOTSTRAP ($SECURITY): autoperf {$AP_SETTINGS}; java ${JAVA_PROPS[*]}"
+# A file, not --producer-props: ProducerPerformance splits those at every
+# `=`, and sasl.jaas.config holds some.
+printf '%s\n' "${JAVA_PROPS[@]}" >"$WORK/producer.properties"
 case $MAX_MODE in
     open) MAX_LOAD=$OVERLOAD_RATE ;;
     closed) MAX_LOAD=users:$USERS ;;

@@ -19,7 +19,7 @@
 #   CONTROLLER      127.0.0.1:$KAFKA_CONTROLLER_PORT  (default KAFKA_PORT+1)
 #   SSL             127.0.0.1:KAFKA_PORT+2   TLS, a client certificate required
 #   SASL_SSL        127.0.0.1:KAFKA_PORT+3   TLS; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-#   SASL_PLAINTEXT  127.0.0.1:KAFKA_PORT+4   SASL SCRAM-SHA-512 only
+#   SASL_PLAINTEXT  127.0.0.1:KAFKA_PORT+4   SASL SCRAM-SHA-512 only, sessions of 2 s
 #
 # Each start makes a fresh CA and, signed by it, the broker's certificate
 # (for 127.0.0.1 and localhost) and a client's, all PEM in $KAFKA_DIR/tls;
@@ -175,6 +175,8 @@ listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$scram
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram
 listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=$scram
+# Its sessions last 2 s (KIP-368): clients must reconnect or re-authenticate.
+listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms=2000
 log.dirs=$DIR/data
 num.partitions=$KAFKA_PARTITIONS
 auto.create.topics.enable=true
@@ -247,11 +249,15 @@ start() {
     mkdir -p "$DIR"
     exec 9>"$DIR/.lock"
     flock 9
+    local pid
+    if pid="$(running_pid)" && ! grep -q "SASL_SSL://" "$DIR/server.properties" 2>/dev/null; then
+        echo "kafka.sh: broker $pid predates the secured listeners; restarting it" >&2
+        end_broker "$pid"
+    fi
     if ready; then
         echo "$BOOTSTRAP"
         return
     fi
-    local pid
     if pid="$(running_pid)"; then
         # Started by a caller that gave up waiting, or still starting after a
         # crash of the caller: wait for it below instead of starting another.
@@ -304,22 +310,28 @@ $(tail -n 30 "$DIR/broker.log" 2>/dev/null)"
     echo "$BOOTSTRAP"
 }
 
+# Stops broker PID: a controlled shutdown takes a few seconds; then it is
+# killed.
+end_broker() {
+    local pid=$1
+    kill "$pid"
+    for _ in $(seq 150); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "kafka.sh: broker $pid did not stop in 15 s; killing it" >&2
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+}
+
 stop() {
     [[ -d "$DIR" ]] || return 0
     exec 9>"$DIR/.lock"
     flock 9
     local pid
     if pid="$(running_pid)"; then
-        kill "$pid"
-        # A controlled shutdown takes a few seconds; then it is killed.
-        for _ in $(seq 150); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            echo "kafka.sh: broker $pid did not stop in 15 s; killing it" >&2
-            kill -9 "$pid" 2>/dev/null || true
-        fi
+        end_broker "$pid"
     fi
     rm -rf "$DIR/data" "$DIR/broker.pid"
 }

@@ -84,7 +84,10 @@ pub fn client_config(
             .build()
             .map_err(|e| match &settings.ca_file {
                 Some(path) => format!("{} {}: {e}", names.ca_file, path.display()),
-                None => format!("the platform's CA certificates: {e}"),
+                None => format!(
+                    "this system has no usable CA certificates ({e}): give the server's CA as {}",
+                    names.ca_file
+                ),
             })?;
         Arc::new(CaFile {
             inner,
@@ -98,7 +101,7 @@ pub fn client_config(
     let mut config = match (&settings.client_cert, &settings.client_key) {
         (Some(cert), Some(key)) => {
             let chain = read_certs(cert)?;
-            let key = read_key(key)?;
+            let key = read_key(key).map_err(|e| format!("{}: {e}", names.client_cert))?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|e| format!("{}: {e}", names.client_cert))?

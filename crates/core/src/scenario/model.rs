@@ -278,7 +278,7 @@ impl SaslMechanism {
 }
 
 /// How the producer batches; the defaults are librdkafka's (Java's
-/// `batch.size` is 16 KiB).
+/// `batch.size` is 16 KiB), but for idempotence, on as in Java's producer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProducerSettings {
     /// `linger.ms`: how long a batch waits for more records.

@@ -229,29 +229,25 @@ pub fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError
                 }
                 let tls = kafka.security.tls.as_ref();
                 let client_cert = tls.is_some_and(|t| t.client_cert.is_some());
+                let refused = |reason: String| TargetError::KafkaRefused {
+                    bootstrap: kafka.bootstrap.clone(),
+                    reason,
+                };
                 match failed.kind {
                     ErrorKind::ConnectRefused => unreachable("connection refused".to_string()),
-                    // A TLS listener that wants a client certificate drops
-                    // the connection once the handshake is over.
-                    ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::Closed | ErrorKind::Reset
+                    ErrorKind::Connect => unreachable(format!("no broker answered within {wait:?}")),
+                    // Connected, then no Kafka answer: a TLS listener that
+                    // wants a client certificate drops the connection once
+                    // the handshake is over.
+                    ErrorKind::Tls | ErrorKind::Timeout | ErrorKind::Closed | ErrorKind::Reset
                         if tls.is_some() && !client_cert =>
                     {
-                        TargetError::KafkaRefused {
-                            bootstrap: kafka.bootstrap.clone(),
-                            reason: format!("no broker answered over TLS within {wait:?} ({}): if the listener requires a client certificate, give ssl.certificate.location and ssl.key.location", failed.kind.name()),
-                        }
+                        refused(format!("no answer over TLS ({}): if the listener requires a client certificate, give ssl.certificate.location and ssl.key.location; check that security.protocol matches the listener", failed.kind.name()))
                     }
-                    ErrorKind::Timeout | ErrorKind::Connect => {
-                        unreachable(format!("no broker answered within {wait:?}"))
-                    }
-                    // Kafka's framing read from a TLS or SASL listener.
-                    ErrorKind::Malformed | ErrorKind::Closed | ErrorKind::Reset
-                        if tls.is_none() && kafka.security.sasl.is_none() =>
-                    {
-                        TargetError::KafkaRefused {
-                            bootstrap: kafka.bootstrap.clone(),
-                            reason: format!("the broker's answer to plain Kafka failed ({}): if the listener is SSL, SASL_SSL or SASL_PLAINTEXT, set security.protocol (and its ssl.* or sasl.* settings)", failed.kind.name()),
-                        }
+                    // Kafka's framing read from a listener that speaks
+                    // another protocol (TLS, SASL), or the reverse.
+                    ErrorKind::Malformed | ErrorKind::Closed | ErrorKind::Reset | ErrorKind::Timeout => {
+                        refused(format!("the broker's answer failed ({}): check that security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL) matches the listener at bootstrap", failed.kind.name()))
                     }
                     other => unreachable(format!("its answer failed ({})", other.name())),
                 }
@@ -277,10 +273,15 @@ pub fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError
                     bootstrap: kafka.bootstrap.clone(),
                     reason,
                 },
-                None => unreachable(format!(
-                    "asking for a producer id failed ({})",
-                    failed.kind.name()
-                )),
+                // The metadata came from this broker a moment ago: it is
+                // there, but does not hand out producer ids.
+                None => TargetError::KafkaRefused {
+                    bootstrap: kafka.bootstrap.clone(),
+                    reason: format!(
+                        "the broker's answer to InitProducerId failed ({}): set enable.idempotence: false for a broker without idempotent producers",
+                        failed.kind.name()
+                    ),
+                },
             })?;
     }
     Ok(())

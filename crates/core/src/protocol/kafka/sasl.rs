@@ -20,9 +20,10 @@ use ring::{digest, hmac, pbkdf2, rand::SecureRandom};
 
 use crate::scenario::{SaslMechanism, SaslSettings};
 
-/// The most PBKDF2 iterations a server may ask for: Kafka's own maximum.
-/// More would be a server spending the client's CPU.
-const MAX_ITERATIONS: u32 = 16_384;
+/// The PBKDF2 iterations a server may ask for: Kafka's own bounds. Fewer
+/// would let a false server guess the password from the proof cheaply; more
+/// would be a server spending the client's CPU.
+const ITERATIONS: std::ops::RangeInclusive<u32> = 4096..=16_384;
 
 /// One authentication, message by message.
 pub enum Exchange {
@@ -135,9 +136,11 @@ impl Scram {
             .ok_or("a SCRAM message without a salt")?;
         let iterations = field('i')
             .and_then(|i| i.parse::<u32>().ok())
-            .filter(|&i| (1..=MAX_ITERATIONS).contains(&i))
+            .filter(|i| ITERATIONS.contains(i))
             .ok_or(format!(
-                "a SCRAM iteration count that is not from 1 to {MAX_ITERATIONS}"
+                "a SCRAM iteration count that is not from {} to {}",
+                ITERATIONS.start(),
+                ITERATIONS.end()
             ))?;
         let h = self.hash;
         let mut salted = vec![0u8; h.digest.output_len()];

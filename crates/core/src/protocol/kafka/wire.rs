@@ -110,6 +110,9 @@ pub struct SaslAnswer<'a> {
     pub message: Option<&'a str>,
     /// The server's message in the exchange.
     pub bytes: &'a [u8],
+    /// How long the session lasts before the broker closes the connection
+    /// (KIP-368); 0 for as long as it lasts.
+    pub session_lifetime_ms: i64,
 }
 
 pub fn sasl_authenticate_response(body: &[u8]) -> Result<SaslAnswer<'_>, Malformed> {
@@ -118,11 +121,12 @@ pub fn sasl_authenticate_response(body: &[u8]) -> Result<SaslAnswer<'_>, Malform
     let message = r.nullable_string()?;
     let len = r.i32()?;
     let bytes = r.take(len.max(0) as usize)?;
-    r.i64()?; // session lifetime (KIP-368): 0 unless the broker re-authenticates
+    let session_lifetime_ms = r.i64()?;
     Ok(SaslAnswer {
         error,
         message,
         bytes,
+        session_lifetime_ms,
     })
 }
 

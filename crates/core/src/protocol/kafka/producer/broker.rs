@@ -22,7 +22,7 @@ impl Producer {
         let st = self.0.state.borrow();
         let broker = &st.brokers[b];
         let wake = broker.wake.clone();
-        let Some(oldest) = broker.oldest else {
+        let Some(oldest) = broker.oldest.filter(|_| !broker.retiring) else {
             return Step::Wait(wake, None);
         };
         if broker.in_flight.len() >= config.max_in_flight {
@@ -67,15 +67,14 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
             wake.notified().await;
         }
         let addr = producer.0.state.borrow().brokers[b].addr.clone();
-        let opened = match open(&addr, &producer.0.config).await {
-            Ok(mut stream) if producer.0.config.idempotence => {
-                let config = &producer.0.config;
-                match tokio::time::timeout(config.timeout, init_producer_id(&mut stream, config))
-                    .await
-                {
+        let config = &producer.0.config;
+        let opened = match open(&addr, config).await {
+            Ok(mut opened) if config.idempotence => {
+                let asked = init_producer_id(&mut opened.conn, config);
+                match tokio::time::timeout(config.timeout, asked).await {
                     Ok(Ok(session)) => {
                         producer.state().brokers[b].idempotent = Some(session);
-                        Ok(stream)
+                        Ok(opened)
                     }
                     Ok(Err(failed)) => Err(failed),
                     Err(_) => Err(ErrorKind::Timeout.into()),
@@ -84,10 +83,19 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
             opened => opened,
         };
         match opened {
-            Ok(stream) => {
+            Ok(connection) => {
                 let opened = Instant::now();
-                let kind = serve(&producer, b, stream).await;
-                producer.state().brokers[b].idempotent = None;
+                // Retired before the broker ends its SASL session, so what
+                // is in flight is answered first.
+                let retire_at = connection
+                    .session_lifetime
+                    .map(|lifetime| opened + lifetime.mul_f64(0.8));
+                let kind = serve(&producer, b, connection.conn, retire_at).await;
+                {
+                    let mut st = producer.state();
+                    st.brokers[b].idempotent = None;
+                    st.brokers[b].retiring = false;
+                }
                 producer.fail_in_flight(b, kind);
                 if opened.elapsed() < BACKOFF.1 {
                     // Accepted, then dropped at once (a port that speaks
@@ -107,12 +115,18 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
     }
 }
 
-/// Runs one connection until it fails; returns how.
-async fn serve(producer: &Producer, b: usize, stream: Conn) -> ErrorKind {
+/// Runs one connection until it fails, or is retired and all it had in
+/// flight is answered; returns how it ended.
+async fn serve(
+    producer: &Producer,
+    b: usize,
+    stream: Conn,
+    retire_at: Option<Instant>,
+) -> ErrorKind {
     let (read, write) = tokio::io::split(stream);
     tokio::select! {
         kind = writer(producer, b, write) => kind,
-        kind = reader(producer, b, read) => kind,
+        kind = reader(producer, b, read, retire_at) => kind,
     }
 }
 
@@ -143,7 +157,12 @@ async fn writer(producer: &Producer, b: usize, mut write: WriteHalf<Conn>) -> Er
     }
 }
 
-async fn reader(producer: &Producer, b: usize, mut read: ReadHalf<Conn>) -> ErrorKind {
+async fn reader(
+    producer: &Producer,
+    b: usize,
+    mut read: ReadHalf<Conn>,
+    retire_at: Option<Instant>,
+) -> ErrorKind {
     let mut buf: Vec<u8> = Vec::with_capacity(64 << 10);
     let mut at = 0;
     loop {
@@ -164,8 +183,22 @@ async fn reader(producer: &Producer, b: usize, mut read: ReadHalf<Conn>) -> Erro
         }
         buf.drain(..at);
         at = 0;
+        if retire_at.is_some_and(|t| Instant::now() >= t) {
+            producer.state().brokers[b].retiring = true;
+        }
+        {
+            let st = producer.state();
+            let broker = &st.brokers[b];
+            if broker.retiring && broker.in_flight.is_empty() {
+                // Nothing is lost: the records waiting go on the next.
+                return ErrorKind::Closed;
+            }
+        }
         let deadline = producer.request_deadline(b);
-        let check = deadline.unwrap_or_else(|| Instant::now() + producer.0.config.timeout);
+        let mut check = deadline.unwrap_or_else(|| Instant::now() + producer.0.config.timeout);
+        if let Some(t) = retire_at {
+            check = check.min(t.max(Instant::now()));
+        }
         tokio::select! {
             read = read.read_buf(&mut buf) => match read {
                 Ok(0) => return ErrorKind::Closed,

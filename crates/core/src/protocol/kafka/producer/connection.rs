@@ -82,30 +82,48 @@ fn refused(kind: ErrorKind, reason: String) -> OpenError {
 }
 
 pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
+    // A TLS alert after the handshake (a client certificate the broker
+    // wanted and did not get, say).
+    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+        return ErrorKind::Tls;
+    }
     net::io_kind(e, ErrorKind::Connect)
 }
 
-/// Opens a connection to `addr` and secures it, all within the timeout.
-pub(super) async fn open(addr: &str, config: &Config) -> Result<Conn, OpenError> {
-    match tokio::time::timeout(config.timeout, open_unbounded(addr, config)).await {
+/// A connection just opened and secured.
+pub struct Opened {
+    pub conn: Conn,
+    /// How long the broker keeps the SASL session (KIP-368): it closes the
+    /// connection then. `None`: for as long as the connection lasts.
+    pub session_lifetime: Option<std::time::Duration>,
+}
+
+/// Opens a connection to `addr` and secures it: TCP within the timeout
+/// (`connect` if not), then TLS and SASL within it again (`timeout`).
+pub(super) async fn open(addr: &str, config: &Config) -> Result<Opened, OpenError> {
+    let tcp = match tokio::time::timeout(config.timeout, net::connect_named(addr)).await {
+        Ok(connected) => connected?,
+        Err(_) => return Err(ErrorKind::Connect.into()),
+    };
+    match tokio::time::timeout(config.timeout, secure(tcp, addr, config)).await {
         Ok(opened) => opened,
-        Err(_) if config.security.tls.is_some() || config.security.sasl.is_some() => {
-            Err(ErrorKind::Timeout.into())
-        }
-        Err(_) => Err(ErrorKind::Connect.into()),
+        Err(_) => Err(ErrorKind::Timeout.into()),
     }
 }
 
-async fn open_unbounded(addr: &str, config: &Config) -> Result<Conn, OpenError> {
-    let tcp = net::connect_named(addr).await?;
+async fn secure(tcp: TcpStream, addr: &str, config: &Config) -> Result<Opened, OpenError> {
     let mut conn = match &config.security.tls {
         None => Conn::Plain(tcp),
         Some(connector) => Conn::Tls(Box::new(handshake(connector, addr, tcp).await?)),
     };
-    if let Some(sasl) = &config.security.sasl {
-        authenticate(&mut conn, sasl, &config.client_id, addr).await?;
-    }
-    Ok(conn)
+    let session_lifetime = match &config.security.sasl {
+        Some(sasl) => authenticate(&mut conn, sasl, &config.client_id, addr).await?,
+        None => None,
+    };
+    Ok(Opened {
+        conn,
+        session_lifetime,
+    })
 }
 
 async fn handshake(
@@ -142,13 +160,14 @@ async fn handshake(
 }
 
 /// SASL over `conn`: SaslHandshake names the mechanism, then
-/// SaslAuthenticate requests carry its messages until it is done.
+/// SaslAuthenticate requests carry its exchange until it is done. Returns
+/// the session's lifetime, if the broker limits it.
 async fn authenticate(
     conn: &mut Conn,
     sasl: &SaslSettings,
     client_id: &str,
     addr: &str,
-) -> Result<(), OpenError> {
+) -> Result<Option<std::time::Duration>, OpenError> {
     let mechanism = sasl.mechanism.name();
     let mut out = Vec::new();
     wire::sasl_handshake_request(&mut out, 0, client_id, mechanism);
@@ -184,6 +203,7 @@ async fn authenticate(
     let mut exchange = Exchange::new(sasl);
     let mut message = Some(exchange.first());
     let mut correlation = 1;
+    let mut lifetime = None;
     while let Some(m) = message {
         out.clear();
         wire::sasl_authenticate_request(&mut out, correlation, client_id, &m);
@@ -200,6 +220,8 @@ async fn authenticate(
                 ),
             ));
         }
+        lifetime = (answer.session_lifetime_ms > 0)
+            .then(|| std::time::Duration::from_millis(answer.session_lifetime_ms as u64));
         message = exchange.next(answer.bytes).map_err(|why| {
             refused(
                 ErrorKind::KafkaBroker,
@@ -207,7 +229,7 @@ async fn authenticate(
             )
         })?;
     }
-    Ok(())
+    Ok(lifetime)
 }
 
 /// A producer id of its own for a connection (see `Idempotent`); an error
@@ -258,8 +280,8 @@ pub(in crate::protocol::kafka) async fn probe_producer_id(
     let mut last = OpenError::from(ErrorKind::Connect);
     for addr in &config.bootstrap {
         let asked = async {
-            let mut conn = open(addr, config).await?;
-            init_producer_id(&mut conn, config).await
+            let mut opened = open(addr, config).await?;
+            init_producer_id(&mut opened.conn, config).await
         };
         match tokio::time::timeout(config.timeout, asked).await {
             Ok(Ok(_)) => return Ok(()),

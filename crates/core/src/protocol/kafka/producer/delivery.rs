@@ -87,12 +87,13 @@ impl Producer {
                 );
             }
         }
-        broker.wake.notify_one();
         if sequence_lost {
-            // Every later batch on this producer id would fail the same
-            // way: the connection ends, and the next gets a new id.
-            return Err(ErrorKind::KafkaBroker);
+            // Every later batch on this producer id would be refused: the
+            // connection sends no more, the answers in flight still settle
+            // their records, and the next connection gets a new id.
+            broker.retiring = true;
         }
+        broker.wake.notify_one();
         parsed.map_err(|_| ErrorKind::Malformed)
     }
 

@@ -59,6 +59,7 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
                         wake: Rc::new(Notify::new()),
                         running: false,
                         idempotent: None,
+                        retiring: false,
                     }),
                 }
             }
@@ -114,10 +115,10 @@ pub(in crate::protocol::kafka) async fn fetch_metadata(
     let mut last = OpenError::from(ErrorKind::Connect);
     for addr in &config.bootstrap {
         let asked = async {
-            let mut conn = open(addr, config).await?;
+            let mut opened = open(addr, config).await?;
             let mut request = Vec::new();
             wire::metadata_request(&mut request, 1, &config.client_id, &[topic]);
-            let body = round_trip(&mut conn, &request).await?;
+            let body = round_trip(&mut opened.conn, &request).await?;
             wire::metadata_response(&body).map_err(|_| OpenError::from(ErrorKind::Malformed))
         };
         match tokio::time::timeout(config.timeout, asked).await {

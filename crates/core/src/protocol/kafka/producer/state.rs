@@ -123,6 +123,10 @@ pub(crate) struct Broker {
     pub(crate) running: bool,
     /// The idempotent producer's id on the current connection.
     pub(crate) idempotent: Option<Idempotent>,
+    /// The connection sends nothing more; it ends once what it has in
+    /// flight is answered (its producer id's sequences are lost, or its
+    /// SASL session nears its end).
+    pub(crate) retiring: bool,
 }
 
 /// An idempotent producer on one broker connection: its id, and each
