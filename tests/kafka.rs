@@ -590,14 +590,7 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     let dir = support::scratch_dir("kafka-out-of-step");
     let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
     // This broker answers only Metadata in step: no producer id to get.
-    let text = std::fs::read_to_string(&scenario).unwrap();
-    let settings = r#"settings: {linger.ms: "5"}"#;
-    assert!(text.contains(settings), "{text}");
-    let text = text.replace(
-        settings,
-        "settings: {linger.ms: 5, enable.idempotence: false}",
-    );
-    std::fs::write(&scenario, text).unwrap();
+    set_settings(&scenario, "linger.ms: 5, enable.idempotence: false");
     let out = dir.join("results");
     let began = Instant::now();
     let (code, stdout, stderr) = support::autoperf(&[
@@ -626,59 +619,72 @@ fn answers_out_of_step_fail_their_records_as_malformed_and_the_run_ends() {
     assert_eq!(level["arrivals"]["unstarted"], 0, "{level}");
 }
 
-/// Creates `topic` with `partitions`, waiting until the broker has.
-fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    use rdkafka::client::DefaultClientContext;
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-    let created = runtime
-        .block_on(admin.create_topics(
-            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
-            &options,
-        ))
-        .unwrap();
-    assert!(created.iter().all(Result::is_ok), "{created:?}");
+/// A librdkafka admin client of the broker at `bootstrap`, waiting on
+/// each operation until the broker has done it.
+struct Admin {
+    client: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>,
+    runtime: tokio::runtime::Runtime,
+    options: rdkafka::admin::AdminOptions,
+}
+
+impl Admin {
+    fn new(bootstrap: &str) -> Admin {
+        Admin {
+            client: ClientConfig::new()
+                .set("bootstrap.servers", bootstrap)
+                .create()
+                .unwrap(),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            options: rdkafka::admin::AdminOptions::new()
+                .operation_timeout(Some(Duration::from_secs(10))),
+        }
+    }
+
+    fn create_topic(&self, topic: &str, partitions: i32) {
+        use rdkafka::admin::{NewTopic, TopicReplication};
+        let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+        let created = self
+            .runtime
+            .block_on(self.client.create_topics(&[new], &self.options))
+            .unwrap();
+        assert!(created.iter().all(Result::is_ok), "{created:?}");
+    }
+
+    fn grow_to(&self, topic: &str, partitions: usize) {
+        let new = rdkafka::admin::NewPartitions::new(topic, partitions);
+        let grown = self
+            .runtime
+            .block_on(self.client.create_partitions(&[new], &self.options))
+            .unwrap();
+        assert!(grown.iter().all(Result::is_ok), "{grown:?}");
+    }
+}
+
+/// Replaces the bundled example's `settings` by `settings` (a YAML flow
+/// map's entries) in the scenario at `path`.
+fn set_settings(path: &Path, settings: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let given = r#"settings: {linger.ms: "5"}"#;
+    assert!(text.contains(given), "{text}");
+    std::fs::write(
+        path,
+        text.replace(given, &format!("settings: {{{settings}}}")),
+    )
+    .unwrap();
 }
 
 #[test]
 fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
-    use rdkafka::client::DefaultClientContext;
-
     let bootstrap = broker();
     let dir = support::scratch_dir("kafka-grow");
     let topic = format!("autoperf-grow-{}", std::process::id());
-    create_topic(&bootstrap, &topic, 1);
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .create()
-        .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-
+    let admin = Admin::new(&bootstrap);
+    admin.create_topic(&topic, 1);
     let scenario = theodolite(&dir, &bootstrap, &topic, 9);
-    let text = std::fs::read_to_string(&scenario).unwrap();
-    let settings = r#"settings: {linger.ms: "5"}"#;
-    assert!(text.contains(settings), "{text}");
-    std::fs::write(
-        &scenario,
-        text.replace(
-            settings,
-            "settings: {linger.ms: 5, metadata.max.age.ms: 500}",
-        ),
-    )
-    .unwrap();
+    set_settings(&scenario, "linger.ms: 5, metadata.max.age.ms: 500");
     let out = dir.join("results");
     let run = {
         let (scenario, out) = (scenario.clone(), out.clone());
@@ -691,10 +697,7 @@ fn partitions_added_mid_run_get_records_after_the_metadata_ages() {
         })
     };
     std::thread::sleep(Duration::from_secs(2));
-    let grown = runtime
-        .block_on(admin.create_partitions(&[NewPartitions::new(&topic, 3)], &options))
-        .unwrap();
-    assert!(grown.iter().all(Result::is_ok), "{grown:?}");
+    admin.grow_to(&topic, 3);
     run.join().unwrap();
 
     let level = &support::run_json(&out)["levels"][0];
@@ -968,7 +971,7 @@ fn the_idempotent_producer_numbers_every_record_the_broker_keeps() {
     let topic = format!("autoperf-idempotent-{}", std::process::id());
     // Made first: a topic the run creates refuses its first batches, whose
     // numbers the broker would then count as taken.
-    create_topic(&bootstrap, &topic, 4);
+    Admin::new(&bootstrap).create_topic(&topic, 4);
     let path = security_scenario(&dir, "idempotent", &bootstrap, settings, &topic);
     let text = std::fs::read_to_string(&path)
         .unwrap()

@@ -430,47 +430,26 @@ fn security_settings_decode_and_misfits_are_named() {
     };
     assert_eq!(k.security, KafkaSecurity::default());
 
-    let text = kafka("sasl.mechanism: PLAIN, sasl.username: u, sasl.password: p");
-    expect(
-        &text,
-        "`sasl.mechanism` has no effect with security.protocol PLAINTEXT",
-        2,
-        col(&text, "sasl.mechanism:"),
-    );
-    let text = kafka(&format!("security.protocol: SASL_PLAINTEXT, ssl.ca.location: '{ca}', sasl.mechanism: PLAIN, sasl.username: u, sasl.password: p"));
-    expect(
-        &text,
-        "`ssl.ca.location` has no effect with security.protocol SASL_PLAINTEXT",
-        2,
-        col(&text, "ssl.ca.location:"),
-    );
-    let text = kafka("security.protocol: SASL_SSL, sasl.username: u");
-    expect(
-        &text,
-        "security.protocol SASL_SSL needs sasl.mechanism, sasl.password",
-        2,
-        col(&text, "SASL_SSL"),
-    );
-    let text = kafka(
-        "security.protocol: SASL_SSL, sasl.mechanism: GSSAPI, sasl.username: u, sasl.password: p",
-    );
-    expect(
-        &text,
-        "speaks sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, not `GSSAPI`",
-        2,
-        col(&text, "GSSAPI"),
-    );
-    let text = kafka("security.protocol: SSL, ssl.truststore.location: trust.jks");
-    expect(
-        &text,
-        "autoperf reads PEM files, not Java key stores",
-        2,
-        col(&text, "ssl.truststore.location"),
-    );
-    let text = kafka("security.protocol: TLS");
-    expect(&text, "expected `security.protocol` to be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, found `TLS`", 2, col(&text, "TLS"));
-    let text = kafka("security.protocol: SSL, ssl.ca.location: missing.pem");
-    expect(&text, "missing.pem", 2, col(&text, "missing.pem"));
+    // Each misfit: the settings, the message, and where it points.
+    let misfits = [
+        ("sasl.mechanism: PLAIN, sasl.username: u, sasl.password: p".to_string(),
+         "`sasl.mechanism` has no effect with security.protocol PLAINTEXT", "sasl.mechanism:"),
+        (format!("security.protocol: SASL_PLAINTEXT, ssl.ca.location: '{ca}', sasl.mechanism: PLAIN, sasl.username: u, sasl.password: p"),
+         "`ssl.ca.location` has no effect with security.protocol SASL_PLAINTEXT", "ssl.ca.location:"),
+        ("security.protocol: SASL_SSL, sasl.username: u".to_string(),
+         "security.protocol SASL_SSL needs sasl.mechanism, sasl.password", "SASL_SSL"),
+        ("security.protocol: SASL_SSL, sasl.mechanism: GSSAPI, sasl.username: u, sasl.password: p".to_string(),
+         "speaks sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, not `GSSAPI`", "GSSAPI"),
+        ("security.protocol: SSL, ssl.truststore.location: trust.jks".to_string(),
+         "autoperf reads PEM files, not Java key stores", "ssl.truststore.location"),
+        ("security.protocol: TLS".to_string(),
+         "expected `security.protocol` to be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, found `TLS`", "TLS"),
+        ("security.protocol: SSL, ssl.ca.location: missing.pem".to_string(), "missing.pem", "missing.pem"),
+    ];
+    for (settings, message, at) in &misfits {
+        let text = kafka(settings);
+        expect(&text, message, 2, col(&text, at));
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
