@@ -292,7 +292,10 @@ run = json.load(open(sys.argv[1]))
 a = run["analysis"]
 for lv in run["levels"]:
     j = lv.get("rate_search") or {}
-    sys.stderr.write(f"    {lv['rate_rps']:.0f}/s -> {lv['throughput_rps']:.0f} acked/s, {j.get('verdict')}, {lv['client']['cpu_util_cores']:.2f} cores\n")
+    rec = (lv.get("per_request") or {}).get("record") or {}
+    sent, written = rec.get("body_bytes") or 0, rec.get("decoded_bytes") or 0
+    ratio = f", {written / sent:.2f}x compressed" if sent else ""
+    sys.stderr.write(f"    {lv['rate_rps']:.0f}/s -> {lv['throughput_rps']:.0f} acked/s, {j.get('verdict')}, {lv['client']['cpu_util_cores']:.2f} cores{ratio}\n")
 best = a.get("max_passing_rate_rps")
 lv = next((l for l in run["levels"] if best is not None and l["rate_rps"] == best), None)
 if lv is None:
