@@ -18,7 +18,8 @@
 #   PLAINTEXT       127.0.0.1:$KAFKA_PORT             (default 19092)
 #   CONTROLLER      127.0.0.1:$KAFKA_CONTROLLER_PORT  (default KAFKA_PORT+1)
 #   SSL             127.0.0.1:KAFKA_PORT+2   TLS, a client certificate required
-#   SASL_SSL        127.0.0.1:KAFKA_PORT+3   TLS; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+#   SASL_SSL        127.0.0.1:KAFKA_PORT+3   TLS; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+#                                            OAUTHBEARER (unsigned test tokens)
 #   SASL_PLAINTEXT  127.0.0.1:KAFKA_PORT+4   SASL SCRAM-SHA-512 only, sessions of 2 s
 #
 # Each start makes a fresh CA and, signed by it, the broker's certificate
@@ -169,10 +170,14 @@ ssl.truststore.type=PEM
 ssl.truststore.location=$TLS/ca.pem
 listener.name.ssl.ssl.client.auth=required
 # SASL: PLAIN's users are listed here; SCRAM's were stored at format time.
-listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER="$SASL_PASSWORD";
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$scram
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram
+# OAUTHBEARER takes unsigned tokens (alg "none", a "sub" and an unexpired
+# "exp"): Kafka's unsecured validator, for tests only.
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler
 listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=$scram
 # Its sessions last 2 s (KIP-368): clients must reconnect or re-authenticate.
@@ -250,7 +255,7 @@ start() {
     exec 9>"$DIR/.lock"
     flock 9
     local pid
-    if pid="$(running_pid)" && ! grep -q "SASL_SSL://" "$DIR/server.properties" 2>/dev/null; then
+    if pid="$(running_pid)" && ! grep -q "OAUTHBEARER" "$DIR/server.properties" 2>/dev/null; then
         echo "kafka.sh: broker $pid predates the secured listeners; restarting it" >&2
         end_broker "$pid"
     fi

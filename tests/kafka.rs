@@ -856,7 +856,10 @@ fn every_security_protocol_delivers_and_refusals_name_the_setting() {
     );
     // The password comes from the environment, as users are told to.
     let password = [("KAFKA_PASSWORD", sec["PASSWORD"].as_str())];
+    // An unsigned token (the test listener's unsecured validator takes it).
+    let token = unsigned_token("autoperf", 3600);
     let cases = [
+        ("sasl-ssl-oauthbearer", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: OAUTHBEARER, sasl.oauthbearer.token: '{token}', compression.type: lz4")),
         // The SSL listener requires a client certificate.
         ("ssl", &sec["SSL"], format!("security.protocol: SSL, ssl.ca.location: '{ca}', ssl.certificate.location: '{cert}', ssl.key.location: '{key}', compression.type: lz4")),
         ("sasl-ssl-plain", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: PLAIN, sasl.username: {user}, sasl.password: '${{env.KAFKA_PASSWORD}}', compression.type: gzip")),
@@ -883,6 +886,7 @@ fn every_security_protocol_delivers_and_refusals_name_the_setting() {
         ("mechanism", &sec["SASL_PLAINTEXT"], format!("security.protocol: SASL_PLAINTEXT, sasl.mechanism: PLAIN, sasl.username: {user}, sasl.password: x"), "sasl.mechanism"),
         ("no-client-cert", &sec["SSL"], format!("security.protocol: SSL, ssl.ca.location: '{ca}'"), "ssl.certificate.location"),
         ("plaintext-to-tls", &sec["SSL"], "security.protocol: PLAINTEXT".to_string(), "security.protocol"),
+        ("expired-token", &sec["SASL_SSL"], format!("security.protocol: SASL_SSL, ssl.ca.location: '{ca}', sasl.mechanism: OAUTHBEARER, sasl.oauthbearer.token: '{}'", unsigned_token("autoperf", -60)), "sasl.oauthbearer.token"),
         ("tls-to-plaintext", &plain, format!("security.protocol: SSL, ssl.ca.location: '{ca}'"), "security.protocol"),
     ];
     for (label, listener, settings, named) in &refusals {
@@ -906,6 +910,17 @@ fn every_security_protocol_delivers_and_refusals_name_the_setting() {
             began.elapsed()
         );
     }
+}
+
+/// An unsigned JWT (`alg: none`) for `subject`, expiring `lifetime_s`
+/// seconds from now (negative: already expired).
+fn unsigned_token(subject: &str, lifetime_s: i64) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    use base64::Engine;
+    let now = epoch_ms() / 1000;
+    let header = B64.encode(r#"{"alg":"none"}"#);
+    let claims = serde_json::json!({"sub": subject, "iat": now - 10, "exp": now + lifetime_s});
+    format!("{header}.{}.", B64.encode(claims.to_string()))
 }
 
 /// A small keyed JSON workload to `topic` through `bootstrap` under

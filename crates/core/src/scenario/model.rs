@@ -228,11 +228,13 @@ pub struct KafkaSecurity {
     pub sasl: Option<SaslSettings>,
 }
 
-/// `sasl.mechanism`, `sasl.username`, `sasl.password`.
+/// `sasl.mechanism`, `sasl.username`, `sasl.password`; for OAUTHBEARER,
+/// `sasl.oauthbearer.token` in `password` and no username.
 #[derive(Clone, PartialEq)]
 pub struct SaslSettings {
     pub mechanism: SaslMechanism,
     pub username: String,
+    /// The password, or OAUTHBEARER's bearer token.
     pub password: String,
 }
 
@@ -252,13 +254,16 @@ pub enum SaslMechanism {
     Plain,
     ScramSha256,
     ScramSha512,
+    /// A static bearer token (RFC 7628), as a test or a CI job has one.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
-    pub const ALL: [SaslMechanism; 3] = [
+    pub const ALL: [SaslMechanism; 4] = [
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
+        SaslMechanism::OAuthBearer,
     ];
 
     /// Its name in `sasl.mechanism` and on the wire.
@@ -267,6 +272,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 

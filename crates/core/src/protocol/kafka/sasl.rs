@@ -1,9 +1,12 @@
 //! SASL's client side for the mechanisms Kafka brokers offer: PLAIN
-//! (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677), as the messages
-//! SaslAuthenticate requests carry. Pure: no I/O.
+//! (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and OAUTHBEARER with
+//! a static token (RFC 7628), as the messages SaslAuthenticate requests
+//! carry. Pure: no I/O.
 //!
 //! ```text
 //!  PLAIN  client: \0user\0password                             → done
+//!  OAUTHBEARER  client: n,,^Aauth=Bearer token^A^A            → done
+//!         (refused: server: {"status":…}  client: ^A  → the broker's error)
 //!  SCRAM  client: n,,n=user,r=cnonce
 //!         server: r=cnonce+snonce,s=salt,i=iterations
 //!         client: c=biws,r=cnonce+snonce,p=proof
@@ -27,7 +30,14 @@ const ITERATIONS: std::ops::RangeInclusive<u32> = 4096..=16_384;
 
 /// One authentication, message by message.
 pub enum Exchange {
-    Plain { message: Vec<u8> },
+    Plain {
+        message: Vec<u8>,
+    },
+    OAuthBearer {
+        message: Vec<u8>,
+        /// The server sent its error; the client's `^A` ends the exchange.
+        refused: bool,
+    },
     Scram(Scram),
 }
 
@@ -57,6 +67,13 @@ impl Exchange {
                 message.extend_from_slice(sasl.password.as_bytes());
                 return Exchange::Plain { message };
             }
+            SaslMechanism::OAuthBearer => {
+                let message = format!("n,,\x01auth=Bearer {}\x01\x01", sasl.password);
+                return Exchange::OAuthBearer {
+                    message: message.into_bytes(),
+                    refused: false,
+                };
+            }
             SaslMechanism::ScramSha256 => Hash {
                 hmac: hmac::HMAC_SHA256,
                 pbkdf2: pbkdf2::PBKDF2_HMAC_SHA256,
@@ -84,7 +101,7 @@ impl Exchange {
     /// The client's first message.
     pub fn first(&self) -> Vec<u8> {
         match self {
-            Exchange::Plain { message } => message.clone(),
+            Exchange::Plain { message } | Exchange::OAuthBearer { message, .. } => message.clone(),
             Exchange::Scram(s) => format!("n,,{}", s.first_bare()).into_bytes(),
         }
     }
@@ -94,6 +111,13 @@ impl Exchange {
     pub fn next(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, String> {
         match self {
             Exchange::Plain { .. } => Ok(None),
+            // RFC 7628 3.2.2: an error from the server is answered with a
+            // lone ^A, after which the server fails the authentication.
+            Exchange::OAuthBearer { refused, .. } if !server.is_empty() && !*refused => {
+                *refused = true;
+                Ok(Some(vec![1]))
+            }
+            Exchange::OAuthBearer { .. } => Ok(None),
             Exchange::Scram(s) => s.next(server),
         }
     }
@@ -233,6 +257,18 @@ mod tests {
         let mut s = scram(SaslMechanism::ScramSha512, "u", "p", "abc");
         let e = s.next(b"r=abcdef,s=c2FsdA==,i=99999999").unwrap_err();
         assert!(e.contains("iteration"), "{e}");
+    }
+
+    #[test]
+    fn oauthbearer_sends_its_token_and_ends_a_refusal() {
+        let mut e = Exchange::new(&SaslSettings {
+            mechanism: SaslMechanism::OAuthBearer,
+            username: String::new(),
+            password: "tok.en.".into(),
+        });
+        assert_eq!(e.first(), b"n,,\x01auth=Bearer tok.en.\x01\x01");
+        assert_eq!(e.next(b"{\"status\":\"invalid_token\"}"), Ok(Some(vec![1])));
+        assert_eq!(e.next(b""), Ok(None));
     }
 
     #[test]

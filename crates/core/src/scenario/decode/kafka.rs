@@ -220,6 +220,7 @@ struct SecurityDraft {
     mechanism: Option<SaslMechanism>,
     username: Option<String>,
     password: Option<String>,
+    token: Option<String>,
     failed: bool,
 }
 
@@ -295,7 +296,7 @@ impl SecurityDraft {
                 }
                 None => {
                     ctx.error(value.pos(), format!(
-                        "autoperf's producer speaks sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, not `{v}`"
+                        "autoperf's producer speaks sasl.mechanism PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER, not `{v}`"
                     ));
                     false
                 }
@@ -306,6 +307,10 @@ impl SecurityDraft {
             }
             "sasl.password" => {
                 self.password = Some(v);
+                true
+            }
+            "sasl.oauthbearer.token" => {
+                self.token = Some(v);
                 true
             }
             // Java's way: the login module's options hold the credentials.
@@ -331,7 +336,8 @@ impl SecurityDraft {
                 ctx.error(at, format!(
                     "unknown security setting `{key}`: autoperf's producer takes security.protocol, ssl.ca.location, \
                      ssl.certificate.location, ssl.key.location, ssl.endpoint.identification.algorithm, \
-                     enable.ssl.certificate.verification, sasl.mechanism, sasl.username, sasl.password and sasl.jaas.config"
+                     enable.ssl.certificate.verification, sasl.mechanism, sasl.username, sasl.password, sasl.jaas.config \
+                     and sasl.oauthbearer.token"
                 ));
                 false
             }
@@ -374,7 +380,23 @@ impl SecurityDraft {
             ctx.error(settings_at, "`ssl.certificate.location` and `ssl.key.location` go together: give both, or neither");
             ok = false;
         }
-        let sasl = if sasl {
+        let sasl = if sasl && self.mechanism == Some(SaslMechanism::OAuthBearer) {
+            match self.token {
+                Some(token) => Some(SaslSettings {
+                    mechanism: SaslMechanism::OAuthBearer,
+                    username: String::new(),
+                    password: token,
+                }),
+                None => {
+                    ctx.error_hint(
+                        at,
+                        format!("sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token (security.protocol {protocol})"),
+                        Some("keep the token out of the file with `sasl.oauthbearer.token: ${env.KAFKA_TOKEN}`".into()),
+                    );
+                    return None;
+                }
+            }
+        } else if sasl {
             match (self.mechanism, self.username, self.password) {
                 (Some(mechanism), Some(username), Some(password)) => Some(SaslSettings {
                     mechanism,
@@ -393,7 +415,7 @@ impl SecurityDraft {
                     ctx.error_hint(
                         at,
                         format!("security.protocol {protocol} needs {}", missing.join(", ")),
-                        Some("sasl.mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; keep the password out of the file with `sasl.password: ${env.KAFKA_PASSWORD}`".into()),
+                        Some("sasl.mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER; keep the password out of the file with `sasl.password: ${env.KAFKA_PASSWORD}`".into()),
                     );
                     return None;
                 }

@@ -18,7 +18,7 @@ use super::super::wire;
 use super::state::{Config, Idempotent};
 use crate::measure::ErrorKind;
 use crate::protocol::{net, tls};
-use crate::scenario::SaslSettings;
+use crate::scenario::{SaslMechanism, SaslSettings};
 
 /// What the producer's connections need beyond TCP.
 #[derive(Clone, Default)]
@@ -212,13 +212,16 @@ async fn authenticate(
         let answer = wire::sasl_authenticate_response(&body).map_err(|_| ErrorKind::Malformed)?;
         if answer.error != 0 {
             let why = answer.message.unwrap_or("no reason given");
-            return Err(refused(
-                ErrorKind::KafkaBroker,
-                format!(
+            let reason = match sasl.mechanism {
+                SaslMechanism::OAuthBearer => format!(
+                    "broker {addr} refused the token of sasl.oauthbearer.token ({why}): check that it is valid, unexpired and for this cluster"
+                ),
+                _ => format!(
                     "broker {addr} refused sasl.username `{}` with its sasl.password ({why}): check both, and that the user exists for {mechanism}",
                     sasl.username
                 ),
-            ));
+            };
+            return Err(refused(ErrorKind::KafkaBroker, reason));
         }
         lifetime = (answer.session_lifetime_ms > 0)
             .then(|| std::time::Duration::from_millis(answer.session_lifetime_ms as u64));
