@@ -40,12 +40,15 @@ fn stats(web: std::net::SocketAddr) -> serde_json::Value {
     serde_json::from_str(body).unwrap()
 }
 
+/// The users of each run.
+const USERS: u64 = 6;
+
 fn run(scenario: &str, out: &Path) -> serde_json::Value {
     let (code, stdout, stderr) = support::autoperf(&[
         "run",
         scenario,
         "--users",
-        "6",
+        &USERS.to_string(),
         "--duration",
         "2s",
         "--warmup",
@@ -109,7 +112,13 @@ fn the_shop_journey_runs_green_over_http1_h2c_and_https() {
         let what = format!("{url} http {http}: {after}");
         let level = &run["levels"][0];
         let logins = level["per_request"]["login"]["requests"].as_u64().unwrap();
-        assert_eq!(grew("logins"), logins, "{what}");
+        // A level ends at its deadline: a login the shop had answered but
+        // whose response was still on its way is the shop's, not the run's
+        // — at most one per user.
+        assert!(
+            (logins..=logins + USERS).contains(&grew("logins")),
+            "{logins} logins measured: {what}"
+        );
         assert_eq!(grew("unauthorised"), 0, "every page had its cookie: {what}");
         assert!(
             grew("orders") > 0 && grew("carts_added") >= grew("orders"),
