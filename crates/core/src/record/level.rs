@@ -167,6 +167,14 @@ pub struct LevelRecord {
     /// than `capacity.max_error_rate`); null when it is.
     #[serde(default)]
     pub invalid: Option<String>,
+    /// Load went missing mid-level (a worker or generator process died or
+    /// went silent): what was lost, by name. Such a level ran under-loaded
+    /// and is never a curve point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+    /// The workers that ran the level and their shares (empty: this host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::engine::WorkerShare>,
     pub little: LittleCheck,
     pub client: ClientRecord,
     /// Open workloads: arrivals started per second in the measured window.
@@ -330,6 +338,8 @@ impl LevelRecord {
             steady_state: steady::halves_agree(&t.throughput_series),
             interrupted: t.interrupted,
             invalid: None,
+            incomplete: (!run.lost.is_empty()).then(|| run.lost.join("; ")),
+            workers: run.workers.clone(),
             little: LittleCheck {
                 users,
                 x_r_plus_z: round3(x_r_plus_z),

@@ -1,0 +1,414 @@
+//! Generator workers on other hosts (`autoperf worker`), for when one host
+//! cannot generate the load: the controller splits each level over the
+//! workers by their cores, each runs its range of the level's shards (in
+//! its own process, or over generator processes of its own), and their
+//! snapshots merge exactly, as one process's shards do.
+//!
+//! - `protocol`: the messages and their framing, the token's proof.
+//! - `link`: the controller's connection to one worker, its clock offset.
+//! - `remote`: one level running on the linked workers.
+//! - `server`: the worker's side.
+//!
+//! A capacity analysis may start on fewer workers than it has and add
+//! more when a level shows the generator as the bottleneck
+//! (`WorkerPool::scale_out`): AutoPerf's "bank of client load generator
+//! machines".
+
+mod link;
+pub mod protocol;
+mod remote;
+pub mod server;
+
+pub use server::{worker_main, WorkerOptions};
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::EngineError;
+use super::fleet::{self, Generators, HostPlan, ScenarioSource};
+use super::level::Level;
+use super::split::{process_shards, Load, ShardRange};
+use super::start::Clock;
+use super::stop::StopSignal;
+use super::Driven;
+use crate::measure::{Collector, LevelInfo, TickSink};
+use crate::protocol::HttpTransport;
+use crate::scenario::{Endpoint, Scenario};
+use link::Link;
+
+/// How long a run waits for its workers to answer before the first level.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where workers are: an address, or a DNS name whose every address is one
+/// (a Kubernetes headless Service resolves to its ready pods).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerSpec {
+    /// `host:port` (a name resolves to its first address).
+    Host(String),
+    /// `dns:NAME:PORT`: every address NAME resolves to.
+    Dns { name: String, port: u16 },
+}
+
+impl WorkerSpec {
+    pub fn parse(text: &str) -> Result<WorkerSpec, String> {
+        let text = text.trim();
+        if let Some(rest) = text.strip_prefix("dns:") {
+            let (name, port) = rest.rsplit_once(':').ok_or_else(|| {
+                format!("`{text}`: expected dns:NAME:PORT, e.g. dns:autoperf-workers:7420")
+            })?;
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| format!("`{text}`: `{port}` is no port number"))?;
+            if name.is_empty() {
+                return Err(format!("`{text}`: the DNS name is empty"));
+            }
+            return Ok(WorkerSpec::Dns {
+                name: name.to_string(),
+                port,
+            });
+        }
+        match text.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(WorkerSpec::Host(text.to_string()))
+            }
+            _ => Err(format!(
+                "`{text}`: expected host:port (e.g. 10.0.0.5:{}) or dns:NAME:PORT",
+                protocol::DEFAULT_PORT
+            )),
+        }
+    }
+
+    /// The addresses it names now.
+    fn resolve(&self) -> Result<Vec<SocketAddr>, String> {
+        match self {
+            WorkerSpec::Host(text) => text
+                .to_socket_addrs()
+                .map_err(|e| format!("worker {text}: {e}"))?
+                .next()
+                .map(|a| vec![a])
+                .ok_or_else(|| format!("worker {text}: the name has no address")),
+            WorkerSpec::Dns { name, port } => (name.as_str(), *port)
+                .to_socket_addrs()
+                .map(|a| a.collect())
+                // No ready pod yet: no address, which waiting may change.
+                .or_else(|_| Ok(Vec::new())),
+        }
+    }
+}
+
+impl std::fmt::Display for WorkerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerSpec::Host(text) => f.write_str(text),
+            WorkerSpec::Dns { name, port } => write!(f, "dns:{name}:{port}"),
+        }
+    }
+}
+
+/// The workers a run may use, and how many its levels use now.
+#[derive(Debug, Clone)]
+pub struct WorkerPool {
+    specs: Vec<WorkerSpec>,
+    token: Option<String>,
+    /// Workers that must answer before the first level.
+    min: usize,
+    /// Workers a level runs on now (`usize::MAX`: all there are).
+    active: Arc<AtomicUsize>,
+    /// The scenario's files and variables as shipped, read once per run.
+    source: Arc<Mutex<Option<ScenarioSource>>>,
+}
+
+impl WorkerPool {
+    /// `min`: workers to wait for (default: every address listed, or one
+    /// behind a DNS name); `start`: workers the first level runs on
+    /// (default: all).
+    pub fn new(
+        specs: Vec<WorkerSpec>,
+        token: Option<String>,
+        min: Option<usize>,
+        start: Option<usize>,
+    ) -> Result<WorkerPool, String> {
+        if specs.is_empty() {
+            return Err("--workers names no worker".into());
+        }
+        let listed = specs
+            .iter()
+            .filter(|s| matches!(s, WorkerSpec::Host(_)))
+            .count();
+        let min = min.unwrap_or(listed.max(1));
+        if min == 0 {
+            return Err("--min-workers must be at least 1".into());
+        }
+        Ok(WorkerPool {
+            specs,
+            token,
+            min,
+            active: Arc::new(AtomicUsize::new(start.unwrap_or(usize::MAX).max(1))),
+            source: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// Workers a level runs on now, at most.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Every worker address the specs name now, sorted (so a level's
+    /// first N are the same workers as the last level's, whatever order
+    /// DNS answered in) and without repeats.
+    pub fn addresses(&self) -> Result<Vec<SocketAddr>, String> {
+        let mut all = Vec::new();
+        for spec in &self.specs {
+            all.extend(spec.resolve()?);
+        }
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+
+    /// More workers for the next level, because the generator was the
+    /// bottleneck: twice as many, at most every worker there is. Returns
+    /// (before, after), or `None` when every worker is in use already.
+    pub fn scale_out(&self) -> Option<(usize, usize)> {
+        let available = self.addresses().ok()?.len();
+        let before = self.active().min(available);
+        if before >= available {
+            return None;
+        }
+        let after = (before * 2).min(available);
+        self.active.store(after, Ordering::Relaxed);
+        Some((before, after))
+    }
+
+    /// Waits (up to `READY_TIMEOUT`, or until `stop`) for `min` workers to
+    /// answer, checks each reaches the target, and describes them. A
+    /// worker that refuses us (token, version) fails at once.
+    pub fn wait_ready(&self, scenario: &Scenario, stop: &StopSignal) -> Result<String, EngineError> {
+        let source = self.source(scenario)?;
+        let give_up = Instant::now() + READY_TIMEOUT;
+        let last = loop {
+            let addrs = self.addresses().map_err(EngineError::Workers)?;
+            let (links, troubles) = self.connect_all(&addrs, usize::MAX)?;
+            if links.len() >= self.min {
+                let mut described = Vec::new();
+                for mut link in links {
+                    link.probe(&source).map_err(EngineError::Workers)?;
+                    described.push(format!(
+                        "{} ({} cores, clock {:+.3} ms, round trip {:.3} ms)",
+                        link.who(),
+                        link.cores,
+                        link.offset_ns as f64 / 1e6,
+                        link.rtt.as_secs_f64() * 1e3
+                    ));
+                    link.bye();
+                }
+                return Ok(format!(
+                    "{} worker{}: {}",
+                    described.len(),
+                    if described.len() == 1 { "" } else { "s" },
+                    described.join(", ")
+                ));
+            }
+            let answered = links.len();
+            for link in links {
+                link.bye();
+            }
+            if Instant::now() >= give_up || stop.wait(Duration::from_secs(1)) {
+                break match troubles.first() {
+                    Some(t) => t.clone(),
+                    None => format!("{answered} of {} answered", self.min),
+                };
+            }
+        };
+        Err(EngineError::Workers(format!(
+            "fewer than {} worker{} of {} answered within {} s ({last}); start them with `autoperf worker --listen ADDR`, or lower --min-workers",
+            self.min,
+            if self.min == 1 { "" } else { "s" },
+            self.specs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            READY_TIMEOUT.as_secs()
+        )))
+    }
+
+    /// Connects to the first `want` of `addrs` that answer; those that do
+    /// not are described. A refusal (token, version) is an error.
+    fn connect_all(
+        &self,
+        addrs: &[SocketAddr],
+        want: usize,
+    ) -> Result<(Vec<Link>, Vec<String>), EngineError> {
+        let mut links = Vec::new();
+        let mut troubles = Vec::new();
+        for &addr in addrs {
+            if links.len() >= want {
+                break;
+            }
+            match Link::connect(addr, self.token.as_deref()) {
+                Ok(link) => links.push(link),
+                Err(e) if e.fatal => return Err(EngineError::Workers(e.message)),
+                Err(e) => troubles.push(e.message),
+            }
+        }
+        Ok((links, troubles))
+    }
+
+    fn source(&self, scenario: &Scenario) -> Result<ScenarioSource, EngineError> {
+        let mut cached = self.source.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(source) = &*cached {
+            return Ok(source.clone());
+        }
+        let source = ScenarioSource::shipping(scenario).map_err(EngineError::Workers)?;
+        *cached = Some(source.clone());
+        Ok(source)
+    }
+}
+
+/// One worker's part of a level, as run.json keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerShare {
+    pub name: String,
+    pub address: String,
+    pub cores: usize,
+    /// Its shards of the level, and the generator processes running them.
+    pub shards: usize,
+    pub processes: usize,
+    /// Users (closed) or in-flight slots (open) it held at most.
+    pub connections: u32,
+    /// Its clock minus the controller's, and the round trip it was read
+    /// over: the level's start is sent on the worker's own clock.
+    pub clock_offset_ms: f64,
+    pub rtt_ms: f64,
+}
+
+/// Runs `level` on the pool's active workers and collects their ticks.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive(
+    scenario: &Arc<Scenario>,
+    level: &Level,
+    load: &Load,
+    pool: &WorkerPool,
+    info: &LevelInfo,
+    seed: u64,
+    nap: Duration,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<Driven, EngineError> {
+    let source = pool.source(scenario)?;
+    let addrs = pool.addresses().map_err(EngineError::Workers)?;
+    let (links, troubles) = pool.connect_all(&addrs, pool.active())?;
+    if links.is_empty() {
+        return Err(EngineError::Workers(format!(
+            "no worker answered for level {}: {}",
+            level.index(),
+            troubles.join("; ")
+        )));
+    }
+    let hosts = plan_hosts(scenario, load, &links, &source)?;
+    let shares: Vec<WorkerShare> = links
+        .iter()
+        .zip(&hosts)
+        .map(|(link, host)| WorkerShare {
+            name: link.name.clone(),
+            address: link.addr.to_string(),
+            cores: link.cores,
+            shards: host.range.count,
+            processes: host.process_shards.len(),
+            connections: load.connections_in(host.range),
+            clock_offset_ms: link.offset_ns as f64 / 1e6,
+            rtt_ms: link.rtt.as_secs_f64() * 1e3,
+        })
+        .collect();
+    let total = hosts.last().map_or(0, |h| h.range.first + h.range.count);
+    let prepared = remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap)?;
+    // Every worker has its job decoded: the level starts a moment from
+    // now on every clock, later when workers start generator processes.
+    let spawning = hosts.iter().any(|h| h.process_shards.len() > 1);
+    let lead = Duration::from_millis(if spawning { 700 } else { 200 }) + prepared.slowest_rtt();
+    let start = Instant::now() + lead;
+    let clock = Clock {
+        start,
+        deadline: start + level.warmup() + level.duration(),
+        seed,
+        nap,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let fleet = prepared.go(clock, tx, stop)?;
+    let collector = Collector::new(
+        total,
+        scenario.requests.len(),
+        start,
+        level.warmup(),
+        clock.deadline,
+    );
+    let totals = collector.run(info, rx, sinks);
+    let lost = fleet.finish();
+    Ok(Driven {
+        totals,
+        lost,
+        workers: shares,
+        warnings: troubles,
+    })
+}
+
+/// Splits the level over the workers by their cores: each gets a range of
+/// the level's shards — the same number of generator processes on every
+/// worker (as many as the most burdened needs), one shard per core in
+/// each — so users and arrivals follow the cores.
+fn plan_hosts(
+    scenario: &Scenario,
+    load: &Load,
+    links: &[Link],
+    source: &ScenarioSource,
+) -> Result<Vec<HostPlan>, EngineError> {
+    let (target, connections) = match &scenario.target.endpoint {
+        Endpoint::Http(base) => (
+            HttpTransport::new(scenario, base).map(|t| t.addr()).ok(),
+            load.connections(),
+        ),
+        // One producer per shard, whatever the users: nothing to spread.
+        #[allow(unreachable_patterns)]
+        _ => (None, 0),
+    };
+    let cores: usize = links.iter().map(|l| l.cores).sum();
+    // A worker's part of `total`, by its cores (rounded up: never short).
+    let part = |total: u32, l: &Link| (u64::from(total) * l.cores as u64).div_ceil(cores as u64) as u32;
+    let mut placements = Vec::with_capacity(links.len());
+    for link in links {
+        let generators = Generators {
+            local_addresses: link.local_addresses.clone(),
+            // The worker runs its own binary; any path says "may spawn".
+            program: Some(PathBuf::from("autoperf")),
+            ..Generators::default()
+        };
+        let placement = fleet::plan(part(connections, link), target, link.limits, &generators)
+            .map_err(|e| EngineError::Placement(format!("worker {}: {e}", link.who())))?;
+        placements.push(placement);
+    }
+    let processes = placements.iter().map(|p| p.processes).max().unwrap_or(1);
+    let counts: Vec<Vec<usize>> = links
+        .iter()
+        .map(|l| process_shards(part(load.connections(), l), processes, l.cores))
+        .collect();
+    let per_host: Vec<usize> = counts.iter().map(|c| c.iter().sum()).collect();
+    let ranges = ShardRange::whole(per_host.iter().sum()).split(&per_host);
+    Ok(ranges
+        .into_iter()
+        .zip(counts)
+        .zip(placements)
+        .map(|((range, process_shards), placement)| HostPlan {
+            range,
+            process_shards,
+            addresses: placement.addresses,
+            program: None,
+            shipped: source.shipped.clone(),
+        })
+        .collect())
+}
