@@ -21,7 +21,7 @@ pub mod server;
 
 pub use server::{worker_main, WorkerOptions};
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::error::EngineError;
-use super::fleet::{self, Generators, HostPlan, ScenarioSource};
+use super::fleet::{self, Generators, HostPlan, Limits, ScenarioSource};
 use super::level::Level;
 use super::split::{process_shards, Load, ShardRange};
 use super::start::Clock;
@@ -311,7 +311,8 @@ pub(crate) fn drive(
             troubles.join("; ")
         )));
     }
-    let hosts = plan_hosts(scenario, load, &links, &source)?;
+    let capacities: Vec<Capacity> = links.iter().map(Capacity::of).collect();
+    let hosts = plan_hosts(spread_target(scenario), load, &capacities)?;
     let shares: Vec<WorkerShare> = links
         .iter()
         .zip(&hosts)
@@ -358,44 +359,68 @@ pub(crate) fn drive(
     })
 }
 
+/// What a worker said it can hold, for the split.
+#[derive(Debug, Clone)]
+struct Capacity {
+    who: String,
+    cores: usize,
+    limits: Limits,
+    local_addresses: Vec<IpAddr>,
+}
+
+impl Capacity {
+    fn of(link: &Link) -> Capacity {
+        Capacity {
+            who: link.who(),
+            cores: link.cores,
+            limits: link.limits,
+            local_addresses: link.local_addresses.clone(),
+        }
+    }
+}
+
+/// Where the level's connections go, if it has any to spread: the
+/// target's address (whether it is loopback decides whether 127.0.0.x
+/// addresses may be added). Kafka: one producer per shard, nothing to spread.
+fn spread_target(scenario: &Scenario) -> (Option<SocketAddr>, bool) {
+    match &scenario.target.endpoint {
+        Endpoint::Http(base) => (HttpTransport::new(scenario, base).map(|t| t.addr()).ok(), true),
+        #[allow(unreachable_patterns)]
+        _ => (None, false),
+    }
+}
+
 /// Splits the level over the workers by their cores: each gets a range of
 /// the level's shards — the same number of generator processes on every
 /// worker (as many as the most burdened needs), one shard per core in
 /// each — so users and arrivals follow the cores.
 fn plan_hosts(
-    scenario: &Scenario,
+    (target, spread): (Option<SocketAddr>, bool),
     load: &Load,
-    links: &[Link],
-    source: &ScenarioSource,
+    workers: &[Capacity],
 ) -> Result<Vec<HostPlan>, EngineError> {
-    let (target, connections) = match &scenario.target.endpoint {
-        Endpoint::Http(base) => (
-            HttpTransport::new(scenario, base).map(|t| t.addr()).ok(),
-            load.connections(),
-        ),
-        // One producer per shard, whatever the users: nothing to spread.
-        #[allow(unreachable_patterns)]
-        _ => (None, 0),
-    };
-    let cores: usize = links.iter().map(|l| l.cores).sum();
+    let cores: usize = workers.iter().map(|w| w.cores.max(1)).sum();
     // A worker's part of `total`, by its cores (rounded up: never short).
-    let part = |total: u32, l: &Link| (u64::from(total) * l.cores as u64).div_ceil(cores as u64) as u32;
-    let mut placements = Vec::with_capacity(links.len());
-    for link in links {
+    let part = |total: u32, w: &Capacity| {
+        (u64::from(total) * w.cores.max(1) as u64).div_ceil(cores.max(1) as u64) as u32
+    };
+    let connections = if spread { load.connections() } else { 0 };
+    let mut placements = Vec::with_capacity(workers.len());
+    for w in workers {
         let generators = Generators {
-            local_addresses: link.local_addresses.clone(),
+            local_addresses: w.local_addresses.clone(),
             // The worker runs its own binary; any path says "may spawn".
             program: Some(PathBuf::from("autoperf")),
             ..Generators::default()
         };
-        let placement = fleet::plan(part(connections, link), target, link.limits, &generators)
-            .map_err(|e| EngineError::Placement(format!("worker {}: {e}", link.who())))?;
+        let placement = fleet::plan(part(connections, w), target, w.limits, &generators)
+            .map_err(|e| EngineError::Placement(format!("worker {}: {e}", w.who)))?;
         placements.push(placement);
     }
     let processes = placements.iter().map(|p| p.processes).max().unwrap_or(1);
-    let counts: Vec<Vec<usize>> = links
+    let counts: Vec<Vec<usize>> = workers
         .iter()
-        .map(|l| process_shards(part(load.connections(), l), processes, l.cores))
+        .map(|w| process_shards(part(load.connections(), w), processes, w.cores.max(1)))
         .collect();
     let per_host: Vec<usize> = counts.iter().map(|c| c.iter().sum()).collect();
     let ranges = ShardRange::whole(per_host.iter().sum()).split(&per_host);
@@ -408,7 +433,99 @@ fn plan_hosts(
             process_shards,
             addresses: placement.addresses,
             program: None,
-            shipped: source.shipped.clone(),
+            shipped: None,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(cores: usize) -> Capacity {
+        Capacity {
+            who: format!("w{cores}"),
+            cores,
+            limits: Limits {
+                open_files: 20_000,
+                ports: 64_512,
+            },
+            local_addresses: Vec::new(),
+        }
+    }
+
+    fn closed(users: u32) -> Load {
+        Load::Closed { users, ramp: None }
+    }
+
+    fn remote() -> (Option<SocketAddr>, bool) {
+        (Some("198.18.0.1:80".parse().unwrap()), true)
+    }
+
+    #[test]
+    fn sixty_thousand_users_over_three_workers_fit_their_processes() {
+        let load = closed(60_000);
+        let hosts = plan_hosts(remote(), &load, &[worker(2), worker(2), worker(2)]).unwrap();
+        assert_eq!(hosts.len(), 3);
+        for host in &hosts {
+            // 20,000 each: two processes of 10,000, under 19,744 a process.
+            assert_eq!(load.connections_in(host.range), 20_000);
+            assert_eq!(host.process_shards, vec![2, 2]);
+            for process in host.range.split(&host.process_shards) {
+                assert!(load.connections_in(process) <= 19_744);
+            }
+        }
+        assert_eq!(hosts[2].range.first + hosts[2].range.count, 12);
+    }
+
+    #[test]
+    fn users_and_arrivals_follow_the_cores() {
+        let load = closed(400);
+        let hosts = plan_hosts(remote(), &load, &[worker(1), worker(3)]).unwrap();
+        assert_eq!(load.connections_in(hosts[0].range), 100);
+        assert_eq!(load.connections_in(hosts[1].range), 300);
+        // An open level: every shard takes every n-th arrival, so a host's
+        // share is its shards' share.
+        assert_eq!((hosts[0].range.count, hosts[1].range.count), (1, 3));
+    }
+
+    #[test]
+    fn a_worker_that_cannot_hold_its_share_is_named() {
+        let mut tiny = worker(2);
+        tiny.who = "tiny".into();
+        tiny.limits.ports = 1_500;
+        let e = plan_hosts(remote(), &closed(60_000), &[worker(2), tiny]).unwrap_err();
+        assert!(e.to_string().starts_with("worker tiny:"), "{e}");
+    }
+
+    #[test]
+    fn worker_lists_take_addresses_and_dns_names() {
+        assert_eq!(
+            WorkerSpec::parse("10.0.0.5:7420").unwrap(),
+            WorkerSpec::Host("10.0.0.5:7420".into())
+        );
+        assert_eq!(
+            WorkerSpec::parse("dns:autoperf-workers.autoperf.svc:7420").unwrap(),
+            WorkerSpec::Dns {
+                name: "autoperf-workers.autoperf.svc".into(),
+                port: 7420
+            }
+        );
+        for bad in ["10.0.0.5", "dns:name", "dns::7420", ":7420", "host:99999"] {
+            assert!(WorkerSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn scaling_out_doubles_the_workers_up_to_the_pool() {
+        let specs = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+            .iter()
+            .map(|s| WorkerSpec::parse(s).unwrap())
+            .collect();
+        let pool = WorkerPool::new(specs, None, None, Some(1)).unwrap();
+        assert_eq!(pool.active(), 1);
+        assert_eq!(pool.scale_out(), Some((1, 2)));
+        assert_eq!(pool.scale_out(), Some((2, 3)));
+        assert_eq!(pool.scale_out(), None);
+    }
 }
