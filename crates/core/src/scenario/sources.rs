@@ -64,6 +64,13 @@ pub fn replay<T>(shipped: Shipped, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Whether this thread decodes the scenario for a worker (recording what
+/// to ship, or decoding it there): inputs only the controller uses — the
+/// agents' token — are left out, so no secret travels that need not.
+pub(crate) fn for_worker() -> bool {
+    MODE.with(|m| !matches!(&*m.borrow(), Mode::Local))
+}
+
 /// A file's bytes when replaying: `Some(Ok)` for a shipped file, `Some(Err)`
 /// for one the controller did not ship; `None` when reading this host's.
 pub(super) fn replayed_file(path: &Path, what: &str) -> Option<Result<Vec<u8>, String>> {
@@ -168,6 +175,23 @@ mod tests {
         // Outside the closure, this host's files count again.
         let e = crate::scenario::parse(text, &path).unwrap_err();
         assert!(e.to_string().contains("users.csv"), "{e}");
+    }
+
+    #[test]
+    fn the_agents_token_stays_on_the_controller() {
+        let dir = std::env::temp_dir().join(format!("autoperf-sources-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("agent.token"), "agent-token-0123456789abcdef\n").unwrap();
+        let path = dir.join("s.yaml");
+        let text = "name: s\ntarget: {base_url: \"http://127.0.0.1:9\"}\nrequests:\n  a: {path: /}\nsession: {start: a}\nservers:\n  - {tier: web, agent: http://127.0.0.1:9870, processes: [tb-web], token_file: agent.token}\n";
+        let here = crate::scenario::parse(text, &path).unwrap();
+        assert!(here.servers[0].token.is_some());
+        let (shipping, shipped) = record(|| crate::scenario::parse(text, &path));
+        assert!(shipping.is_ok());
+        assert!(shipped.files.is_empty(), "{shipped:?}");
+        let there = replay(shipped, || crate::scenario::parse(text, &path)).unwrap();
+        assert_eq!(there.servers[0].token, None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

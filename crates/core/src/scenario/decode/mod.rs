@@ -650,6 +650,9 @@ fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec
             .map(|n| ctx.integer(n, 1, "a positive number of cores"));
         let token = match fields.get("token_file") {
             None => Some(None),
+            // On a worker: the controller samples the agents, and their
+            // token is not shipped to workers with the job.
+            Some(_) if super::sources::for_worker() => Some(None),
             Some(n) => ctx.setting(n, "a token file path").and_then(|name| {
                 let path = base_dir.join(&name);
                 let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, "token file")
