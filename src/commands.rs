@@ -66,7 +66,7 @@ pub fn run(args: RunArgs) -> Outcome {
         out: out.clone(),
         use_agents: !args.no_agents,
         resumed: Vec::new(),
-        generators: generators(Some(&args.generators), false)?,
+        generators: generators(Some(&args.generators), &scenario, false)?,
         asked: None,
     };
     let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
@@ -205,7 +205,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
-        generators: generators(None, false)?,
+        generators: generators(None, &scenario, false)?,
         asked: None,
     };
     let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
@@ -225,43 +225,56 @@ pub fn demo(args: DemoArgs) -> Outcome {
 }
 
 /// Generator processes run this binary; flags may ask for more of them,
-/// for source addresses, or for workers on other hosts. `scale_out`: a
-/// capacity analysis, which starts on one worker and adds more when the
-/// generator limits a level.
-fn generators(args: Option<&GeneratorArgs>, scale_out: bool) -> Result<Generators, Failure> {
-    let workers = match args.filter(|a| !a.workers.is_empty()) {
-        None => None,
-        Some(a) => {
-            let specs = a
-                .workers
-                .iter()
-                .map(|w| WorkerSpec::parse(w))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Failure::bad_input(format!("--workers {e}")))?;
-            let token = match &a.worker_token_file {
-                Some(path) => {
-                    let text = std::fs::read_to_string(path).map_err(|e| {
-                        Failure::bad_input(format!(
-                            "--worker-token-file: cannot read {}: {e}",
-                            path.display()
-                        ))
-                    })?;
-                    Some(
-                        autoperf_agent::options::token_from_text(&text, path)
-                            .map_err(|e| Failure::bad_input(format!("--worker-token-file: {e}")))?,
-                    )
-                }
-                None => None,
-            };
-            let start = a
-                .start_workers
-                .map(|n| n as usize)
-                .or(scale_out.then_some(1));
-            Some(
-                WorkerPool::new(specs, token, a.min_workers.map(|n| n as usize), start)
-                    .map_err(Failure::bad_input)?,
-            )
-        }
+/// for source addresses, or for workers on other hosts (`--workers`, else
+/// the scenario's `workers:`). `scale_out`: a capacity analysis, which
+/// starts on one worker and adds more when the generator limits a level.
+fn generators(
+    args: Option<&GeneratorArgs>,
+    scenario: &Scenario,
+    scale_out: bool,
+) -> Result<Generators, Failure> {
+    let given = args.filter(|a| !a.workers.is_empty());
+    let settings = scenario.workers.as_ref();
+    let specs = match (given, settings) {
+        (Some(a), _) => a
+            .workers
+            .iter()
+            .map(|w| WorkerSpec::parse(w))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Failure::bad_input(format!("--workers {e}")))?,
+        (None, Some(s)) => s.addresses.clone(),
+        (None, None) => Vec::new(),
+    };
+    let workers = if specs.is_empty() {
+        None
+    } else {
+        let (flag, file) = match (args.and_then(|a| a.worker_token_file.as_ref()), settings) {
+            (Some(path), _) => ("--worker-token-file", Some(path)),
+            (None, Some(s)) => ("workers.token_file", s.token_file.as_ref()),
+            (None, None) => ("", None),
+        };
+        let token = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Failure::bad_input(format!("{flag}: cannot read {}: {e}", path.display()))
+                })?;
+                Some(
+                    autoperf_agent::options::token_from_text(&text, path)
+                        .map_err(|e| Failure::bad_input(format!("{flag}: {e}")))?,
+                )
+            }
+            None => None,
+        };
+        let min = args
+            .and_then(|a| a.min_workers)
+            .or(settings.and_then(|s| s.min))
+            .map(|n| n as usize);
+        let start = args
+            .and_then(|a| a.start_workers)
+            .or(settings.and_then(|s| s.start))
+            .map(|n| n as usize)
+            .or(scale_out.then_some(1));
+        Some(WorkerPool::new(specs, token, min, start).map_err(Failure::bad_input)?)
     };
     Ok(Generators {
         processes: args.and_then(|a| a.generators),
@@ -482,7 +495,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
-        generators: generators(Some(&args.generators), false)?,
+        generators: generators(Some(&args.generators), &scenario, false)?,
         asked: None,
     };
     let record = execute_plan(
@@ -852,7 +865,7 @@ fn run_capacity(
             out: out.to_path_buf(),
             use_agents: !args.no_agents,
             resumed,
-            generators: generators(Some(&args.generators), true)?,
+            generators: generators(Some(&args.generators), scenario, true)?,
             asked: serde_json::to_value(CapacityPlan::of(args)).ok(),
         },
         controller,

@@ -38,75 +38,27 @@ use super::stop::StopSignal;
 use super::Driven;
 use crate::measure::{Collector, LevelInfo, TickSink};
 use crate::protocol::HttpTransport;
+pub use crate::scenario::WorkerSpec;
 use crate::scenario::{Endpoint, Scenario};
 use link::Link;
 
 /// How long a run waits for its workers to answer before the first level.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Where workers are: an address, or a DNS name whose every address is one
-/// (a Kubernetes headless Service resolves to its ready pods).
-#[derive(Debug, Clone, PartialEq)]
-pub enum WorkerSpec {
-    /// `host:port` (a name resolves to its first address).
-    Host(String),
-    /// `dns:NAME:PORT`: every address NAME resolves to.
-    Dns { name: String, port: u16 },
-}
-
-impl WorkerSpec {
-    pub fn parse(text: &str) -> Result<WorkerSpec, String> {
-        let text = text.trim();
-        if let Some(rest) = text.strip_prefix("dns:") {
-            let (name, port) = rest.rsplit_once(':').ok_or_else(|| {
-                format!("`{text}`: expected dns:NAME:PORT, e.g. dns:autoperf-workers:7420")
-            })?;
-            let port = port
-                .parse::<u16>()
-                .map_err(|_| format!("`{text}`: `{port}` is no port number"))?;
-            if name.is_empty() {
-                return Err(format!("`{text}`: the DNS name is empty"));
-            }
-            return Ok(WorkerSpec::Dns {
-                name: name.to_string(),
-                port,
-            });
-        }
-        match text.rsplit_once(':') {
-            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-                Ok(WorkerSpec::Host(text.to_string()))
-            }
-            _ => Err(format!(
-                "`{text}`: expected host:port (e.g. 10.0.0.5:{}) or dns:NAME:PORT",
-                protocol::DEFAULT_PORT
-            )),
-        }
-    }
-
-    /// The addresses it names now.
-    fn resolve(&self) -> Result<Vec<SocketAddr>, String> {
-        match self {
-            WorkerSpec::Host(text) => text
-                .to_socket_addrs()
-                .map_err(|e| format!("worker {text}: {e}"))?
-                .next()
-                .map(|a| vec![a])
-                .ok_or_else(|| format!("worker {text}: the name has no address")),
-            WorkerSpec::Dns { name, port } => (name.as_str(), *port)
-                .to_socket_addrs()
-                .map(|a| a.collect())
-                // No ready pod yet: no address, which waiting may change.
-                .or_else(|_| Ok(Vec::new())),
-        }
-    }
-}
-
-impl std::fmt::Display for WorkerSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WorkerSpec::Host(text) => f.write_str(text),
-            WorkerSpec::Dns { name, port } => write!(f, "dns:{name}:{port}"),
-        }
+/// The addresses `spec` names now.
+fn resolve(spec: &WorkerSpec) -> Result<Vec<SocketAddr>, String> {
+    match spec {
+        WorkerSpec::Host(text) => text
+            .to_socket_addrs()
+            .map_err(|e| format!("worker {text}: {e}"))?
+            .next()
+            .map(|a| vec![a])
+            .ok_or_else(|| format!("worker {text}: the name has no address")),
+        WorkerSpec::Dns { name, port } => Ok((name.as_str(), *port)
+            .to_socket_addrs()
+            .map(|a| a.collect())
+            // No ready pod yet: no address, which waiting may change.
+            .unwrap_or_default()),
     }
 }
 
@@ -164,7 +116,7 @@ impl WorkerPool {
     pub fn addresses(&self) -> Result<Vec<SocketAddr>, String> {
         let mut all = Vec::new();
         for spec in &self.specs {
-            all.extend(spec.resolve()?);
+            all.extend(resolve(spec)?);
         }
         all.sort();
         all.dedup();

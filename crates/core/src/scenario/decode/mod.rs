@@ -12,6 +12,8 @@ use std::time::Duration;
 mod arrivals;
 mod avro;
 mod users;
+mod workers;
+pub use workers::WORKERS_KEYS;
 pub use avro::AVRO_KEYS;
 pub use data::DATA_KEYS;
 pub use session::SESSION_KEYS;
@@ -49,6 +51,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "capacity",
     "arrivals",
     "users",
+    "workers",
 ];
 pub const TARGET_KEYS: &[&str] = &[
     "base_url",
@@ -236,6 +239,10 @@ pub fn decode(
         Some(node) => arrivals::decode_arrivals(&mut ctx, node).map(Some),
         None => Some(None),
     };
+    let workers = match top.get("workers") {
+        Some(node) => workers::decode_workers(&mut ctx, node, base_dir).map(Some),
+        None => Some(None),
+    };
     let users = match (top.get("users"), top.get("arrivals")) {
         (Some(node), Some(_)) => {
             ctx.error(
@@ -248,7 +255,7 @@ pub fn decode(
         (None, _) => Some(None),
     };
 
-    match (name, target, think_time, session, capacity, arrivals, users) {
+    match (name, target, think_time, session, capacity, arrivals, users, workers) {
         (
             Some(name),
             Some(target),
@@ -257,6 +264,7 @@ pub fn decode(
             Some(capacity),
             Some(arrivals),
             Some(users),
+            Some(workers),
         ) if ctx.errors.is_empty() => Ok(Scenario {
             name,
             source: file.to_path_buf(),
@@ -274,6 +282,7 @@ pub fn decode(
             capacity,
             arrivals,
             users,
+            workers,
         }),
         _ => Err(ctx.errors),
     }
