@@ -166,12 +166,12 @@ impl Link {
     }
 
     /// This host's CLOCK_MONOTONIC reading `ns` on the worker's clock.
-    pub(crate) fn to_worker_ns(&self, ns: u64) -> u64 {
+    pub(crate) fn on_worker_clock(&self, ns: u64) -> u64 {
         (ns as i64).saturating_add(self.offset_ns).max(0) as u64
     }
 
     /// The worker's reading `ns` on this host's clock.
-    pub(crate) fn from_worker_ns(&self, ns: u64) -> u64 {
+    pub(crate) fn on_our_clock(&self, ns: u64) -> u64 {
         (ns as i64).saturating_sub(self.offset_ns).max(0) as u64
     }
 

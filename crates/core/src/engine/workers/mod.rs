@@ -63,7 +63,7 @@ fn resolve(spec: &WorkerSpec) -> Result<Vec<SocketAddr>, String> {
 }
 
 /// The workers a run may use, and how many its levels use now.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WorkerPool {
     specs: Vec<WorkerSpec>,
     token: Option<String>,
@@ -73,6 +73,18 @@ pub struct WorkerPool {
     active: Arc<AtomicUsize>,
     /// The scenario's files and variables as shipped, read once per run.
     source: Arc<Mutex<Option<ScenarioSource>>>,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("WorkerPool")
+            .field("specs", &self.specs)
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("min", &self.min)
+            .field("active", &self.active())
+            .finish()
+    }
 }
 
 impl WorkerPool {

@@ -123,8 +123,8 @@ impl Prepared {
         let (start_ns, deadline_ns) = (to_monotonic_ns(clock.start), to_monotonic_ns(clock.deadline));
         for (mut link, shards) in self.links {
             link.send(&ToWorker::Go {
-                start_ns: link.to_worker_ns(start_ns),
-                deadline_ns: link.to_worker_ns(deadline_ns),
+                start_ns: link.on_worker_clock(start_ns),
+                deadline_ns: link.on_worker_clock(deadline_ns),
             })
             .map_err(EngineError::Workers)?;
             link.set_timeout(Some(SILENCE))
@@ -232,7 +232,7 @@ impl Reader {
         let why = loop {
             match protocol::read::<FromWorker>(&mut self.link.reader, MAX_LINE) {
                 Ok(Some(FromWorker::Snapshot { mut snapshot })) => {
-                    snapshot.at_ns = self.link.from_worker_ns(snapshot.at_ns);
+                    snapshot.at_ns = self.link.on_our_clock(snapshot.at_ns);
                     match snapshot.into_snapshot() {
                         Ok(snapshot) => {
                             if snapshot.last {
