@@ -9,12 +9,11 @@ mod support;
 use support::counting::counting_server;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 fn scenario(dir: &Path, addr: SocketAddr) -> String {
