@@ -442,24 +442,18 @@ pub(super) enum Pem {
     PrivateKey,
 }
 
-/// The path of a PEM file named by `n` (relative to the scenario), read
-/// now so that a missing or wrong one is reported at its place.
-pub(super) fn pem_file(
-    ctx: &mut Ctx,
-    n: &Node,
-    base_dir: &Path,
-    kind: Pem,
-) -> Option<std::path::PathBuf> {
+/// The PEM file named by `n` (relative to the scenario), read now so
+/// that a missing or wrong one is reported at its place, and kept.
+pub(super) fn pem_file(ctx: &mut Ctx, n: &Node, base_dir: &Path, kind: Pem) -> Option<PemFile> {
     let (marker, what) = match kind {
         Pem::Certificate => ("-----BEGIN CERTIFICATE-----", "certificate"),
         Pem::PrivateKey => ("PRIVATE KEY-----", "private key"),
     };
     let name = ctx.setting(n, "a file path")?;
     let path = base_dir.join(&name);
-    let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what)
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what);
     match read {
-        Ok(text) if text.contains(marker) => Some(path),
+        Ok(pem) if String::from_utf8_lossy(&pem).contains(marker) => Some(PemFile { path, pem }),
         Ok(_) => {
             ctx.error(
                 n.pos(),
