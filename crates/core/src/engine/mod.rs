@@ -91,7 +91,6 @@ pub fn run_level(
             seed: fastrand::u64(..),
         },
     };
-    let started_at = SystemTime::now();
     let info = LevelInfo {
         index: level.index(),
         users: level.users().unwrap_or(0),
@@ -106,7 +105,7 @@ pub fn run_level(
     };
     Ok(LevelRun {
         level: level.clone(),
-        started_at,
+        started_at: ran.started_at,
         totals: ran.totals,
         lost: ran.lost,
         workers: ran.workers,
@@ -116,6 +115,8 @@ pub fn run_level(
 
 /// What driving a level gave, wherever it ran.
 pub(crate) struct Driven {
+    /// When the level's clock started.
+    pub started_at: SystemTime,
     pub totals: LevelTotals,
     pub lost: Vec<String>,
     pub workers: Vec<WorkerShare>,
@@ -141,8 +142,9 @@ fn drive_here(
     let host = HostPlan::whole(load, &placement);
     // Shards start a moment from now, all on the same clock; generator
     // processes get longer, to start and read the scenario.
-    let lead = if placement.is_local() { 20 } else { 500 };
-    let start = Instant::now() + Duration::from_millis(lead);
+    let lead = Duration::from_millis(if placement.is_local() { 20 } else { 500 });
+    let start = Instant::now() + lead;
+    let started_at = SystemTime::now() + lead;
     let clock = Clock {
         start,
         deadline: start + level.warmup() + level.duration(),
@@ -161,6 +163,7 @@ fn drive_here(
             collector.run(info, rx, sinks)
         })?;
     Ok(Driven {
+        started_at,
         totals,
         lost,
         workers: Vec::new(),

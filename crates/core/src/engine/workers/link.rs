@@ -5,7 +5,7 @@ use std::io::BufReader;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::protocol::{self, FromWorker, ToWorker, MAX_LINE};
+use super::protocol::{self, FromWorker, Role, ToWorker, MAX_LINE};
 use crate::engine::fleet::{Limits, ScenarioSource};
 use crate::measure::wire::to_monotonic_ns;
 
@@ -107,18 +107,33 @@ impl Link {
             other => return Err(LinkError::fatal(link.unexpected("a greeting", &other))),
         };
         link.name = name;
+        let ours = protocol::nonce();
         link.send(&ToWorker::Hello {
             version: protocol::VERSION,
             release: protocol::release(),
-            proof: token.map(|t| protocol::proof(t, &nonce)),
+            proof: token.map(|t| protocol::proof(t, &nonce, Role::Controller)),
+            nonce: ours.clone(),
         })
         .map_err(LinkError::passing)?;
         match link.recv().map_err(LinkError::passing)? {
             FromWorker::Welcome {
+                proof,
                 cores,
                 limits,
                 local_addresses,
             } => {
+                // The job carries the scenario's files and variables: only
+                // for a worker that holds the token too.
+                if let Some(token) = token {
+                    let proven = proof
+                        .is_some_and(|p| protocol::verify(token, &ours, Role::Worker, &p));
+                    if !proven {
+                        return Err(LinkError::fatal(format!(
+                            "{} did not prove it holds the workers' token (a worker started without --token-file, or not a worker of ours)",
+                            link.who()
+                        )));
+                    }
+                }
                 link.cores = cores.max(1);
                 link.limits = limits;
                 link.local_addresses = local_addresses;

@@ -124,22 +124,32 @@ impl WorkerPool {
 
     /// Every worker address the specs name now, sorted (so a level's
     /// first N are the same workers as the last level's, whatever order
-    /// DNS answered in) and without repeats.
-    pub fn addresses(&self) -> Result<Vec<SocketAddr>, String> {
+    /// DNS answered in) and without repeats; and the specs that named
+    /// none, each a sentence.
+    pub fn addresses(&self) -> (Vec<SocketAddr>, Vec<String>) {
         let mut all = Vec::new();
+        let mut troubles = Vec::new();
         for spec in &self.specs {
-            all.extend(resolve(spec)?);
+            match resolve(spec) {
+                Ok(addrs) => all.extend(addrs),
+                Err(e) => troubles.push(e),
+            }
         }
         all.sort();
         all.dedup();
-        Ok(all)
+        (all, troubles)
+    }
+
+    /// Whether a level could run on more workers than now.
+    pub fn can_scale_out(&self) -> bool {
+        self.active() < self.addresses().0.len()
     }
 
     /// More workers for the next level, because the generator was the
     /// bottleneck: twice as many, at most every worker there is. Returns
     /// (before, after), or `None` when every worker is in use already.
     pub fn scale_out(&self) -> Option<(usize, usize)> {
-        let available = self.addresses().ok()?.len();
+        let available = self.addresses().0.len();
         let before = self.active().min(available);
         if before >= available {
             return None;
@@ -156,8 +166,9 @@ impl WorkerPool {
         let source = self.source(scenario)?;
         let give_up = Instant::now() + READY_TIMEOUT;
         let last = loop {
-            let addrs = self.addresses().map_err(EngineError::Workers)?;
-            let (links, troubles) = self.connect_all(&addrs, usize::MAX)?;
+            let (addrs, mut troubles) = self.addresses();
+            let (links, unreachable) = self.connect_all(&addrs, usize::MAX)?;
+            troubles.extend(unreachable);
             if links.len() >= self.min {
                 let mut described = Vec::new();
                 for mut link in links {
@@ -266,38 +277,53 @@ pub(crate) fn drive(
     stop: &StopSignal,
 ) -> Result<Driven, EngineError> {
     let source = pool.source(scenario)?;
-    let addrs = pool.addresses().map_err(EngineError::Workers)?;
-    let (links, troubles) = pool.connect_all(&addrs, pool.active())?;
-    if links.is_empty() {
-        return Err(EngineError::Workers(format!(
-            "no worker answered for level {}: {}",
-            level.index(),
-            troubles.join("; ")
-        )));
-    }
-    let capacities: Vec<Capacity> = links.iter().map(Capacity::of).collect();
-    let hosts = plan_hosts(spread_target(scenario), load, &capacities)?;
-    let shares: Vec<WorkerShare> = links
-        .iter()
-        .zip(&hosts)
-        .map(|(link, host)| WorkerShare {
-            name: link.name.clone(),
-            address: link.addr.to_string(),
-            cores: link.cores,
-            shards: host.range.count,
-            processes: host.process_shards.len(),
-            connections: load.connections_in(host.range),
-            clock_offset_ms: link.offset_ns as f64 / 1e6,
-            rtt_ms: link.rtt.as_secs_f64() * 1e3,
-        })
-        .collect();
+    let (mut addrs, mut troubles) = pool.addresses();
+    // Workers that do not take their job (busy with another controller,
+    // gone) are left out and the level planned again without them: each
+    // round has one worker fewer, so this ends.
+    let (prepared, hosts, shares) = loop {
+        let (links, unreachable) = pool.connect_all(&addrs, pool.active())?;
+        troubles.extend(unreachable);
+        if links.is_empty() {
+            return Err(EngineError::Workers(format!(
+                "no worker answered for level {}: {}",
+                level.index(),
+                troubles.join("; ")
+            )));
+        }
+        let capacities: Vec<Capacity> = links.iter().map(Capacity::of).collect();
+        let hosts = plan_hosts(spread_target(scenario), load, &capacities)?;
+        let shares: Vec<WorkerShare> = links
+            .iter()
+            .zip(&hosts)
+            .map(|(link, host)| WorkerShare {
+                name: link.name.clone(),
+                address: link.addr.to_string(),
+                cores: link.cores,
+                shards: host.range.count,
+                processes: host.process_shards.len(),
+                connections: load.connections_in(host.range),
+                clock_offset_ms: link.offset_ns as f64 / 1e6,
+                rtt_ms: link.rtt.as_secs_f64() * 1e3,
+            })
+            .collect();
+        match remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap) {
+            Ok(prepared) => break (prepared, hosts, shares),
+            Err(remote::Unready(unready)) => {
+                for (addr, why) in unready {
+                    troubles.push(why);
+                    addrs.retain(|a| *a != addr);
+                }
+            }
+        }
+    };
     let total = hosts.last().map_or(0, |h| h.range.first + h.range.count);
-    let prepared = remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap)?;
     // Every worker has its job decoded: the level starts a moment from
     // now on every clock, later when workers start generator processes.
     let spawning = hosts.iter().any(|h| h.process_shards.len() > 1);
     let lead = Duration::from_millis(if spawning { 700 } else { 200 }) + prepared.slowest_rtt();
     let start = Instant::now() + lead;
+    let started_at = std::time::SystemTime::now() + lead;
     let clock = Clock {
         start,
         deadline: start + level.warmup() + level.duration(),
@@ -316,6 +342,7 @@ pub(crate) fn drive(
     let totals = collector.run(info, rx, sinks);
     let lost = fleet.finish();
     Ok(Driven {
+        started_at,
         totals,
         lost,
         workers: shares,

@@ -4,8 +4,9 @@
 //!
 //! ```text
 //!   worker ─ Greeting {protocol, version, name, nonce} ─→ controller
-//!   controller ─ Hello {version, proof = HMAC(token, nonce)} ─→ worker
-//!   worker ─ Welcome {cores, limits, addresses} | Refused {reason}
+//!   controller ─ Hello {version, proof = HMAC(token, nonce), nonce'} ─→ worker
+//!   worker ─ Welcome {proof' = HMAC(token, nonce'), cores, limits, addresses}
+//!          | Refused {reason}
 //!   controller ─ Ping ─→ ← Pong {now_ns}        (×8: the clock offset)
 //!   controller ─ Probe {scenario} ─→ ← Probed {error}      (before a run)
 //!   controller ─ Run {job} ─→ ← Ready | Failed {reason}  (scenario decoded)
@@ -14,9 +15,14 @@
 //!   controller ─ Stop ─→     ← Done {trouble}   (and the connection ends)
 //! ```
 //!
-//! The token never crosses the wire: the worker sends a fresh nonce and the
-//! controller proves it holds the token with an HMAC of it. A different
-//! protocol version on either side is refused with both versions named.
+//! The token never crosses the wire: each side sends a fresh nonce and the
+//! other proves it holds the token with an HMAC of it (bound to its role,
+//! so a proof cannot be reflected back), so a worker takes jobs only from
+//! a controller with the token and a controller sends its job (which
+//! carries the scenario's files and variables) only to a worker with it.
+//! The connection is not encrypted: keep it on a network you trust. A
+//! different protocol version on either side is refused with both
+//! versions named.
 
 use std::io::{BufRead, Read, Write};
 use std::net::IpAddr;
@@ -51,6 +57,9 @@ pub(crate) enum FromWorker {
         nonce: String,
     },
     Welcome {
+        /// HMAC-SHA256 of the controller's nonce under the token, hex;
+        /// none without a token.
+        proof: Option<String>,
         /// Cores the worker may use (its CPU affinity and quota).
         cores: usize,
         limits: Limits,
@@ -87,8 +96,11 @@ pub(crate) enum ToWorker {
     Hello {
         version: u32,
         release: String,
-        /// HMAC-SHA256 of the nonce under the token, hex; none without a token.
+        /// HMAC-SHA256 of the worker's nonce under the token, hex; none
+        /// without a token.
         proof: Option<String>,
+        /// Fresh, hex: what the worker's proof signs.
+        nonce: String,
     },
     Ping,
     /// Can the worker reach the scenario's target?
@@ -117,6 +129,9 @@ pub(crate) enum ToWorker {
 pub(crate) const MAX_JOB_LINE: u64 = 1_500 << 20;
 /// The longest line of anything else.
 pub(crate) const MAX_LINE: u64 = 64 << 20;
+/// The longest hello a worker reads from a connection not yet
+/// authenticated.
+pub(crate) const MAX_HELLO: u64 = 64 << 10;
 
 /// Reads one message; `Ok(None)` at the end of the stream.
 pub(crate) fn read<T: for<'de> Deserialize<'de>>(
@@ -157,24 +172,34 @@ pub(crate) fn nonce() -> String {
     hex(&bytes)
 }
 
-/// The controller's proof that it holds `token`, for `nonce`.
-pub(crate) fn proof(token: &str, nonce: &str) -> String {
-    let key = hmac::Key::new(hmac::HMAC_SHA256, token.as_bytes());
-    hex(hmac::sign(&key, &signed(nonce)).as_ref())
+/// Who proves holding the token: each side signs the other's nonce under
+/// its own role, so one side's proof is never the other's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role {
+    Controller,
+    Worker,
 }
 
-/// Whether `proof` is the proof of `token` for `nonce` (in constant time).
-pub(crate) fn verify(token: &str, nonce: &str, proof: &str) -> bool {
+/// `role`'s proof that it holds `token`, for the other side's `nonce`.
+pub(crate) fn proof(token: &str, nonce: &str, role: Role) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, token.as_bytes());
+    hex(hmac::sign(&key, &signed(nonce, role)).as_ref())
+}
+
+/// Whether `proof` is `role`'s proof of `token` for `nonce` (in constant
+/// time).
+pub(crate) fn verify(token: &str, nonce: &str, role: Role, proof: &str) -> bool {
     let Some(tag) = unhex(proof) else {
         return false;
     };
     let key = hmac::Key::new(hmac::HMAC_SHA256, token.as_bytes());
-    hmac::verify(&key, &signed(nonce), &tag).is_ok()
+    hmac::verify(&key, &signed(nonce, role), &tag).is_ok()
 }
 
-/// What the proof signs: the nonce, bound to this protocol and version.
-fn signed(nonce: &str) -> Vec<u8> {
-    format!("{PROTOCOL}/{VERSION}:{nonce}").into_bytes()
+/// What a proof signs: the nonce, bound to this protocol, its version and
+/// the prover's role.
+fn signed(nonce: &str, role: Role) -> Vec<u8> {
+    format!("{PROTOCOL}/{VERSION}/{role:?}:{nonce}").into_bytes()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -200,12 +225,13 @@ mod tests {
         let token = "0123456789abcdef-worker";
         let n = nonce();
         assert_eq!(n.len(), 32);
-        let p = proof(token, &n);
-        assert!(verify(token, &n, &p));
-        assert!(!verify("0123456789abcdef-other", &n, &p));
-        assert!(!verify(token, &nonce(), &p));
-        assert!(!verify(token, &n, &p[..p.len() - 2]));
-        assert!(!verify(token, &n, "zz"));
+        let p = proof(token, &n, Role::Controller);
+        assert!(verify(token, &n, Role::Controller, &p));
+        assert!(!verify(token, &n, Role::Worker, &p), "reflected");
+        assert!(!verify("0123456789abcdef-other", &n, Role::Controller, &p));
+        assert!(!verify(token, &nonce(), Role::Controller, &p));
+        assert!(!verify(token, &n, Role::Controller, &p[..p.len() - 2]));
+        assert!(!verify(token, &n, Role::Controller, "zz"));
     }
 
     #[test]

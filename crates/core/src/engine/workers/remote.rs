@@ -30,6 +30,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// shards report every second.
 const SILENCE: Duration = Duration::from_secs(10);
 
+/// Before its first snapshot a worker may take longer: generator
+/// processes it starts read and decode the job (data files) first.
+const FIRST_SILENCE: Duration = Duration::from_secs(60);
+
 /// How long after the deadline (or a stop) workers may take to send their
 /// last snapshots before their connections are cut.
 const GRACE: Duration = Duration::from_secs(5);
@@ -39,7 +43,12 @@ pub(super) struct Prepared {
     links: Vec<(Link, BTreeSet<usize>)>,
 }
 
-/// Sends each worker its job and waits until every one has decoded it.
+/// Workers that did not take their job (busy with another controller,
+/// cannot decode the scenario, gone), each a sentence, by address.
+pub(super) struct Unready(pub Vec<(std::net::SocketAddr, String)>);
+
+/// Sends each worker its job and waits until every one has decoded it;
+/// the workers that did not are named (the caller plans without them).
 pub(super) fn prepare(
     links: Vec<Link>,
     hosts: &[HostPlan],
@@ -48,14 +57,15 @@ pub(super) fn prepare(
     load: &Load,
     seed: u64,
     nap: Duration,
-) -> Result<Prepared, EngineError> {
+) -> Result<Prepared, Unready> {
     let provisional = Clock {
         start: Instant::now(),
         deadline: Instant::now(),
         seed,
         nap,
     };
-    let mut ready = Vec::with_capacity(links.len());
+    let mut sent = Vec::with_capacity(links.len());
+    let mut unready = Vec::new();
     for (mut link, host) in links.into_iter().zip(hosts) {
         let job = Job::new(
             source.clone(),
@@ -65,34 +75,40 @@ pub(super) fn prepare(
             host.addresses.clone(),
             provisional,
         );
-        link.send(&ToWorker::Run {
+        let message = ToWorker::Run {
             job,
             process_shards: host.process_shards.clone(),
-        })
-        .map_err(EngineError::Workers)?;
-        ready.push((link, host.range.globals().collect::<BTreeSet<usize>>()));
-    }
-    // Sent to all first: they decode side by side.
-    for (link, _) in &mut ready {
-        link.set_timeout(Some(READY_TIMEOUT))
-            .map_err(EngineError::Workers)?;
-        match link.recv().map_err(EngineError::Workers)? {
-            FromWorker::Ready => {}
-            FromWorker::Failed { reason } => {
-                return Err(EngineError::Workers(format!(
-                    "worker {} cannot run the level: {reason}",
-                    link.who()
-                )))
-            }
-            other => {
-                return Err(EngineError::Workers(format!(
-                    "worker {}: expected ready, got {other:?}",
-                    link.who()
-                )))
-            }
+        };
+        match link.send(&message) {
+            Ok(()) => sent.push((link, host.range.globals().collect::<BTreeSet<usize>>())),
+            Err(e) => unready.push((link.addr, e)),
         }
     }
-    Ok(Prepared { links: ready })
+    // Sent to all first: they decode side by side.
+    let mut ready = Vec::with_capacity(sent.len());
+    for (mut link, shards) in sent {
+        let answer = link
+            .set_timeout(Some(READY_TIMEOUT))
+            .and_then(|_| link.recv());
+        match answer {
+            Ok(FromWorker::Ready) => ready.push((link, shards)),
+            Ok(FromWorker::Failed { reason }) => unready.push((
+                link.addr,
+                format!("worker {} cannot run the level: {reason}", link.who()),
+            )),
+            Ok(other) => unready.push((
+                link.addr,
+                format!("worker {}: expected ready, got {other:?}", link.who()),
+            )),
+            Err(e) => unready.push((link.addr, e)),
+        }
+    }
+    // Those that are ready see their connection close, and wait for the
+    // next level.
+    match unready.is_empty() {
+        true => Ok(Prepared { links: ready }),
+        false => Err(Unready(unready)),
+    }
 }
 
 impl Prepared {
@@ -127,7 +143,7 @@ impl Prepared {
                 deadline_ns: link.on_worker_clock(deadline_ns),
             })
             .map_err(EngineError::Workers)?;
-            link.set_timeout(Some(SILENCE))
+            link.set_timeout(Some(FIRST_SILENCE))
                 .map_err(EngineError::Workers)?;
             let socket = link
                 .writer
@@ -229,9 +245,14 @@ impl Reader {
     /// Forwards until the worker is done or lost; returns what was lost.
     fn run(mut self) -> Vec<String> {
         let mut lost = Vec::new();
+        let mut heard = false;
         let why = loop {
             match protocol::read::<FromWorker>(&mut self.link.reader, MAX_LINE) {
                 Ok(Some(FromWorker::Snapshot { mut snapshot })) => {
+                    if !heard {
+                        heard = true;
+                        let _ = self.link.set_timeout(Some(SILENCE));
+                    }
                     snapshot.at_ns = self.link.on_our_clock(snapshot.at_ns);
                     match snapshot.into_snapshot() {
                         Ok(snapshot) => {
@@ -258,11 +279,16 @@ impl Reader {
                 Ok(Some(other)) => break format!("sent {other:?} mid-level"),
                 Ok(None) => break "closed the connection".to_string(),
                 Err(e) if is_timeout(&e) => {
-                    break format!("sent nothing for {} s", SILENCE.as_secs())
+                    let silence = if heard { SILENCE } else { FIRST_SILENCE };
+                    break format!("sent nothing for {} s", silence.as_secs());
                 }
                 Err(e) => break format!("connection failed: {e}"),
             }
         };
+        // Given up on: it stops loading the target now, and is free for
+        // the next level.
+        let _ = protocol::write(&mut self.link.writer, &ToWorker::Stop);
+        let _ = self.link.writer.shutdown(Shutdown::Both);
         let at = self.start.elapsed().as_secs_f64();
         let shards = std::mem::take(&mut self.shards);
         if !shards.is_empty() {

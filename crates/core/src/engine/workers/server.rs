@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use autoperf_agent::options::{is_loopback, token_from_text, MIN_TOKEN_CHARS};
 
-use super::protocol::{self, FromWorker, ToWorker, MAX_JOB_LINE, MAX_LINE};
+use super::protocol::{self, FromWorker, Role, ToWorker, MAX_HELLO, MAX_JOB_LINE, MAX_LINE};
 use crate::engine::fleet::{self, raise_open_file_limit, run_host_share, HostPlan, Job, Limits};
 use crate::engine::split::cores;
 use crate::engine::stop::StopSignal;
@@ -138,7 +138,7 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
     };
     // A readiness probe connects and goes: no news.
     let hello = match protocol::write(&mut writer, &greeting)
-        .and_then(|_| protocol::read::<ToWorker>(&mut reader, MAX_LINE))
+        .and_then(|_| protocol::read::<ToWorker>(&mut reader, MAX_HELLO))
     {
         Ok(hello) => hello,
         Err(e) if matches!(
@@ -147,6 +147,7 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
         ) => return Ok(()),
         Err(e) => return Err(format!("no hello: {e}")),
     };
+    let controller_nonce;
     let refuse = |writer: &mut TcpStream, reason: String| -> Result<(), String> {
         let _ = protocol::write(writer, &FromWorker::Refused { reason: reason.clone() });
         Err(reason)
@@ -164,9 +165,17 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
                 ),
             )
         }
-        Some(ToWorker::Hello { proof, .. }) => match (&state.token, proof) {
-            (None, _) => {}
-            (Some(token), Some(proof)) if protocol::verify(token, &nonce, &proof) => {}
+        Some(ToWorker::Hello {
+            proof,
+            nonce: theirs,
+            ..
+        }) => match (&state.token, proof) {
+            (None, _) => controller_nonce = theirs,
+            (Some(token), Some(proof))
+                if protocol::verify(token, &nonce, Role::Controller, &proof) =>
+            {
+                controller_nonce = theirs
+            }
             (Some(_), Some(_)) => {
                 return refuse(
                     &mut writer,
@@ -186,6 +195,10 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
     send(
         &mut writer,
         &FromWorker::Welcome {
+            proof: state
+                .token
+                .as_ref()
+                .map(|t| protocol::proof(t, &controller_nonce, Role::Worker)),
             cores: cores(),
             limits: Limits::here(),
             local_addresses: state.local_addresses.clone(),
