@@ -18,7 +18,7 @@ if ! command -v musl-gcc >/dev/null 2>&1; then
 fi
 export CC_x86_64_unknown_linux_musl=musl-gcc
 cargo build --release --locked --bin autoperf --target "$TARGET" >&2
-BIN="${CARGO_TARGET_DIR:-target}/$TARGET/release/autoperf"
+BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/$TARGET/release/autoperf"
 # Static, or it is no use in a `FROM distroless/static` image.
 if ldd "$BIN" >/dev/null 2>&1; then
     echo "static-build: $BIN is dynamically linked:" >&2

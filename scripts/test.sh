@@ -25,7 +25,7 @@ cargo test --workspace --release --locked "$@"
 # and every Kubernetes manifest validated against the schemas.
 if (($# == 0)); then
     static=$(bash scripts/static-build.sh)
-    AUTOPERF_WORKER_EXE="$PWD/$static" cargo test --release --locked --test workers \
+    AUTOPERF_WORKER_EXE="$static" cargo test --release --locked --test workers \
         three_workers_deliver
     bash scripts/k8s-validate.sh
 fi

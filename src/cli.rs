@@ -287,16 +287,17 @@ pub struct GeneratorArgs {
     #[arg(long, value_delimiter = ',', value_name = "WORKERS")]
     pub workers: Vec<String>,
     /// File whose first line is the workers' token (their --token-file).
-    #[arg(long, value_name = "FILE", requires = "workers")]
+    /// With --workers or the scenario's `workers:`.
+    #[arg(long, value_name = "FILE")]
     pub worker_token_file: Option<PathBuf>,
     /// Workers that must answer before the first level, waiting up to 2
     /// minutes [default: every host:port listed, or 1 behind dns:].
-    #[arg(long, value_name = "N", requires = "workers", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub min_workers: Option<u32>,
     /// Workers a capacity analysis starts on; it adds more when a level
     /// shows the generator as the bottleneck [default: 1; `run` and
     /// `profile` use them all].
-    #[arg(long, value_name = "N", requires = "workers", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub start_workers: Option<u32>,
 }
 

@@ -246,6 +246,20 @@ fn generators(
         (None, None) => Vec::new(),
     };
     let workers = if specs.is_empty() {
+        let stray = args.and_then(|a| {
+            [
+                (a.worker_token_file.is_some(), "--worker-token-file"),
+                (a.min_workers.is_some(), "--min-workers"),
+                (a.start_workers.is_some(), "--start-workers"),
+            ]
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag))
+        });
+        if let Some(flag) = stray {
+            return Err(Failure::bad_input(format!(
+                "{flag} is about workers, but none are named: give them with --workers host:port,… or `workers:` in the scenario"
+            )));
+        }
         None
     } else {
         let (flag, file) = match (args.and_then(|a| a.worker_token_file.as_ref()), settings) {
@@ -326,8 +340,9 @@ fn stop_on_termination() {
     // SAFETY: installs a handler that only calls an async-signal-safe
     // function.
     unsafe {
-        libc::signal(libc::SIGTERM, exit_now as libc::sighandler_t);
-        libc::signal(libc::SIGINT, exit_now as libc::sighandler_t);
+        let handler = exit_now as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGINT, handler);
     }
 }
 

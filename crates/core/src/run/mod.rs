@@ -119,8 +119,11 @@ fn scale_out(
         return None;
     }
     let pool = plan.generators.workers.as_ref()?;
-    let (before, after) = pool.scale_out()?;
+    if !pool.can_scale_out() {
+        return None;
+    }
     let rerun = controller.rerun(level)?;
+    let (before, after) = pool.scale_out()?;
     Some((before, after, rerun))
 }
 

@@ -25,6 +25,10 @@ use crate::measure::wire::to_monotonic_ns;
 /// A controller must say hello this soon after connecting.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A write to the controller that makes no progress this long means it
+/// is gone.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Between levels a connection may sit idle this long (a controller
 /// between its readiness check and its first level, say).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -123,8 +127,11 @@ fn hostname() -> String {
 fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
     let peer = stream.peer_addr().map_err(|e| e.to_string())?;
     let _ = stream.set_nodelay(true);
+    // A controller that vanished without closing (its host gone) must not
+    // hold the worker: writes give up, and the level stops.
     stream
         .set_read_timeout(Some(HELLO_TIMEOUT))
+        .and_then(|_| stream.set_write_timeout(Some(WRITE_TIMEOUT)))
         .map_err(|e| e.to_string())?;
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
