@@ -342,10 +342,16 @@ fn run_level(
         if host.process_shards.len() == 1 { "" } else { "es" }
     );
     let mut out = writer.try_clone().map_err(|e| e.to_string())?;
+    let stopper = stop.clone();
     let ran = run_host_share(&scenario, &job.workload, &job.load, &host, clock, &stop, |rx| {
-        fleet::forward(rx, |snapshot| {
+        let sent = fleet::forward(rx, |snapshot| {
             protocol::write(&mut out, &FromWorker::Snapshot { snapshot })
-        })
+        });
+        // The controller is gone: no one would count what the shards do.
+        if sent.is_err() {
+            stopper.stop();
+        }
+        sent
     });
     let result = match ran {
         Ok((Ok(()), trouble)) => {
@@ -361,11 +367,7 @@ fn run_level(
             );
             send(&mut writer, &FromWorker::Done { trouble })
         }
-        // The controller went away: stop at once.
-        Ok((Err(e), _)) => {
-            stop.stop();
-            Err(format!("lost the controller: {e}"))
-        }
+        Ok((Err(e), _)) => Err(format!("lost the controller: {e}")),
         Err(e) => fail(&mut writer, e.to_string()),
     };
     let _ = writer.shutdown(Shutdown::Both);
