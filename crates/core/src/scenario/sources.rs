@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The inputs one decoding read, as shipped with a worker's job.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Shipped {
     /// Each file by the path decoding resolved (relative paths resolve from
     /// the scenario's path on the controller, which the job carries too).
@@ -25,6 +25,23 @@ pub struct Shipped {
     /// Each variable read, `None` when it was unset (so a default applies
     /// on the worker as it did here).
     pub env: BTreeMap<String, Option<String>>,
+}
+
+impl std::fmt::Debug for Shipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Names and sizes only: keys, certificates and passwords travel
+        // here, and must not end up in a log.
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|(p, b)| format!("{} ({} bytes)", p.display(), b.len()))
+            .collect();
+        let env: Vec<&String> = self.env.keys().collect();
+        f.debug_struct("Shipped")
+            .field("files", &files)
+            .field("env", &env)
+            .finish()
+    }
 }
 
 impl Shipped {
