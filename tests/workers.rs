@@ -299,9 +299,10 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
         .iter()
         .map(|w| start_worker(&mut hosts, w, &token))
         .collect();
-    // w1 gets a twentieth of a core: plenty for a few users, far too
-    // little for hundreds.
-    let _throttle = Throttle::new(hosts.pid("w1"), 0.05);
+    // w1 gets a fiftieth of a core (a CPU limit of 20m): plenty for a few
+    // users, far too little for hundreds. It says so, and a level on both
+    // gives it a fiftieth of w2's share.
+    let _throttle = Throttle::new(hosts.pid("w1"), 0.02);
     let scenario = scenario(&dir, &url, "100ms");
     let exe = support::autoperf_exe();
     let analysis = |list: &str, out: &Path| {
@@ -348,7 +349,13 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
     let again = &levels[1];
     assert_eq!(again["users"], 600);
     assert_eq!(again["level"], 3, "a new index for the re-run");
-    assert_eq!(again["workers"].as_array().unwrap().len(), 2);
+    let shares = again["workers"].as_array().unwrap();
+    assert_eq!(shares.len(), 2);
+    assert!(shares[0]["cpu"].as_f64().unwrap() < 0.05, "{shares:?}");
+    assert!(
+        shares[0]["connections"].as_u64().unwrap() < 60,
+        "the throttled worker's share follows its CPU: {shares:?}"
+    );
     assert_eq!(again["client_bottleneck"], false, "{again:#}");
     assert_eq!(run["analysis"]["stop_reason"], "completed");
     assert!(run["warnings"].to_string().contains("running it again on 2"));

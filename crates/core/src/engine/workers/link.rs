@@ -45,6 +45,8 @@ pub(crate) struct Link {
     pub name: String,
     pub addr: SocketAddr,
     pub cores: usize,
+    /// Cores' worth of CPU (fractional under a quota).
+    pub cpu: f64,
     pub limits: Limits,
     pub local_addresses: Vec<IpAddr>,
     /// The worker's CLOCK_MONOTONIC minus ours, in nanoseconds.
@@ -72,6 +74,7 @@ impl Link {
             name: addr.to_string(),
             addr,
             cores: 1,
+            cpu: 1.0,
             limits: Limits {
                 open_files: 1024,
                 ports: 28_232,
@@ -119,6 +122,7 @@ impl Link {
             FromWorker::Welcome {
                 proof,
                 cores,
+                cpu,
                 limits,
                 local_addresses,
             } => {
@@ -135,6 +139,7 @@ impl Link {
                     }
                 }
                 link.cores = cores.max(1);
+                link.cpu = if cpu.is_finite() && cpu > 0.0 { cpu } else { link.cores as f64 };
                 link.limits = limits;
                 link.local_addresses = local_addresses;
             }

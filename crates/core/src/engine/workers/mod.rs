@@ -14,6 +14,7 @@
 //! (`WorkerPool::scale_out`): AutoPerf's "bank of client load generator
 //! machines".
 
+mod cpu;
 mod link;
 pub mod protocol;
 mod remote;
@@ -32,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use super::error::EngineError;
 use super::fleet::{self, Generators, HostPlan, Limits, ScenarioSource};
 use super::level::Level;
-use super::split::{process_shards, Load, ShardRange};
+use super::split::{share, Load, ShardRange};
 use super::start::Clock;
 use super::stop::StopSignal;
 use super::Driven;
@@ -252,6 +253,8 @@ pub struct WorkerShare {
     pub name: String,
     pub address: String,
     pub cores: usize,
+    /// Cores' worth of CPU it had (fractional under a quota): its weight.
+    pub cpu: f64,
     /// Its shards of the level, and the generator processes running them.
     pub shards: usize,
     pub processes: usize,
@@ -300,6 +303,7 @@ pub(crate) fn drive(
                 name: link.name.clone(),
                 address: link.addr.to_string(),
                 cores: link.cores,
+                cpu: (link.cpu * 1000.0).round() / 1000.0,
                 shards: host.range.count,
                 processes: host.process_shards.len(),
                 connections: load.connections_in(host.range),
@@ -355,6 +359,8 @@ pub(crate) fn drive(
 struct Capacity {
     who: String,
     cores: usize,
+    /// Cores' worth of CPU (fractional under a quota): its weight.
+    cpu: f64,
     limits: Limits,
     local_addresses: Vec<IpAddr>,
 }
@@ -364,6 +370,7 @@ impl Capacity {
         Capacity {
             who: link.who(),
             cores: link.cores,
+            cpu: link.cpu,
             limits: link.limits,
             local_addresses: link.local_addresses.clone(),
         }
@@ -381,20 +388,21 @@ fn spread_target(scenario: &Scenario) -> (Option<SocketAddr>, bool) {
     }
 }
 
-/// Splits the level over the workers by their cores: each gets a range of
-/// the level's shards — the same number of generator processes on every
-/// worker (as many as the most burdened needs), one shard per core in
-/// each — so users and arrivals follow the cores.
+/// Splits the level over the workers by their CPU: each gets a range of
+/// the level's shards, as many as its share of the CPU — one per core for
+/// workers of whole cores alike, more on a big worker beside a throttled
+/// one — and users and arrivals are dealt by shard, so they follow the
+/// CPU. Every worker runs the same number of generator processes (as many
+/// as the most burdened needs for its connections).
 fn plan_hosts(
     (target, spread): (Option<SocketAddr>, bool),
     load: &Load,
     workers: &[Capacity],
 ) -> Result<Vec<HostPlan>, EngineError> {
-    let cores: usize = workers.iter().map(|w| w.cores.max(1)).sum();
-    // A worker's part of `total`, by its cores (rounded up: never short).
-    let part = |total: u32, w: &Capacity| {
-        (u64::from(total) * w.cores.max(1) as u64).div_ceil(cores.max(1) as u64) as u32
-    };
+    let weight = |w: &Capacity| w.cpu.max(0.001);
+    let cpu: f64 = workers.iter().map(weight).sum();
+    // A worker's part of `total`, by its CPU (rounded up: never short).
+    let part = |total: u32, w: &Capacity| (f64::from(total) * weight(w) / cpu).ceil() as u32;
     let connections = if spread { load.connections() } else { 0 };
     let mut placements = Vec::with_capacity(workers.len());
     for w in workers {
@@ -409,12 +417,16 @@ fn plan_hosts(
         placements.push(placement);
     }
     let processes = placements.iter().map(|p| p.processes).max().unwrap_or(1);
-    let counts: Vec<Vec<usize>> = workers
+    let shards = weighted_shards(workers, load.connections(), processes);
+    let counts: Vec<Vec<usize>> = shards
         .iter()
-        .map(|w| process_shards(part(load.connections(), w), processes, w.cores.max(1)))
+        .map(|&n| {
+            (0..processes as usize)
+                .map(|p| share(n as u32, processes as usize, p) as usize)
+                .collect()
+        })
         .collect();
-    let per_host: Vec<usize> = counts.iter().map(|c| c.iter().sum()).collect();
-    let ranges = ShardRange::whole(per_host.iter().sum()).split(&per_host);
+    let ranges = ShardRange::whole(shards.iter().sum()).split(&shards);
     Ok(ranges
         .into_iter()
         .zip(counts)
@@ -429,6 +441,32 @@ fn plan_hosts(
         .collect())
 }
 
+/// Shards per worker in proportion to their CPU: the smallest gets one
+/// shard per core's worth it has (one at least), the others as many more
+/// as they have CPU — at most 8 a core, so a starved neighbour cannot make
+/// a big worker run hundreds — never fewer than its processes, and no more
+/// in all than there are users (or slots) to give them.
+fn weighted_shards(workers: &[Capacity], connections: u32, processes: u32) -> Vec<usize> {
+    let unit = workers
+        .iter()
+        .map(|w| w.cpu.max(0.001))
+        .fold(1.0f64, f64::min);
+    let mut shards: Vec<usize> = workers
+        .iter()
+        .map(|w| ((w.cpu.max(0.001) / unit).round() as usize).clamp(1, w.cores.max(1) * 8))
+        .collect();
+    let total: usize = shards.iter().sum();
+    if connections > 0 && total > connections as usize {
+        for n in &mut shards {
+            *n = (*n * connections as usize / total).max(1);
+        }
+    }
+    shards
+        .into_iter()
+        .map(|n| n.max(processes as usize))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,6 +475,7 @@ mod tests {
         Capacity {
             who: format!("w{cores}"),
             cores,
+            cpu: cores as f64,
             limits: Limits {
                 open_files: 20_000,
                 ports: 64_512,
@@ -459,14 +498,15 @@ mod tests {
         let hosts = plan_hosts(remote(), &load, &[worker(2), worker(2), worker(2)]).unwrap();
         assert_eq!(hosts.len(), 3);
         for host in &hosts {
-            // 20,000 each: two processes of 10,000, under 19,744 a process.
+            // 20,000 each: two processes of 10,000, under 19,744 a process,
+            // one shard (one core) each.
             assert_eq!(load.connections_in(host.range), 20_000);
-            assert_eq!(host.process_shards, vec![2, 2]);
+            assert_eq!(host.process_shards, vec![1, 1]);
             for process in host.range.split(&host.process_shards) {
                 assert!(load.connections_in(process) <= 19_744);
             }
         }
-        assert_eq!(hosts[2].range.first + hosts[2].range.count, 12);
+        assert_eq!(hosts[2].range.first + hosts[2].range.count, 6);
     }
 
     #[test]
@@ -478,6 +518,22 @@ mod tests {
         // An open level: every shard takes every n-th arrival, so a host's
         // share is its shards' share.
         assert_eq!((hosts[0].range.count, hosts[1].range.count), (1, 3));
+    }
+
+    #[test]
+    fn a_throttled_worker_gets_its_share_of_the_cpu_not_of_the_cores() {
+        // A twentieth of a core (a CPU quota) beside two whole cores.
+        let mut small = worker(1);
+        small.cpu = 0.05;
+        let load = closed(600);
+        let hosts = plan_hosts(remote(), &load, &[small, worker(2)]).unwrap();
+        // The big one runs 16 shards (8 a core at most), the small one 1.
+        assert_eq!((hosts[0].range.count, hosts[1].range.count), (1, 16));
+        assert_eq!(load.connections_in(hosts[0].range), 36);
+        assert_eq!(load.connections_in(hosts[1].range), 564);
+        // Few users: no shard without one.
+        let few = plan_hosts(remote(), &closed(5), &[worker(2), worker(2)]).unwrap();
+        assert!(few.iter().map(|h| h.range.count).sum::<usize>() <= 5);
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub(crate) enum FromWorker {
         proof: Option<String>,
         /// Cores the worker may use (its CPU affinity and quota).
         cores: usize,
+        /// Cores' worth of CPU, fractional under a CPU quota: the weight
+        /// its share of a level gets.
+        cpu: f64,
         limits: Limits,
         /// Source addresses it was told to connect from (empty: any).
         local_addresses: Vec<IpAddr>,

@@ -207,6 +207,7 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
                 .as_ref()
                 .map(|t| protocol::proof(t, &controller_nonce, Role::Worker)),
             cores: cores(),
+            cpu: super::cpu::capacity(),
             limits: Limits::here(),
             local_addresses: state.local_addresses.clone(),
         },
