@@ -15,7 +15,14 @@
 #   sudo bash bench/workers.sh                       # the issue's figures
 #   USERS=3000 RATE=5000 DURATION=10s bash bench/workers.sh   # a quick look
 #
-# Needs root (ip netns), nginx (installed from apt when missing).
+# LEVELS=scale runs issue 14's scale-out instead: the built-in testbed on
+# the target host, worker w1 throttled to QUOTA cores by a cgroup CPU quota
+# (a container's CPU limit), and an automatic capacity analysis of
+# examples/testbed.yaml twice: on w1 alone (it should stop at
+# client_bottleneck) and on the pool, starting on w1 (it should run the
+# limited level again on more workers and complete the curve).
+#
+# Needs root (ip netns, cgroups), nginx (installed from apt when missing).
 set -euo pipefail
 
 USERS=${USERS:-60000}
@@ -25,6 +32,7 @@ DURATION=${DURATION:-30s}
 WARMUP=${WARMUP:-10s}
 WORKERS=${WORKERS:-3}
 LEVELS=${LEVELS:-closed open}
+QUOTA=${QUOTA:-0.01}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 command -v nginx >/dev/null || {
@@ -168,10 +176,52 @@ for warning in run.get("warnings", []):
 PY
 }
 
+# The scale-out: an automatic capacity analysis of the testbed, first on a
+# throttled w1 alone, then on the pool starting on w1.
+scale() {
+    ip netns exec "$TAG-target" "$AUTOPERF" testbed --listen "$TARGET:8080" \
+        >"$WORK/testbed.out" 2>&1 &
+    PIDS+=($!)
+    sleep 2
+    local cg=/sys/fs/cgroup/cpu/autoperf-bench-$$
+    mkdir -p "$cg"
+    echo 100000 >"$cg/cpu.cfs_period_us"
+    python3 -c "print(int($QUOTA * 100000))" >"$cg/cpu.cfs_quota_us"
+    pgrep -f -- "--name w1\b" | while read -r pid; do echo "$pid" >"$cg/cgroup.procs"; done
+    for pool in alone all; do
+        local list=${WORKER_LIST[0]}
+        [[ $pool == all ]] && list=$(IFS=,; echo "${WORKER_LIST[*]}")
+        local code=0 began=$SECONDS
+        ip netns exec "$TAG-ctl" "$AUTOPERF" capacity "$ROOT/examples/testbed.yaml" \
+            --set "target.base_url=http://$TARGET:8080" --no-agents \
+            --workers "$list" --worker-token-file "$WORK/token" \
+            --quiet --out "$WORK/scale-$pool" >"$WORK/scale-$pool.log" 2>&1 || code=$?
+        python3 - "$WORK/scale-$pool" "$pool" "$code" "$((SECONDS - began))" <<'PY'
+import json, sys
+out, pool, code, wall = sys.argv[1:5]
+run = json.load(open(f"{out}/run.json"))
+a = run["analysis"]
+print(f"scale, {pool}: exit {code}, {wall} s, stop_reason {a['stop_reason']},"
+      f" max throughput {a.get('max_throughput_rps')} req/s")
+for l in run["levels"]:
+    ws = ", ".join(f"{w['name']} {w['connections']}" for w in l.get("workers", []))
+    print(f"  level {l['level']}: {l['users']} users, {l['throughput_rps']:.1f} req/s,"
+          f" p99 {l['response_time_ms']['p99']:.1f} ms, client bottleneck {l['client_bottleneck']} [{ws}]")
+for l in run.get("superseded", []):
+    print(f"  superseded level {l['level']}: {l['users']} users on {len(l['workers'])} worker(s),"
+          f" {l['throughput_rps']:.1f} req/s (generator-bound)")
+PY
+    done
+    # Back to the root cgroup before it goes.
+    while read -r pid; do echo "$pid" >/sys/fs/cgroup/cpu/cgroup.procs; done <"$cg/cgroup.procs"
+    rmdir "$cg"
+}
+
 for level in $LEVELS; do
     case $level in
     closed) run_level closed --users "$USERS" ;;
     open) run_level open --rate "$RATE/s" --max-in-flight 60000 ;;
-    *) echo "unknown level $level (closed, open)" >&2 && exit 2 ;;
+    scale) scale ;;
+    *) echo "unknown level $level (closed, open, scale)" >&2 && exit 2 ;;
     esac
 done
