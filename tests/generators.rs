@@ -169,7 +169,11 @@ fn a_generator_process_that_dies_leaves_an_incomplete_level_and_the_run_ends_on_
         "{level:#}\n{stderr}"
     );
     assert!(level["invalid"].as_str().unwrap_or_default().contains("incomplete"));
-    assert!(run["warnings"].to_string().contains("INCOMPLETE"), "{stderr}");
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains("NOT TRUSTWORTHY") && warnings.contains("incomplete"),
+        "{warnings}\n{stderr}"
+    );
     assert!(level["requests"].as_u64().unwrap() > 0);
 }
 

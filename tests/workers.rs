@@ -235,7 +235,7 @@ fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_g
     assert!(lost.contains("worker w2") && lost.contains("lost"), "{lost}");
     assert_eq!(run["analysis"]["stop_reason"], "invalid_level");
     let warnings = run["warnings"].to_string();
-    assert!(warnings.contains("INCOMPLETE") && warnings.contains("w2"), "{warnings}");
+    assert!(warnings.contains("incomplete") && warnings.contains("w2"), "{warnings}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

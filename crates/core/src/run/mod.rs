@@ -292,14 +292,6 @@ pub fn run_levels(
             observer.alarm(&w);
             record.warnings.push(w);
         }
-        if let Some(lost) = &level_record.incomplete {
-            let w = format!(
-                "level {}: INCOMPLETE — {lost}",
-                level_record.level
-            );
-            observer.alarm(&w);
-            record.warnings.push(w);
-        }
         let invalid = validity::judge(&level_record, scenario.capacity.max_error_rate)
             .filter(|_| !level_record.interrupted);
         if let Some(i) = &invalid {
