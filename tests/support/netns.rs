@@ -79,7 +79,14 @@ impl Hosts {
         Hosts::addr_of(self.index(host))
     }
 
-    /// The host's namespace name (for `ip netns exec`).
+    /// `--net=…`: nsenter enters the host's network namespace only (`ip
+    /// netns exec` would also remount /sys, hiding the cgroups a test
+    /// throttles a worker with, and the worker's view of its CPU quota).
+    fn net(&self, host: &str) -> String {
+        format!("--net=/var/run/netns/{}", self.namespace(host))
+    }
+
+    /// The host's namespace name.
     pub fn namespace(&self, host: &str) -> &str {
         &self.hosts[self.index(host)].1
     }
@@ -87,21 +94,20 @@ impl Hosts {
     /// `program args…` run inside `host`, its output piped; the hosts
     /// kill it when they go.
     pub fn spawn(&mut self, host: &str, program: &std::path::Path, args: &[&str]) -> &mut Child {
-        let ns = self.namespace(host).to_string();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &ns])
+        let child = Command::new("nsenter")
+            .arg(self.net(host))
             .arg(program)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("ip netns exec starts");
+            .expect("nsenter starts");
         self.children.push((host.to_string(), child));
         &mut self.children.last_mut().unwrap().1
     }
 
-    /// The process first started in `host` (`ip netns exec` execs the
-    /// program, so it is the program's).
+    /// The process first started in `host` (nsenter execs the program, so
+    /// it is the program's).
     pub fn pid(&self, host: &str) -> u32 {
         self.first(host).id()
     }
@@ -144,12 +150,12 @@ impl Hosts {
         program: &std::path::Path,
         args: &[&str],
     ) -> (Option<i32>, String, String) {
-        let out = Command::new("ip")
-            .args(["netns", "exec", self.namespace(host)])
+        let out = Command::new("nsenter")
+            .arg(self.net(host))
             .arg(program)
             .args(args)
             .output()
-            .expect("ip netns exec runs");
+            .expect("nsenter runs");
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
