@@ -19,6 +19,16 @@ trap 'bash scripts/kafka.sh stop' EXIT
 # Release mode: the profiling and capacity tests check measured costs against
 # the testbed's known ones, and a debug testbed adds overhead of its own.
 cargo test --workspace --release --locked "$@"
+# The static binary the container image ships (deploy/Dockerfile): built,
+# then the workers of the multi-host test run it while the controller is
+# the test build (so the two builds also prove they speak one protocol);
+# and every Kubernetes manifest validated against the schemas.
+if (($# == 0)); then
+    static=$(bash scripts/static-build.sh)
+    AUTOPERF_WORKER_EXE="$static" cargo test --release --locked --test workers \
+        three_workers_deliver
+    bash scripts/k8s-validate.sh
+fi
 # A short fuzzing campaign of every parser that takes untrusted bytes (20 s
 # each after replaying every crash ever found; bench/README.md has the
 # hour-long ones). Skipped when the tests were narrowed by arguments.

@@ -86,6 +86,13 @@ pub enum Command {
     /// Run the profiler agent that reports /proc counters of server processes.
     #[command(after_help = "Example:\n  autoperf agent --listen 127.0.0.1:9870")]
     Agent(AgentArgs),
+    /// A load generator worker for other hosts' runs: takes one level at a
+    /// time from a controller (`run`, `capacity` or `profile` with
+    /// --workers), generates its share and streams the measurements back.
+    #[command(
+        after_help = "Examples:\n  autoperf worker --listen 127.0.0.1:7420\n  autoperf worker --listen 0.0.0.0:7420 --token-file /etc/autoperf/token\n\nThen, on the controller:\n  autoperf capacity shop.yaml --workers 10.0.0.11:7420,10.0.0.12:7420 --worker-token-file token\n  autoperf run shop.yaml --users 60000 --workers dns:autoperf-workers:7420 --min-workers 3"
+    )]
+    Worker(WorkerArgs),
     /// One tier of the testbed (started by `autoperf testbed`).
     #[command(hide = true)]
     Tier(TierArgs),
@@ -274,6 +281,24 @@ pub struct GeneratorArgs {
     /// [default: 20us].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub coalesce: Option<Duration>,
+    /// Run the levels on `autoperf worker`s instead of this host,
+    /// comma-separated: host:port, or dns:NAME:PORT for every address a
+    /// name resolves to (a Kubernetes headless Service's ready pods).
+    #[arg(long, value_delimiter = ',', value_name = "WORKERS")]
+    pub workers: Vec<String>,
+    /// File whose first line is the workers' token (their --token-file).
+    /// With --workers or the scenario's `workers:`.
+    #[arg(long, value_name = "FILE")]
+    pub worker_token_file: Option<PathBuf>,
+    /// Workers that must answer before the first level, waiting up to 2
+    /// minutes [default: every host:port listed, or 1 behind dns:].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_workers: Option<u32>,
+    /// Workers a capacity analysis starts on; it adds more when a level
+    /// shows the generator as the bottleneck [default: 1; `run` and
+    /// `profile` use them all].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub start_workers: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -356,6 +381,8 @@ pub struct ProfileArgs {
     /// Warm-up before each request type's measurement (prerequisites run in it).
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub warmup: Duration,
+    #[command(flatten)]
+    pub generators: GeneratorArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -450,6 +477,24 @@ pub struct TestbedArgs {
     /// Also serve a stub Confluent schema registry here (for Kafka scenarios).
     #[arg(long, value_name = "ADDR")]
     pub schema_registry: Option<SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Address to take controllers' connections on; off loopback a token
+    /// file is required.
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    pub listen: SocketAddr,
+    /// File whose first line is the secret controllers must prove they
+    /// hold (at least 16 characters; it never crosses the wire).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The name controllers report this worker by [default: the host name].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Local addresses this worker's connections come from, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "ADDRS")]
+    pub local_addresses: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal};
+use autoperf_core::engine::workers::{worker_main, WorkerOptions, WorkerSpec};
+use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal, WorkerPool};
 use autoperf_core::load::Spacing;
 use autoperf_core::model::predict::{self, Ask};
 use autoperf_core::model::{Model, Prediction};
@@ -23,7 +24,7 @@ use autoperf_core::thresholds;
 
 use crate::cli::{
     AgentArgs, ArrivalSpacing, CapacityArgs, DemoArgs, GeneratorArgs, OutputArgs, PredictArgs,
-    ProfileArgs, RunArgs, TestbedArgs, TierArgs,
+    ProfileArgs, RunArgs, TestbedArgs, TierArgs, WorkerArgs,
 };
 use crate::compare::Baseline;
 use crate::outputs::LiveOutputs;
@@ -65,7 +66,7 @@ pub fn run(args: RunArgs) -> Outcome {
         out: out.clone(),
         use_agents: !args.no_agents,
         resumed: Vec::new(),
-        generators: generators(Some(&args.generators)),
+        generators: generators(Some(&args.generators), &scenario, false)?,
         asked: None,
     };
     let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
@@ -204,7 +205,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
-        generators: generators(None),
+        generators: generators(None, &scenario, false)?,
         asked: None,
     };
     let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
@@ -223,14 +224,125 @@ pub fn demo(args: DemoArgs) -> Outcome {
     Ok(capacity_exit(&record))
 }
 
-/// Generator processes run this binary; flags may ask for more of them or
-/// for source addresses.
-fn generators(args: Option<&GeneratorArgs>) -> Generators {
-    Generators {
+/// Generator processes run this binary; flags may ask for more of them,
+/// for source addresses, or for workers on other hosts (`--workers`, else
+/// the scenario's `workers:`). `scale_out`: a capacity analysis, which
+/// starts on one worker and adds more when the generator limits a level.
+fn generators(
+    args: Option<&GeneratorArgs>,
+    scenario: &Scenario,
+    scale_out: bool,
+) -> Result<Generators, Failure> {
+    let given = args.filter(|a| !a.workers.is_empty());
+    let settings = scenario.workers.as_ref();
+    let specs = match (given, settings) {
+        (Some(a), _) => a
+            .workers
+            .iter()
+            .map(|w| WorkerSpec::parse(w))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Failure::bad_input(format!("--workers {e}")))?,
+        (None, Some(s)) => s.addresses.clone(),
+        (None, None) => Vec::new(),
+    };
+    let workers = if specs.is_empty() {
+        let stray = args.and_then(|a| {
+            [
+                (a.worker_token_file.is_some(), "--worker-token-file"),
+                (a.min_workers.is_some(), "--min-workers"),
+                (a.start_workers.is_some(), "--start-workers"),
+            ]
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag))
+        });
+        if let Some(flag) = stray {
+            return Err(Failure::bad_input(format!(
+                "{flag} is about workers, but none are named: give them with --workers host:port,… or `workers:` in the scenario"
+            )));
+        }
+        None
+    } else {
+        let (flag, file) = match (args.and_then(|a| a.worker_token_file.as_ref()), settings) {
+            (Some(path), _) => ("--worker-token-file", Some(path)),
+            (None, Some(s)) => ("workers.token_file", s.token_file.as_ref()),
+            (None, None) => ("", None),
+        };
+        let token = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Failure::bad_input(format!("{flag}: cannot read {}: {e}", path.display()))
+                })?;
+                Some(
+                    autoperf_agent::options::token_from_text(&text, path)
+                        .map_err(|e| Failure::bad_input(format!("{flag}: {e}")))?,
+                )
+            }
+            None => None,
+        };
+        let min = args
+            .and_then(|a| a.min_workers)
+            .or(settings.and_then(|s| s.min))
+            .map(|n| n as usize);
+        let start = args
+            .and_then(|a| a.start_workers)
+            .or(settings.and_then(|s| s.start))
+            .map(|n| n as usize)
+            .or(scale_out.then_some(1));
+        if let Some(a) = args.filter(|a| !a.local_addresses.is_empty() || a.generators.is_some()) {
+            let flag = if a.generators.is_some() { "--generators" } else { "--local-addresses" };
+            return Err(Failure::bad_input(format!(
+                "{flag} is about this host's generator processes, but the levels run on workers: give each worker its own (`autoperf worker --local-addresses …`; workers start the processes they need by themselves)"
+            )));
+        }
+        Some(WorkerPool::new(specs, token, min, start).map_err(Failure::bad_input)?)
+    };
+    Ok(Generators {
         processes: args.and_then(|a| a.generators),
         local_addresses: args.map(|a| a.local_addresses.clone()).unwrap_or_default(),
         program: std::env::current_exe().ok(),
         coalesce: args.and_then(|a| a.coalesce),
+        workers,
+    })
+}
+
+/// `autoperf worker`: serves controllers until stopped.
+pub fn worker(args: WorkerArgs) -> Outcome {
+    stop_on_termination();
+    let options = WorkerOptions {
+        listen: args.listen,
+        token_file: args.token_file,
+        name: args.name,
+        local_addresses: args.local_addresses,
+        program: std::env::current_exe().ok(),
+    };
+    worker_main(options, |addr| {
+        // One line on stdout: scripts and tests read the address from it.
+        println!(
+            "autoperf worker listening on {addr} (worker protocol {}, {} cores, open-file limit {})",
+            autoperf_core::engine::workers::protocol::VERSION,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            fleet::open_file_limit()
+        );
+    })
+    .map_err(Failure::cannot_proceed)?;
+    Ok(exit::OK)
+}
+
+/// SIGTERM (Kubernetes stopping a pod) and SIGINT end a worker at once: a
+/// container's first process has no default action for them. Its
+/// generator processes see their input close and stop; a controller
+/// hears the connection end and marks the level incomplete.
+fn stop_on_termination() {
+    extern "C" fn exit_now(_: libc::c_int) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(0) }
+    }
+    // SAFETY: installs a handler that only calls an async-signal-safe
+    // function.
+    unsafe {
+        let handler = exit_now as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGINT, handler);
     }
 }
 
@@ -404,7 +516,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
-        generators: generators(None),
+        generators: generators(Some(&args.generators), &scenario, false)?,
         asked: None,
     };
     let record = execute_plan(
@@ -774,7 +886,7 @@ fn run_capacity(
             out: out.to_path_buf(),
             use_agents: !args.no_agents,
             resumed,
-            generators: generators(Some(&args.generators)),
+            generators: generators(Some(&args.generators), scenario, true)?,
             asked: serde_json::to_value(CapacityPlan::of(args)).ok(),
         },
         controller,

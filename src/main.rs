@@ -17,6 +17,10 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Exit codes of the contract (DESIGN.md "Commands").
 pub mod exit {
     pub const OK: u8 = 0;
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo(args),
         Command::Testbed(args) => commands::testbed(args),
         Command::Agent(args) => commands::agent(args),
+        Command::Worker(args) => commands::worker(args),
         Command::Tier(args) => commands::tier(args),
         Command::Generator => commands::generator(),
     };

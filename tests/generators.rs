@@ -1,64 +1,20 @@
 //! A level spread over several generator processes (`--generators`) and
 //! source addresses (`--local-addresses`): the processes' snapshots merge
 //! into one level as exactly as one process's shards do, each address
-//! carries connections, and a generator that dies costs a warning, not the
-//! run.
+//! carries connections, and a generator that dies leaves an incomplete
+//! level (named, exit 4), not a hung run.
 
 mod support;
 
+use support::counting::counting_server;
+
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// What the test server saw: requests answered, and from which addresses.
-#[derive(Default)]
-struct Seen {
-    requests: AtomicU64,
-    peers: Mutex<BTreeSet<IpAddr>>,
-}
-
-/// A keep-alive HTTP/1.1 server answering "ok" to every request, one thread
-/// per connection, until the test process exits.
-fn counting_server() -> (SocketAddr, Arc<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Seen::default());
-    let shared = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let seen = shared.clone();
-            if let Ok(peer) = stream.peer_addr() {
-                seen.peers.lock().unwrap().insert(peer.ip());
-            }
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let n = match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    buf.extend_from_slice(&chunk[..n]);
-                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..end + 4);
-                        seen.requests.fetch_add(1, Ordering::Relaxed);
-                        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-                        if stream.write_all(reply).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    (addr, seen)
-}
 
 fn scenario(dir: &Path, addr: SocketAddr) -> String {
     let path = dir.join("spread.yaml");
@@ -168,7 +124,7 @@ fn spread_in_background(scenario: &str, out: &Path, duration: &str) -> std::proc
 }
 
 #[test]
-fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
+fn a_generator_process_that_dies_leaves_an_incomplete_level_and_the_run_ends_on_time() {
     let (addr, _seen) = counting_server();
     let dir = support::scratch_dir("generators-die");
     let scenario = scenario(&dir, addr);
@@ -201,15 +157,24 @@ fn a_generator_process_that_dies_costs_a_warning_and_the_run_ends_on_time() {
         .read_to_string(&mut stderr)
         .unwrap();
     let elapsed = began.elapsed();
-    assert!(status.success(), "{status}: {stderr}");
+    // Its users' load went missing: the level is incomplete, so nothing
+    // trustworthy was measured (exit 4), and the run still ended on time.
+    assert_eq!(status.code(), Some(4), "{status}: {stderr}");
     assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
     let run = support::run_json(&out);
+    let level = &run["levels"][0];
+    let incomplete = level["incomplete"].as_str().unwrap_or_default();
+    assert!(
+        incomplete.contains("generator process") && incomplete.contains("ended early"),
+        "{level:#}\n{stderr}"
+    );
+    assert!(level["invalid"].as_str().unwrap_or_default().contains("incomplete"));
     let warnings = run["warnings"].to_string();
     assert!(
-        warnings.contains("generator process"),
+        warnings.contains("NOT TRUSTWORTHY") && warnings.contains("incomplete"),
         "{warnings}\n{stderr}"
     );
-    assert!(run["levels"][0]["requests"].as_u64().unwrap() > 0);
+    assert!(level["requests"].as_u64().unwrap() > 0);
 }
 
 #[test]

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod counting;
+pub mod netns;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -251,6 +251,8 @@ mod tests {
             steady_state: true,
             interrupted: false,
             invalid: None,
+            incomplete: None,
+            workers: Vec::new(),
             little: LittleCheck {
                 users: 10.0,
                 x_r_plus_z: 10.0,

@@ -13,4 +13,8 @@ pub enum EngineError {
     /// hold; the message says which limit and the fix.
     #[error("{0}")]
     Placement(String),
+    /// Workers could not be reached, refused us, or failed a job; the
+    /// message names the worker.
+    #[error("{0}")]
+    Workers(String),
 }

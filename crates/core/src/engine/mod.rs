@@ -16,14 +16,15 @@ mod split;
 mod start;
 mod stop;
 mod user;
+pub mod workers;
 
 pub use coalesce::DEFAULT_NAP;
 pub use error::EngineError;
 pub use fleet::Generators;
+pub use workers::{WorkerPool, WorkerShare};
 pub use level::{default_warmup, Level, LevelPlan, OpenPlan, Workload, DEFAULT_MAX_IN_FLIGHT};
 pub use stop::StopSignal;
 
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,8 +32,9 @@ use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
 use crate::protocol::HttpTransport;
 use crate::scenario::{Endpoint, Scenario};
 
-use split::{Load, ShardRange};
-use start::{start_shards, Clock};
+use fleet::HostPlan;
+use split::Load;
+use start::Clock;
 
 /// A finished level: what was planned and what was measured.
 #[derive(Debug, Clone)]
@@ -40,7 +42,13 @@ pub struct LevelRun {
     pub level: Level,
     pub started_at: SystemTime,
     pub totals: LevelTotals,
-    /// Trouble with generator processes (one that died mid-level).
+    /// Load that went missing: a generator process or worker that died or
+    /// went silent mid-level, each a sentence naming it. Not empty: the
+    /// level ran under-loaded and is incomplete.
+    pub lost: Vec<String>,
+    /// The workers the level ran on, with their shares (empty: this host).
+    pub workers: Vec<WorkerShare>,
+    /// Workers that did not answer (the level ran on the others).
     pub warnings: Vec<String>,
 }
 
@@ -77,99 +85,88 @@ pub fn run_level(
         Level::Closed(plan) => Load::Closed {
             users: plan.users,
             ramp: plan.ramp.clone(),
-            part: (0, 1),
         },
         Level::Open(plan) => Load::Open {
             plan: plan.clone(),
             seed: fastrand::u64(..),
         },
     };
-    let (totals, started_at, warnings) = drive(scenario, level, &load, generators, sinks, stop)?;
-    Ok(LevelRun {
-        level: level.clone(),
-        started_at,
-        totals,
-        warnings,
-    })
-}
-
-/// Starts the shards (here or in generator processes), collects their
-/// ticks until the level ends.
-fn drive(
-    scenario: &Arc<Scenario>,
-    level: &Level,
-    load: &Load,
-    generators: &Generators,
-    sinks: &mut [&mut dyn TickSink],
-    stop: &StopSignal,
-) -> Result<(LevelTotals, SystemTime, Vec<String>), EngineError> {
-    let placement = fleet::place(scenario, load.connections(), generators)?;
-    let started_at = SystemTime::now();
-    // Shards start a moment from now, all on the same clock; generator
-    // processes get longer, to start and read the scenario.
-    let lead = if placement.is_local() { 20 } else { 500 };
-    let start = Instant::now() + Duration::from_millis(lead);
-    let clock = Clock {
-        start,
-        deadline: start + level.warmup() + level.duration(),
-        seed: fastrand::u64(..),
-        nap: generators.coalesce.unwrap_or(DEFAULT_NAP),
-    };
-    let (tx, rx) = mpsc::channel();
     let info = LevelInfo {
         index: level.index(),
         users: level.users().unwrap_or(0),
         warmup: level.warmup(),
         duration: level.duration(),
     };
-    if placement.is_local() {
-        let shards = load.local_shards();
-        let range = ShardRange {
-            first: 0,
-            count: shards,
-            total: shards,
-        };
-        let collector = Collector::new(
-            shards,
-            scenario.requests.len(),
-            start,
-            level.warmup(),
-            clock.deadline,
-        );
-        let totals = std::thread::scope(|scope| -> Result<LevelTotals, EngineError> {
-            let addresses = &placement.addresses;
-            start_shards(
-                scope,
-                scenario,
-                level.workload(),
-                load,
-                range,
-                clock,
-                addresses,
-                tx,
-                stop,
-            )?;
-            Ok(collector.run(&info, rx, sinks))
-        })?;
-        return Ok((totals, started_at, Vec::new()));
-    }
-    let fleet = fleet::Fleet::start(
-        scenario,
-        level.workload(),
-        load,
-        &placement,
-        clock,
-        tx,
-        stop,
-    )?;
+    let seed = fastrand::u64(..);
+    let nap = generators.coalesce.unwrap_or(DEFAULT_NAP);
+    let ran = match &generators.workers {
+        Some(pool) => workers::drive(scenario, level, &load, pool, &info, seed, nap, sinks, stop)?,
+        None => drive_here(scenario, level, &load, generators, &info, seed, nap, sinks, stop)?,
+    };
+    Ok(LevelRun {
+        level: level.clone(),
+        started_at: ran.started_at,
+        totals: ran.totals,
+        lost: ran.lost,
+        workers: ran.workers,
+        warnings: ran.warnings,
+    })
+}
+
+/// What driving a level gave, wherever it ran.
+pub(crate) struct Driven {
+    /// When the level's clock started.
+    pub started_at: SystemTime,
+    pub totals: LevelTotals,
+    pub lost: Vec<String>,
+    pub workers: Vec<WorkerShare>,
+    pub warnings: Vec<String>,
+}
+
+/// Runs the level on this host: its shards in this process, or over the
+/// generator processes the level needs, collecting their ticks until it
+/// ends.
+#[allow(clippy::too_many_arguments)]
+fn drive_here(
+    scenario: &Arc<Scenario>,
+    level: &Level,
+    load: &Load,
+    generators: &Generators,
+    info: &LevelInfo,
+    seed: u64,
+    nap: Duration,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<Driven, EngineError> {
+    let placement = fleet::place(scenario, load.connections(), generators)?;
+    let host = HostPlan::whole(load, &placement);
+    // Shards start a moment from now, all on the same clock; generator
+    // processes get longer, to start and read the scenario.
+    let lead = Duration::from_millis(if placement.is_local() { 20 } else { 500 });
+    let start = Instant::now() + lead;
+    let started_at = SystemTime::now() + lead;
+    let clock = Clock {
+        start,
+        deadline: start + level.warmup() + level.duration(),
+        seed,
+        nap,
+    };
     let collector = Collector::new(
-        fleet.shards(),
+        host.range.total,
         scenario.requests.len(),
         start,
         level.warmup(),
         clock.deadline,
     );
-    let totals = collector.run(&info, rx, sinks);
-    let warnings = fleet.finish()?;
-    Ok((totals, started_at, warnings))
+    let (totals, lost) =
+        fleet::run_host_share(scenario, level.workload(), load, &host, clock, stop, |rx| {
+            collector.run(info, rx, sinks)
+        })?;
+    Ok(Driven {
+        started_at,
+        totals,
+        lost,
+        workers: Vec::new(),
+        warnings: Vec::new(),
+    })
 }

@@ -8,7 +8,11 @@ use super::level::OpenPlan;
 use super::open;
 use crate::load::UserRamp;
 
-/// What a level's load is, split over shards (and processes) by `shard`.
+/// What a level's load is, dealt to shards by their index in the whole
+/// level (every host, every process): closed users round-robin, open
+/// arrivals every n-th. A host or process running a range of shards runs
+/// exactly their part, so the parts add up to the level however it is
+/// spread, and a host with more shards (more cores) takes more of it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum Load {
     Closed {
@@ -16,17 +20,13 @@ pub(crate) enum Load {
         /// Users over time instead of all at once.
         #[serde(default)]
         ramp: Option<UserRamp>,
-        /// Which part of the whole this process runs (index, of how many),
-        /// so it takes the same share of a ramp's users as of the users.
-        #[serde(default = "whole")]
-        part: (u32, u32),
     },
     /// `seed` is shared by every shard, so all walk the same schedule.
     Open { plan: OpenPlan, seed: u64 },
 }
 
 impl Load {
-    /// Connections the level may hold at once (one per user or slot).
+    /// Connections the whole level may hold at once (one per user or slot).
     pub(crate) fn connections(&self) -> u32 {
         match self {
             Load::Closed { users, .. } => *users,
@@ -34,38 +34,22 @@ impl Load {
         }
     }
 
-    /// The part of this load one process of a fleet of `processes` runs.
-    pub(crate) fn part(&self, process: u32, processes: u32) -> Load {
-        match self {
-            Load::Closed { users, ramp, .. } => Load::Closed {
-                users: share(*users, processes as usize, process as usize),
-                ramp: ramp.clone(),
-                part: (process, processes),
-            },
-            Load::Open { .. } => self.clone(),
-        }
+    /// Connections the shards of `range` hold at most: their users, or
+    /// their share of the in-flight slots.
+    pub(crate) fn connections_in(&self, range: ShardRange) -> u32 {
+        let whole = self.connections();
+        range
+            .globals()
+            .map(|g| share(whole, range.total, g))
+            .sum()
     }
 
-    /// Shards for this (part of the) load in one process.
-    pub(crate) fn local_shards(&self) -> usize {
-        match self {
-            Load::Closed { users, .. } => cores().clamp(1, (*users).max(1) as usize),
-            Load::Open { plan, .. } => cores().clamp(1, plan.max_in_flight.max(1) as usize),
-        }
-    }
-
-    /// Shard `local` of `locals` in this process, which is shard `global` of
-    /// `total` in the whole fleet: its users, or its share of the arrivals.
-    pub(crate) fn shard(
-        &self,
-        local: usize,
-        locals: usize,
-        global: usize,
-        total: usize,
-    ) -> (u32, Option<open::OpenShard>) {
+    /// Shard `global` of `total` in the whole level: its users, or its
+    /// share of the arrivals.
+    pub(crate) fn shard(&self, global: usize, total: usize) -> (u32, Option<open::OpenShard>) {
         match self {
             // Users are dealt round-robin, so shard sizes differ by one at most.
-            Load::Closed { users, .. } => (share(*users, locals, local), None),
+            Load::Closed { users, .. } => (share(*users, total, global), None),
             // Every shard walks the same schedule and takes every total-th
             // arrival, so together they follow it exactly.
             Load::Open { plan, seed } => (
@@ -79,20 +63,42 @@ impl Load {
             ),
         }
     }
+
+    /// Shard `global` of `total`'s part of the ramp, if the load has one.
+    pub(crate) fn ramp_share(&self, global: usize, total: usize) -> Option<RampShare> {
+        match self {
+            Load::Closed {
+                ramp: Some(ramp), ..
+            } => Some(RampShare {
+                ramp: ramp.clone(),
+                shard: (global, total),
+            }),
+            _ => None,
+        }
+    }
 }
 
-fn whole() -> (u32, u32) {
-    (0, 1)
+/// Shards one process on a host of `cores` runs for `connections`: one
+/// per core, but never more than there are users or slots to give them.
+pub(crate) fn shards_for(connections: u32, cores: usize) -> usize {
+    cores.clamp(1, connections.max(1) as usize)
+}
+
+/// Shards each of `processes` processes on a host of `cores` runs, for
+/// the host's `connections`.
+pub(crate) fn process_shards(connections: u32, processes: u32, cores: usize) -> Vec<usize> {
+    (0..processes as usize)
+        .map(|p| shards_for(share(connections, processes as usize, p), cores))
+        .collect()
 }
 
 /// A shard's part of a ramp: of the plan's users at any time, the share
-/// its process gets, then the shard's share of that — dealt exactly as a
-/// level's fixed users are, so the shards' counts add up to the plan's.
+/// dealt to its index exactly as a level's fixed users are, so the shards'
+/// counts add up to the plan's wherever they run.
 #[derive(Debug, Clone)]
 pub(crate) struct RampShare {
     pub ramp: UserRamp,
-    /// (index, of how many) processes, then shards in the process.
-    pub process: (u32, u32),
+    /// (index, of how many) shards in the whole level.
     pub shard: (usize, usize),
 }
 
@@ -100,28 +106,7 @@ impl RampShare {
     /// This shard's users at `t` seconds from the level's start, at most `cap`.
     pub(crate) fn users_at(&self, t: f64, cap: u32) -> u32 {
         let all = self.ramp.users_at(t).floor() as u32;
-        let (p, processes) = self.process;
-        let here = share(all, processes.max(1) as usize, p as usize);
-        share(here, self.shard.1.max(1), self.shard.0).min(cap)
-    }
-}
-
-impl Load {
-    /// Shard `local` of `locals` (in this process)'s part of the ramp, if
-    /// the load has one.
-    pub(crate) fn ramp_share(&self, local: usize, locals: usize) -> Option<RampShare> {
-        match self {
-            Load::Closed {
-                ramp: Some(ramp),
-                part,
-                ..
-            } => Some(RampShare {
-                ramp: ramp.clone(),
-                process: *part,
-                shard: (local, locals),
-            }),
-            _ => None,
-        }
+        share(all, self.shard.1.max(1), self.shard.0).min(cap)
     }
 }
 
@@ -141,14 +126,48 @@ pub(crate) fn share(total: u32, parts: usize, index: usize) -> u32 {
     total / parts as u32 + u32::from((index as u32) < total % parts as u32)
 }
 
-/// Where one process's shards sit in the whole fleet.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+/// Where one process's (or host's) shards sit in the whole level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ShardRange {
-    /// Global index of this process's first shard.
+    /// Global index of the first shard.
     pub first: usize,
     pub count: usize,
-    /// Shards in the whole fleet.
+    /// Shards in the whole level.
     pub total: usize,
+}
+
+impl ShardRange {
+    /// The whole level, all in one place.
+    pub(crate) fn whole(total: usize) -> ShardRange {
+        ShardRange {
+            first: 0,
+            count: total,
+            total,
+        }
+    }
+
+    pub(crate) fn globals(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.count
+    }
+
+    /// Consecutive sub-ranges of `counts` shards each, from this range's
+    /// first (the counts add up to `count`).
+    pub(crate) fn split(&self, counts: &[usize]) -> Vec<ShardRange> {
+        debug_assert_eq!(counts.iter().sum::<usize>(), self.count);
+        let mut first = self.first;
+        counts
+            .iter()
+            .map(|&count| {
+                let r = ShardRange {
+                    first,
+                    count,
+                    total: self.total,
+                };
+                first += count;
+                r
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -157,25 +176,32 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn a_ramps_shares_add_up_over_processes_and_shards_as_fixed_users_do() {
+    fn a_ramps_shares_add_up_over_hosts_and_shards_as_fixed_users_do() {
         let ramp = UserRamp::new(&[(10, Duration::from_secs(10))]);
         let load = Load::Closed {
             users: 10,
             ramp: Some(ramp),
-            part: (0, 1),
         };
-        // Two processes of two shards each, at the ramp's top.
+        // Two hosts: one of three shards, one of one.
+        let hosts = ShardRange::whole(4).split(&[3, 1]);
         let mut total = 0;
-        for p in 0..2 {
-            let part = load.part(p, 2);
-            for local in 0..2 {
-                let (cap, _) = part.shard(local, 2, 0, 4);
-                let share = part.ramp_share(local, 2).unwrap();
-                let users = share.users_at(10.0, cap);
-                assert_eq!(users, cap, "process {p} shard {local}");
+        for host in &hosts {
+            for g in host.globals() {
+                let (cap, _) = load.shard(g, 4);
+                let users = load.ramp_share(g, 4).unwrap().users_at(10.0, cap);
+                assert_eq!(users, cap, "shard {g}");
                 total += users;
             }
         }
         assert_eq!(total, 10);
+        assert_eq!(load.connections_in(hosts[0]), 8, "3 of 4 shards: 3 + 3 + 2");
+        assert_eq!(load.connections_in(hosts[1]), 2);
+    }
+
+    #[test]
+    fn processes_get_one_shard_per_core_but_never_more_than_users() {
+        assert_eq!(process_shards(10_000, 2, 4), vec![4, 4]);
+        assert_eq!(process_shards(3, 2, 4), vec![2, 1]);
+        assert_eq!(process_shards(0, 1, 4), vec![1]);
     }
 }

@@ -94,11 +94,11 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
     let cursors = Arc::new(Feeds::new(scenario, range.first, range.count, range.total));
     for (local, transport) in transports.into_iter().enumerate() {
         let index = range.first + local;
-        let (users, open) = load.shard(local, range.count, index, range.total);
+        let (users, open) = load.shard(index, range.total);
         let shard_plan = ShardPlan {
             index,
             users,
-            ramp: load.ramp_share(local, range.count),
+            ramp: load.ramp_share(index, range.total),
             open,
             start: clock.start,
             deadline: clock.deadline,

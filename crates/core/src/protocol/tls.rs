@@ -19,7 +19,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use crate::scenario::{BaseUrl, TlsSettings};
+use crate::scenario::{BaseUrl, PemFile, TlsSettings};
 
 /// What a transport needs to open TLS connections.
 #[derive(Clone)]
@@ -68,13 +68,13 @@ pub fn client_config(
         Arc::new(AcceptAny(provider))
     } else {
         let (roots, pinned) = match &settings.ca_file {
-            Some(path) => {
-                let pinned = read_certs(path)?;
+            Some(file) => {
+                let pinned = read_certs(file)?;
                 let mut roots = RootCertStore::empty();
                 for cert in &pinned {
-                    roots
-                        .add(cert.clone())
-                        .map_err(|e| format!("{} {}: {e}", names.ca_file, path.display()))?;
+                    roots.add(cert.clone()).map_err(|e| {
+                        format!("{} {}: {e}", names.ca_file, file.path.display())
+                    })?;
                 }
                 (roots, pinned)
             }
@@ -83,7 +83,7 @@ pub fn client_config(
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
             .map_err(|e| match &settings.ca_file {
-                Some(path) => format!("{} {}: {e}", names.ca_file, path.display()),
+                Some(file) => format!("{} {}: {e}", names.ca_file, file.path.display()),
                 None => format!(
                     "this system has no usable CA certificates ({e}): give the server's CA as {}",
                     names.ca_file
@@ -169,19 +169,20 @@ fn platform_roots() -> RootCertStore {
     roots
 }
 
-fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+/// The certificates of a PEM file as the scenario read it.
+fn read_certs(file: &PemFile) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(&file.pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: {e}", file.path.display()))?;
     if certs.is_empty() {
-        return Err(format!("{} holds no PEM certificate", path.display()));
+        return Err(format!("{} holds no PEM certificate", file.path.display()));
     }
     Ok(certs)
 }
 
-fn read_key(path: &std::path::Path) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path)
-        .map_err(|e| format!("{}: no usable private key ({e})", path.display()))
+fn read_key(file: &PemFile) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_slice(&file.pem)
+        .map_err(|e| format!("{}: no usable private key ({e})", file.path.display()))
 }
 
 /// Why a handshake failed, with the fix, for the message that stops a run

@@ -47,8 +47,10 @@ pub struct ThinkRecord {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClientRecord {
-    /// CPU the generator process used, in busy cores.
+    /// CPU the generator used, in busy cores: this process and its
+    /// generator processes, or every worker.
     pub cpu_util_cores: f64,
+    /// Cores the generator had: this host's, or all the workers'.
     pub cores: u32,
     /// How late think timers fired past their intended time.
     pub timer_lateness_ms: TimerLateness,
@@ -167,6 +169,14 @@ pub struct LevelRecord {
     /// than `capacity.max_error_rate`); null when it is.
     #[serde(default)]
     pub invalid: Option<String>,
+    /// Load went missing mid-level (a worker or generator process died or
+    /// went silent): what was lost, by name. Such a level ran under-loaded
+    /// and is never a curve point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+    /// The workers that ran the level and their shares (empty: this host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::engine::WorkerShare>,
     pub little: LittleCheck,
     pub client: ClientRecord,
     /// Open workloads: arrivals started per second in the measured window.
@@ -263,7 +273,12 @@ impl LevelRecord {
         };
         let measured = t.stats.think.mean().map_or(0.0, |d| d.as_secs_f64());
         let x_r_plus_z = throughput * (cycle_r_s + measured);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        // The generator's cores: this host's, or every worker's (whose CPU
+        // the collector counts too).
+        let cores = match run.workers.is_empty() {
+            true => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            false => run.workers.iter().map(|w| w.cores as u32).sum(),
+        };
         let per_request = scenario
             .requests
             .iter()
@@ -330,6 +345,8 @@ impl LevelRecord {
             steady_state: steady::halves_agree(&t.throughput_series),
             interrupted: t.interrupted,
             invalid: None,
+            incomplete: (!run.lost.is_empty()).then(|| run.lost.join("; ")),
+            workers: run.workers.clone(),
             little: LittleCheck {
                 users,
                 x_r_plus_z: round3(x_r_plus_z),

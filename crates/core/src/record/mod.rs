@@ -126,6 +126,10 @@ pub struct RunRecord {
     /// search…), so `--resume` continues exactly that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<serde_json::Value>,
+    /// Levels the generator limited, run again on more workers (the
+    /// re-run is in `levels`): kept as measured, never a curve point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<LevelRecord>,
 }
 
 impl RunRecord {
@@ -142,6 +146,7 @@ impl RunRecord {
             analysis: Analysis::default(),
             warnings: Vec::new(),
             plan: None,
+            superseded: Vec::new(),
         }
     }
 }

@@ -124,7 +124,9 @@ pub fn levels_table(levels: &[LevelRecord]) -> String {
             l.think_time_s.achieved,
             l.errors,
             if l.steady_state { "yes" } else { "no" },
-            if l.invalid.is_some() {
+            if l.incomplete.is_some() {
+                "  INCOMPLETE: part of its load was lost"
+            } else if l.invalid.is_some() {
                 "  INVALID: errors, not the system"
             } else if l.client_bottleneck {
                 "  client bottleneck"
@@ -467,7 +469,7 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
     if let Some(g) = a.found.generator_limit_rps {
         let _ = writeln!(
             out,
-            "warning: the load generator could not keep {g}/s (it kept {}); that is autoperf's limit on this machine, not the system's (spread the load with --generators, or generate from a bigger machine)",
+            "warning: the load generator could not keep {g}/s (it kept {}); that is autoperf's limit on this machine, not the system's (spread the load over other hosts with --workers, or over processes with --generators)",
             rate(a.found.max_passing_rate_rps)
         );
     }

@@ -226,6 +226,20 @@ impl LevelController for CapacityController {
         }
     }
 
+    fn rerun(&mut self, level: &Level) -> Option<Level> {
+        let users = level.users()?;
+        // The limited level's measurements are dropped with its state.
+        let cur = self.current.take()?;
+        let reason = format!(
+            "{}, again on more workers (the generator was the bottleneck)",
+            cur.reason
+        );
+        match self.start_level(users, reason, level.duration()) {
+            Next::Run(level) => Some(level),
+            Next::Finish(_) => None,
+        }
+    }
+
     fn finish_level(&mut self, level: &mut LevelRecord, _sampler: Option<&Sampler>) {
         let Some(cur) = self.current.take() else {
             return;

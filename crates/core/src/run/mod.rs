@@ -96,6 +96,35 @@ pub trait LevelController {
     fn pause(&mut self) -> Duration {
         Duration::ZERO
     }
+
+    /// The generator limited `level`, and more workers will carry the
+    /// next one: the level to run instead (the same load, a new index),
+    /// or `None` to take the finished level as it is.
+    fn rerun(&mut self, _level: &Level) -> Option<Level> {
+        None
+    }
+}
+
+/// When `level` showed the generator as the bottleneck, the pool can add
+/// workers and the controller wants the level again: (workers before,
+/// after, the level to run).
+fn scale_out(
+    record: &LevelRecord,
+    level: &Level,
+    invalid: bool,
+    plan: &RunPlan,
+    controller: &mut dyn LevelController,
+) -> Option<(usize, usize, Level)> {
+    if !record.client_bottleneck || record.interrupted || invalid || record.incomplete.is_some() {
+        return None;
+    }
+    let pool = plan.generators.workers.as_ref()?;
+    if !pool.can_scale_out() {
+        return None;
+    }
+    let rerun = controller.rerun(level)?;
+    let (before, after) = pool.scale_out()?;
+    Some((before, after, rerun))
 }
 
 pub struct RunPlan {
@@ -146,7 +175,11 @@ pub fn run_levels(
     // Where the results go is checked first: no request is sent when they
     // could not be kept.
     results::check_room(&plan.out)?;
-    engine::probe_target(scenario)?;
+    // With workers, they load the target: each must reach it.
+    match &plan.generators.workers {
+        Some(pool) => observer.note(&pool.wait_ready(scenario, stop)?),
+        None => engine::probe_target(scenario)?,
+    }
     let agents = if plan.use_agents {
         AgentSet::from_scenario(scenario)?
     } else {
@@ -166,11 +199,17 @@ pub fn run_levels(
     record.levels = plan.resumed.clone();
     record.analysis = controller.analysis();
     dir.write_run(&record)?;
+    // A level to run again on more workers, instead of the controller's next.
+    let mut again: Option<Level> = None;
     let reason = loop {
         if stop.is_stopped() {
             break StopReason::Interrupted;
         }
-        let level = match controller.next(&record.levels) {
+        let next = match again.take() {
+            Some(level) => Next::Run(level),
+            None => controller.next(&record.levels),
+        };
+        let level = match next {
             Next::Run(level) => level,
             Next::Finish(reason) => break reason,
         };
@@ -187,9 +226,21 @@ pub fn run_levels(
                 break StopReason::Interrupted;
             }
         }
-        let placement = engine::fleet::place(scenario, level.connections(), &plan.generators)?;
-        if let Some(note) = placement.note() {
-            observer.note(&format!("level {}: {note}", level.index()));
+        match &plan.generators.workers {
+            Some(pool) if pool.active() != usize::MAX => observer.note(&format!(
+                "level {}: on {} worker{} of the pool",
+                level.index(),
+                pool.active(),
+                if pool.active() == 1 { "" } else { "s" }
+            )),
+            Some(_) => {}
+            None => {
+                let placement =
+                    engine::fleet::place(scenario, level.connections(), &plan.generators)?;
+                if let Some(note) = placement.note() {
+                    observer.note(&format!("level {}: {note}", level.index()));
+                }
+            }
         }
         observer.level_started(&level);
         let level_stop = stop.child();
@@ -251,6 +302,30 @@ pub fn run_levels(
             );
             observer.alarm(&w);
             record.warnings.push(w);
+        }
+        // The generator was the bottleneck and the pool has more workers:
+        // the level runs again on more of them, instead of ending the
+        // search (AutoPerf's future work: a bank of load generators).
+        if let Some(rerun) = scale_out(&level_record, &level, invalid.is_some(), plan, controller) {
+            let (before, after, rerun) = rerun;
+            let w = format!(
+                "level {} ({}): the generator was the bottleneck on {before} worker{}; running it again on {after} as level {}",
+                level_record.level,
+                level_record
+                    .users
+                    .map_or_else(|| format!("{} arrivals/s", level_record.rate_rps.unwrap_or(0.0)), |u| format!("{u} users")),
+                if before == 1 { "" } else { "s" },
+                rerun.index()
+            );
+            observer.note(&w);
+            record.warnings.push(w);
+            if let Some(sampler) = &sampler {
+                sampler.prune_before(run.totals.measure_end);
+            }
+            record.superseded.push(level_record);
+            dir.write_run(&record)?;
+            again = Some(rerun);
+            continue;
         }
         controller.finish_level(&mut level_record, sampler.as_ref());
         if let Some(sampler) = &sampler {

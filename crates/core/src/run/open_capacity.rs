@@ -409,6 +409,25 @@ impl LevelController for OpenCapacityController {
         }
     }
 
+    fn rerun(&mut self, level: &Level) -> Option<Level> {
+        let Level::Open(plan) = level else {
+            return None;
+        };
+        let cur = self.current.as_mut()?;
+        // The same rate from scratch, on more workers.
+        cur.reason = format!(
+            "{}, again on more workers (the generator was the bottleneck)",
+            cur.reason
+        );
+        cur.steady = SteadyState::new(self.steady_config.clone());
+        cur.measured = Duration::ZERO;
+        self.index += 1;
+        Some(Level::Open(OpenPlan {
+            index: self.index,
+            ..plan.clone()
+        }))
+    }
+
     fn finish_level(&mut self, level: &mut LevelRecord, _sampler: Option<&Sampler>) {
         let Some(cur) = self.current.take() else {
             return;

@@ -6,6 +6,8 @@
 //! disk, and never becomes a curve point; when its errors say the target
 //! is gone (connections refused: nothing listens), the analysis stops there
 //! (`target_down`) instead of measuring a dead port level after level.
+//! A level that lost part of its load mid-way (a worker or generator
+//! process died: `incomplete`) is invalid too: it ran under-loaded.
 
 use crate::record::LevelRecord;
 
@@ -24,6 +26,14 @@ pub struct Invalid {
 
 /// Why `level` is not trustworthy, if it is not.
 pub fn judge(level: &LevelRecord, max_error_rate: f64) -> Option<Invalid> {
+    // A worker or generator process lost mid-level: the level ran with
+    // less load than planned, so its figures belong to no load level.
+    if let Some(lost) = &level.incomplete {
+        return Some(Invalid {
+            reason: format!("incomplete: part of its load was lost mid-level, so it ran under-loaded: {lost}"),
+            target_down: false,
+        });
+    }
     if level.requests == 0 {
         // A level without a single request measured nothing, but that is
         // a level cut short (Ctrl-C) or an idle open workload, not a
@@ -102,6 +112,14 @@ mod tests {
             .starts_with("every request failed (http_5xx 100)"));
         assert!(!all.target_down);
         assert_eq!(judge(&level(0, &[]), 0.5), None);
+    }
+
+    #[test]
+    fn a_level_that_lost_a_worker_is_invalid_whatever_its_errors() {
+        let mut l = level(1000, &[]);
+        l.incomplete = Some("worker w-1 (198.18.0.12:7420) was lost 6.0 s into the level".into());
+        let i = judge(&l, 0.5).unwrap();
+        assert!(!i.target_down && i.reason.contains("w-1"), "{i:?}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::template::TemplateError;
 /// The value of an environment variable, empty counting as unset (as the
 /// shell's `:-` does).
 fn lookup(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+    super::sources::env(name).filter(|v| !v.is_empty())
 }
 
 /// `expr`, the inside of `${…}`, when it names the environment: `Some`

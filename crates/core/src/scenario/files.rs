@@ -17,6 +17,18 @@ pub const SMALL_FILE_LIMIT: u64 = 4 << 20;
 /// the error says which rule it broke, in words for `what` the file is.
 pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, String> {
     let shown = path.display();
+    // On a worker: the copy the controller read and shipped.
+    if let Some(shipped) = super::sources::replayed_file(path, what) {
+        let bytes = shipped?;
+        if bytes.len() as u64 > limit {
+            return Err(format!(
+                "{what} `{shown}` is {} — more than the {} a {what} may hold",
+                human(bytes.len() as u64),
+                human(limit)
+            ));
+        }
+        return Ok(bytes);
+    }
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {what} `{shown}`: {e}"))?;
     if !meta.is_file() {
         let kind = if meta.is_dir() {
@@ -46,6 +58,7 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Stri
     if bytes.len() as u64 > limit {
         return Err(too_big(bytes.len() as u64));
     }
+    super::sources::note_file(path, &bytes);
     Ok(bytes)
 }
 

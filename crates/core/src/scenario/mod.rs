@@ -23,6 +23,7 @@ pub mod model;
 pub mod overrides;
 pub mod rate;
 pub mod session;
+pub mod sources;
 pub mod template;
 pub mod threshold;
 pub mod yaml;

@@ -35,6 +35,8 @@ pub struct Scenario {
     /// A closed workload to run when `run` is given neither users nor a
     /// rate: users at once, or over time.
     pub users: Option<UserStages>,
+    /// Workers on other hosts that generate the load (`workers:`).
+    pub workers: Option<WorkerSettings>,
 }
 
 /// `users:`.
@@ -177,15 +179,15 @@ pub enum CookiePolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsSettings {
     /// Trust these CA certificates (PEM) instead of the platform's roots.
-    pub ca_file: Option<PathBuf>,
+    pub ca_file: Option<PemFile>,
     /// Accept any certificate (test systems only).
     pub insecure: bool,
     /// The name sent in SNI and checked against the certificate (default:
     /// the base URL's host).
     pub server_name: Option<String>,
     /// A client certificate chain and its key (PEM), for mutual TLS.
-    pub client_cert: Option<PathBuf>,
-    pub client_key: Option<PathBuf>,
+    pub client_cert: Option<PemFile>,
+    pub client_key: Option<PemFile>,
     /// Verify the chain but not that it names the host (Kafka's
     /// `ssl.endpoint.identification.algorithm` set empty).
     pub skip_hostname: bool,
@@ -906,5 +908,84 @@ impl Default for CapacitySettings {
             rate_factor: 2.0,
             max_error_rate: 0.5,
         }
+    }
+}
+
+/// `workers:`: load generator workers on other hosts (`autoperf worker`)
+/// that run the levels instead of this one. `--workers` and its sibling
+/// flags override it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    pub addresses: Vec<WorkerSpec>,
+    /// The file whose first line is the workers' token (relative paths
+    /// from the scenario's directory); read by the controller only.
+    pub token_file: Option<PathBuf>,
+    /// Workers that must answer before the first level.
+    pub min: Option<u32>,
+    /// Workers a capacity analysis starts on.
+    pub start: Option<u32>,
+}
+
+/// Where workers are: an address, or a DNS name whose every address is one
+/// (a Kubernetes headless Service resolves to its ready pods).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerSpec {
+    /// `host:port` (a name resolves to its first address).
+    Host(String),
+    /// `dns:NAME:PORT`: every address NAME resolves to.
+    Dns { name: String, port: u16 },
+}
+
+impl WorkerSpec {
+    pub fn parse(text: &str) -> Result<WorkerSpec, String> {
+        let text = text.trim();
+        if let Some(rest) = text.strip_prefix("dns:") {
+            let (name, port) = rest.rsplit_once(':').ok_or_else(|| {
+                format!("`{text}`: expected dns:NAME:PORT, e.g. dns:autoperf-workers:7420")
+            })?;
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| format!("`{text}`: `{port}` is no port number"))?;
+            if name.is_empty() {
+                return Err(format!("`{text}`: the DNS name is empty"));
+            }
+            return Ok(WorkerSpec::Dns {
+                name: name.to_string(),
+                port,
+            });
+        }
+        match text.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(WorkerSpec::Host(text.to_string()))
+            }
+            _ => Err(format!(
+                "`{text}`: expected host:port (e.g. 10.0.0.5:7420) or dns:NAME:PORT"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for WorkerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerSpec::Host(text) => f.write_str(text),
+            WorkerSpec::Dns { name, port } => write!(f, "dns:{name}:{port}"),
+        }
+    }
+}
+
+/// A PEM file a setting names: where it was, and what it held when the
+/// scenario was decoded. TLS is set up from the bytes, so a worker on
+/// another host needs no copy of the file (they are shipped with its job).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PemFile {
+    pub path: PathBuf,
+    pub pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for PemFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never a private key's bytes.
+        write!(f, "PemFile({}, {} bytes)", self.path.display(), self.pem.len())
     }
 }

@@ -617,6 +617,7 @@ fn schema_matches_decoder_keys() {
     assert_eq!(keys(&defs["session"]), sorted(decode::SESSION_KEYS));
     assert_eq!(keys(&defs["server"]), sorted(decode::SERVER_KEYS));
     assert_eq!(keys(&defs["capacity"]), sorted(decode::CAPACITY_KEYS));
+    assert_eq!(keys(&defs["workers"]), sorted(decode::WORKERS_KEYS));
     assert_eq!(
         keys(&defs["request"]),
         sorted(decode::requests::REQUEST_KEYS)

@@ -214,10 +214,16 @@ pub(crate) fn level_title(l: &LevelRecord) -> String {
         fnum(l.throughput_rps, 1),
         fnum(l.response_time_ms.p99, 2)
     );
+    if !l.workers.is_empty() {
+        let n = l.workers.len();
+        t.push_str(&format!(" · {n} worker{}", if n == 1 { "" } else { "s" }));
+    }
     if l.client_bottleneck {
         t.push_str(" · client bottleneck");
     }
-    if l.invalid.is_some() {
+    if l.incomplete.is_some() {
+        t.push_str(" · INCOMPLETE");
+    } else if l.invalid.is_some() {
         t.push_str(" · NOT TRUSTWORTHY");
     }
     t
@@ -380,7 +386,7 @@ fn untrustworthy(h: &mut String, r: &RunRecord) {
     };
     let _ = write!(
         h,
-        "<div class=\"warnings untrusted\"><strong>Not trustworthy: {} of {} levels measured errors, not the system working; they are no point of any curve.{stop}</strong><ul>\n",
+        "<div class=\"warnings untrusted\"><strong>Not trustworthy: {} of {} levels measured errors, or lost part of their load, not the system working; they are no point of any curve.{stop}</strong><ul>\n",
         invalid.len(),
         r.levels.len()
     );
@@ -397,6 +403,16 @@ fn untrustworthy(h: &mut String, r: &RunRecord) {
 
 fn warnings(h: &mut String, r: &RunRecord) {
     let mut items: Vec<String> = r.warnings.iter().map(|w| esc(w)).collect();
+    for l in &r.superseded {
+        items.push(format!(
+            "<strong>Level {} ran again on more workers</strong>: on {} worker{} the load generator was the bottleneck ({} req/s, p99 {} ms); its measurements are kept in run.json's <code>superseded</code>, not drawn.",
+            l.level,
+            l.workers.len(),
+            if l.workers.len() == 1 { "" } else { "s" },
+            fnum(l.throughput_rps, 1),
+            fnum(l.response_time_ms.p99, 2)
+        ));
+    }
     for l in r.levels.iter().filter(|l| l.client_bottleneck) {
         if let (Some(rate), Some(late)) = (l.rate_rps, &l.client.arrival_lateness_ms) {
             items.push(format!(

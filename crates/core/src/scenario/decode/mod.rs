@@ -12,6 +12,8 @@ use std::time::Duration;
 mod arrivals;
 mod avro;
 mod users;
+mod workers;
+pub use workers::WORKERS_KEYS;
 pub use avro::AVRO_KEYS;
 pub use data::DATA_KEYS;
 pub use session::SESSION_KEYS;
@@ -49,6 +51,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "capacity",
     "arrivals",
     "users",
+    "workers",
 ];
 pub const TARGET_KEYS: &[&str] = &[
     "base_url",
@@ -236,6 +239,10 @@ pub fn decode(
         Some(node) => arrivals::decode_arrivals(&mut ctx, node).map(Some),
         None => Some(None),
     };
+    let workers = match top.get("workers") {
+        Some(node) => workers::decode_workers(&mut ctx, node, base_dir).map(Some),
+        None => Some(None),
+    };
     let users = match (top.get("users"), top.get("arrivals")) {
         (Some(node), Some(_)) => {
             ctx.error(
@@ -248,7 +255,7 @@ pub fn decode(
         (None, _) => Some(None),
     };
 
-    match (name, target, think_time, session, capacity, arrivals, users) {
+    match (name, target, think_time, session, capacity, arrivals, users, workers) {
         (
             Some(name),
             Some(target),
@@ -257,6 +264,7 @@ pub fn decode(
             Some(capacity),
             Some(arrivals),
             Some(users),
+            Some(workers),
         ) if ctx.errors.is_empty() => Ok(Scenario {
             name,
             source: file.to_path_buf(),
@@ -274,6 +282,7 @@ pub fn decode(
             capacity,
             arrivals,
             users,
+            workers,
         }),
         _ => Err(ctx.errors),
     }
@@ -433,24 +442,18 @@ pub(super) enum Pem {
     PrivateKey,
 }
 
-/// The path of a PEM file named by `n` (relative to the scenario), read
-/// now so that a missing or wrong one is reported at its place.
-pub(super) fn pem_file(
-    ctx: &mut Ctx,
-    n: &Node,
-    base_dir: &Path,
-    kind: Pem,
-) -> Option<std::path::PathBuf> {
+/// The PEM file named by `n` (relative to the scenario), read now so
+/// that a missing or wrong one is reported at its place, and kept.
+pub(super) fn pem_file(ctx: &mut Ctx, n: &Node, base_dir: &Path, kind: Pem) -> Option<PemFile> {
     let (marker, what) = match kind {
         Pem::Certificate => ("-----BEGIN CERTIFICATE-----", "certificate"),
         Pem::PrivateKey => ("PRIVATE KEY-----", "private key"),
     };
     let name = ctx.setting(n, "a file path")?;
     let path = base_dir.join(&name);
-    let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what)
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, what);
     match read {
-        Ok(text) if text.contains(marker) => Some(path),
+        Ok(pem) if String::from_utf8_lossy(&pem).contains(marker) => Some(PemFile { path, pem }),
         Ok(_) => {
             ctx.error(
                 n.pos(),
@@ -650,6 +653,9 @@ fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec
             .map(|n| ctx.integer(n, 1, "a positive number of cores"));
         let token = match fields.get("token_file") {
             None => Some(None),
+            // On a worker: the controller samples the agents, and their
+            // token is not shipped to workers with the job.
+            Some(_) if super::sources::for_worker() => Some(None),
             Some(n) => ctx.setting(n, "a token file path").and_then(|name| {
                 let path = base_dir.join(&name);
                 let read = files::read_bounded(&path, files::SMALL_FILE_LIMIT, "token file")

@@ -1,0 +1,257 @@
+//! The controller's connection to one worker: connect, authenticate,
+//! learn what the worker can hold, and measure its clock.
+
+use std::io::BufReader;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use super::protocol::{self, FromWorker, Role, ToWorker, MAX_LINE};
+use crate::engine::fleet::{Limits, ScenarioSource};
+use crate::measure::wire::to_monotonic_ns;
+
+/// How long connecting and each answer before a level may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Clock readings taken to estimate a worker's offset; the one with the
+/// shortest round trip wins (NTP's rule: its midpoint is the tightest).
+const CLOCK_SAMPLES: usize = 8;
+
+/// Why a worker could not be linked. `fatal`: it answered and refused us
+/// (a token or version mismatch), which waiting will not mend.
+#[derive(Debug)]
+pub(crate) struct LinkError {
+    pub message: String,
+    pub fatal: bool,
+}
+
+impl LinkError {
+    fn passing(message: String) -> LinkError {
+        LinkError {
+            message,
+            fatal: false,
+        }
+    }
+
+    fn fatal(message: String) -> LinkError {
+        LinkError {
+            message,
+            fatal: true,
+        }
+    }
+}
+
+/// One worker, connected and authenticated, ready for a job.
+pub(crate) struct Link {
+    pub name: String,
+    pub addr: SocketAddr,
+    pub cores: usize,
+    /// Cores' worth of CPU (fractional under a quota).
+    pub cpu: f64,
+    pub limits: Limits,
+    pub local_addresses: Vec<IpAddr>,
+    /// The worker's CLOCK_MONOTONIC minus ours, in nanoseconds.
+    pub offset_ns: i64,
+    /// The round trip of the clock reading used.
+    pub rtt: Duration,
+    pub(super) reader: BufReader<TcpStream>,
+    pub(super) writer: TcpStream,
+}
+
+impl Link {
+    /// Connects to the worker at `addr` and authenticates with `token`.
+    pub(crate) fn connect(addr: SocketAddr, token: Option<&str>) -> Result<Link, LinkError> {
+        let stream = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT)
+            .map_err(|e| LinkError::passing(format!("worker {addr}: cannot connect: {e}")))?;
+        let _ = stream.set_nodelay(true);
+        stream
+            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .and_then(|_| stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
+            .map_err(|e| LinkError::passing(format!("worker {addr}: {e}")))?;
+        let writer = stream
+            .try_clone()
+            .map_err(|e| LinkError::passing(format!("worker {addr}: {e}")))?;
+        let mut link = Link {
+            name: addr.to_string(),
+            addr,
+            cores: 1,
+            cpu: 1.0,
+            limits: Limits {
+                open_files: 1024,
+                ports: 28_232,
+            },
+            local_addresses: Vec::new(),
+            offset_ns: 0,
+            rtt: Duration::ZERO,
+            reader: BufReader::new(stream),
+            writer,
+        };
+        let (name, nonce) = match link.recv().map_err(LinkError::passing)? {
+            FromWorker::Greeting {
+                protocol,
+                version,
+                release,
+                name,
+                nonce,
+            } => {
+                if protocol != protocol::PROTOCOL {
+                    return Err(LinkError::fatal(format!(
+                        "{addr} is no autoperf worker (it speaks `{protocol}`)"
+                    )));
+                }
+                if version != protocol::VERSION {
+                    return Err(LinkError::fatal(format!(
+                        "worker {name} ({addr}) speaks worker protocol {version} (autoperf {release}), this controller {} (autoperf {}): run the same autoperf release on both",
+                        protocol::VERSION,
+                        protocol::release()
+                    )));
+                }
+                (name, nonce)
+            }
+            other => return Err(LinkError::fatal(link.unexpected("a greeting", &other))),
+        };
+        link.name = name;
+        let ours = protocol::nonce();
+        link.send(&ToWorker::Hello {
+            version: protocol::VERSION,
+            release: protocol::release(),
+            proof: token.map(|t| protocol::proof(t, &nonce, Role::Controller)),
+            nonce: ours.clone(),
+        })
+        .map_err(LinkError::passing)?;
+        match link.recv().map_err(LinkError::passing)? {
+            FromWorker::Welcome {
+                proof,
+                cores,
+                cpu,
+                limits,
+                local_addresses,
+            } => {
+                // The job carries the scenario's files and variables: only
+                // for a worker that holds the token too.
+                if let Some(token) = token {
+                    let proven = proof
+                        .is_some_and(|p| protocol::verify(token, &ours, Role::Worker, &p));
+                    if !proven {
+                        return Err(LinkError::fatal(format!(
+                            "{} did not prove it holds the workers' token (a worker started without --token-file, or not a worker of ours)",
+                            link.who()
+                        )));
+                    }
+                }
+                link.cores = cores.max(1);
+                link.cpu = if cpu.is_finite() && cpu > 0.0 { cpu } else { link.cores as f64 };
+                link.limits = limits;
+                link.local_addresses = local_addresses;
+            }
+            FromWorker::Refused { reason } => {
+                return Err(LinkError::fatal(format!(
+                    "worker {} refused this controller: {reason}",
+                    link.who()
+                )))
+            }
+            other => return Err(LinkError::fatal(link.unexpected("a welcome", &other))),
+        }
+        link.measure_clock().map_err(LinkError::passing)?;
+        Ok(link)
+    }
+
+    /// `name (address)`, for messages.
+    pub(crate) fn who(&self) -> String {
+        if self.name == self.addr.to_string() {
+            self.name.clone()
+        } else {
+            format!("{} ({})", self.name, self.addr)
+        }
+    }
+
+    /// Asks the worker whether it reaches the scenario's target.
+    pub(crate) fn probe(&mut self, scenario: &ScenarioSource) -> Result<(), String> {
+        self.send(&ToWorker::Probe {
+            scenario: scenario.clone(),
+        })?;
+        // Decoding a large data file and connecting take a while.
+        self.set_timeout(Some(HANDSHAKE_TIMEOUT * 6))?;
+        let answer = self.recv();
+        self.set_timeout(Some(HANDSHAKE_TIMEOUT))?;
+        match answer? {
+            FromWorker::Probed { error: None } => Ok(()),
+            FromWorker::Probed { error: Some(e) } => Err(format!("worker {}: {e}", self.who())),
+            other => Err(self.unexpected("the probe's answer", &other)),
+        }
+    }
+
+    /// Ends the connection politely (a probe's or a refused level's).
+    pub(crate) fn bye(mut self) {
+        let _ = protocol::write(&mut self.writer, &ToWorker::Bye);
+    }
+
+    /// This host's CLOCK_MONOTONIC reading `ns` on the worker's clock.
+    pub(crate) fn on_worker_clock(&self, ns: u64) -> u64 {
+        (ns as i64).saturating_add(self.offset_ns).max(0) as u64
+    }
+
+    /// The worker's reading `ns` on this host's clock.
+    pub(crate) fn on_our_clock(&self, ns: u64) -> u64 {
+        (ns as i64).saturating_sub(self.offset_ns).max(0) as u64
+    }
+
+    /// NTP's estimate: the worker read its clock halfway through the round
+    /// trip of the fastest exchange.
+    fn measure_clock(&mut self) -> Result<(), String> {
+        let mut best: Option<(Duration, i64)> = None;
+        for _ in 0..CLOCK_SAMPLES {
+            let sent = Instant::now();
+            self.send(&ToWorker::Ping)?;
+            let theirs = match self.recv()? {
+                FromWorker::Pong { now_ns } => now_ns,
+                other => return Err(self.unexpected("a clock reading", &other)),
+            };
+            let back = Instant::now();
+            let rtt = back - sent;
+            let mid = to_monotonic_ns(sent + rtt / 2);
+            let offset = theirs as i64 - mid as i64;
+            if best.is_none_or(|(r, _)| rtt < r) {
+                best = Some((rtt, offset));
+            }
+        }
+        let (rtt, offset) = best.expect("at least one sample");
+        self.rtt = rtt;
+        self.offset_ns = offset;
+        Ok(())
+    }
+
+    pub(super) fn send(&mut self, message: &ToWorker) -> Result<(), String> {
+        protocol::write(&mut self.writer, message)
+            .map_err(|e| format!("worker {}: cannot send: {e}", self.who()))
+    }
+
+    pub(super) fn recv(&mut self) -> Result<FromWorker, String> {
+        match protocol::read(&mut self.reader, MAX_LINE) {
+            Ok(Some(message)) => Ok(message),
+            Ok(None) => Err(format!("worker {}: closed the connection", self.who())),
+            Err(e) if is_timeout(&e) => Err(format!("worker {}: no answer", self.who())),
+            Err(e) => Err(format!("worker {}: {e}", self.who())),
+        }
+    }
+
+    pub(super) fn set_timeout(&self, timeout: Option<Duration>) -> Result<(), String> {
+        self.writer
+            .set_read_timeout(timeout)
+            .map_err(|e| format!("worker {}: {e}", self.who()))
+    }
+
+    fn unexpected(&self, wanted: &str, got: &FromWorker) -> String {
+        let said = match got {
+            FromWorker::Refused { reason } | FromWorker::Failed { reason } => reason.clone(),
+            other => format!("{other:?}").chars().take(120).collect(),
+        };
+        format!("worker {}: expected {wanted}, got: {said}", self.who())
+    }
+}
+
+pub(super) fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}

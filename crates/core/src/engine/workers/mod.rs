@@ -1,0 +1,609 @@
+//! Generator workers on other hosts (`autoperf worker`), for when one host
+//! cannot generate the load: the controller splits each level over the
+//! workers by their cores, each runs its range of the level's shards (in
+//! its own process, or over generator processes of its own), and their
+//! snapshots merge exactly, as one process's shards do.
+//!
+//! - `protocol`: the messages and their framing, the token's proof.
+//! - `link`: the controller's connection to one worker, its clock offset.
+//! - `remote`: one level running on the linked workers.
+//! - `server`: the worker's side.
+//!
+//! A capacity analysis may start on fewer workers than it has and add
+//! more when a level shows the generator as the bottleneck
+//! (`WorkerPool::scale_out`): AutoPerf's "bank of client load generator
+//! machines".
+
+mod cpu;
+mod link;
+pub mod protocol;
+mod remote;
+pub mod server;
+
+pub use server::{worker_main, WorkerOptions};
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::EngineError;
+use super::fleet::{self, Generators, HostPlan, Limits, ScenarioSource};
+use super::level::Level;
+use super::split::{share, Load, ShardRange};
+use super::start::Clock;
+use super::stop::StopSignal;
+use super::Driven;
+use crate::measure::{Collector, LevelInfo, TickSink};
+use crate::protocol::HttpTransport;
+pub use crate::scenario::WorkerSpec;
+use crate::scenario::{Endpoint, Scenario};
+use link::Link;
+
+/// How long a run waits for its workers to answer before the first level.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The addresses `spec` names now.
+fn resolve(spec: &WorkerSpec) -> Result<Vec<SocketAddr>, String> {
+    match spec {
+        WorkerSpec::Host(text) => text
+            .to_socket_addrs()
+            .map_err(|e| format!("worker {text}: {e}"))?
+            .next()
+            .map(|a| vec![a])
+            .ok_or_else(|| format!("worker {text}: the name has no address")),
+        WorkerSpec::Dns { name, port } => Ok((name.as_str(), *port)
+            .to_socket_addrs()
+            .map(|a| a.collect())
+            // No ready pod yet: no address, which waiting may change.
+            .unwrap_or_default()),
+    }
+}
+
+/// The workers a run may use, and how many its levels use now.
+#[derive(Clone)]
+pub struct WorkerPool {
+    specs: Vec<WorkerSpec>,
+    token: Option<String>,
+    /// Workers that must answer before the first level.
+    min: usize,
+    /// Workers a level runs on now (`usize::MAX`: all there are).
+    active: Arc<AtomicUsize>,
+    /// The scenario's files and variables as shipped, read once per run.
+    source: Arc<Mutex<Option<ScenarioSource>>>,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("WorkerPool")
+            .field("specs", &self.specs)
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("min", &self.min)
+            .field("active", &self.active())
+            .finish()
+    }
+}
+
+impl WorkerPool {
+    /// `min`: workers to wait for (default: every address listed, or one
+    /// behind a DNS name); `start`: workers the first level runs on
+    /// (default: all).
+    pub fn new(
+        specs: Vec<WorkerSpec>,
+        token: Option<String>,
+        min: Option<usize>,
+        start: Option<usize>,
+    ) -> Result<WorkerPool, String> {
+        if specs.is_empty() {
+            return Err("--workers names no worker".into());
+        }
+        let listed = specs
+            .iter()
+            .filter(|s| matches!(s, WorkerSpec::Host(_)))
+            .count();
+        let min = min.unwrap_or(listed.max(1));
+        if min == 0 {
+            return Err("--min-workers must be at least 1".into());
+        }
+        Ok(WorkerPool {
+            specs,
+            token,
+            min,
+            active: Arc::new(AtomicUsize::new(start.unwrap_or(usize::MAX).max(1))),
+            source: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// Workers a level runs on now, at most.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Every worker address the specs name now, sorted (so a level's
+    /// first N are the same workers as the last level's, whatever order
+    /// DNS answered in) and without repeats; and the specs that named
+    /// none, each a sentence.
+    pub fn addresses(&self) -> (Vec<SocketAddr>, Vec<String>) {
+        let mut all = Vec::new();
+        let mut troubles = Vec::new();
+        for spec in &self.specs {
+            match resolve(spec) {
+                Ok(addrs) => all.extend(addrs),
+                Err(e) => troubles.push(e),
+            }
+        }
+        all.sort();
+        all.dedup();
+        (all, troubles)
+    }
+
+    /// Whether a level could run on more workers than now.
+    pub fn can_scale_out(&self) -> bool {
+        self.active() < self.addresses().0.len()
+    }
+
+    /// More workers for the next level, because the generator was the
+    /// bottleneck: twice as many, at most every worker there is. Returns
+    /// (before, after), or `None` when every worker is in use already.
+    pub fn scale_out(&self) -> Option<(usize, usize)> {
+        let available = self.addresses().0.len();
+        let before = self.active().min(available);
+        if before >= available {
+            return None;
+        }
+        let after = (before * 2).min(available);
+        self.active.store(after, Ordering::Relaxed);
+        Some((before, after))
+    }
+
+    /// Waits (up to `READY_TIMEOUT`, or until `stop`) for `min` workers to
+    /// answer, checks each reaches the target, and describes them. A
+    /// worker that refuses us (token, version) fails at once.
+    pub fn wait_ready(&self, scenario: &Scenario, stop: &StopSignal) -> Result<String, EngineError> {
+        let source = self.source(scenario)?;
+        let give_up = Instant::now() + READY_TIMEOUT;
+        let last = loop {
+            let (addrs, mut troubles) = self.addresses();
+            let (links, unreachable) = self.connect_all(&addrs, usize::MAX)?;
+            troubles.extend(unreachable);
+            if links.len() >= self.min {
+                let mut described = Vec::new();
+                for mut link in links {
+                    link.probe(&source).map_err(EngineError::Workers)?;
+                    described.push(format!(
+                        "{} ({} cores, clock {:+.3} ms, round trip {:.3} ms)",
+                        link.who(),
+                        link.cores,
+                        link.offset_ns as f64 / 1e6,
+                        link.rtt.as_secs_f64() * 1e3
+                    ));
+                    link.bye();
+                }
+                return Ok(format!(
+                    "{} worker{}: {}",
+                    described.len(),
+                    if described.len() == 1 { "" } else { "s" },
+                    described.join(", ")
+                ));
+            }
+            let answered = links.len();
+            for link in links {
+                link.bye();
+            }
+            if Instant::now() >= give_up || stop.wait(Duration::from_secs(1)) {
+                break match troubles.first() {
+                    Some(t) => t.clone(),
+                    None => format!("{answered} of {} answered", self.min),
+                };
+            }
+        };
+        Err(EngineError::Workers(format!(
+            "fewer than {} worker{} of {} answered within {} s ({last}); start them with `autoperf worker --listen ADDR`, or lower --min-workers",
+            self.min,
+            if self.min == 1 { "" } else { "s" },
+            self.specs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            READY_TIMEOUT.as_secs()
+        )))
+    }
+
+    /// Connects to the first `want` of `addrs` that answer; those that do
+    /// not are described. A refusal (token, version) is an error.
+    fn connect_all(
+        &self,
+        addrs: &[SocketAddr],
+        want: usize,
+    ) -> Result<(Vec<Link>, Vec<String>), EngineError> {
+        let mut links = Vec::new();
+        let mut troubles = Vec::new();
+        for &addr in addrs {
+            if links.len() >= want {
+                break;
+            }
+            match Link::connect(addr, self.token.as_deref()) {
+                Ok(link) => links.push(link),
+                Err(e) if e.fatal => return Err(EngineError::Workers(e.message)),
+                Err(e) => troubles.push(e.message),
+            }
+        }
+        Ok((links, troubles))
+    }
+
+    fn source(&self, scenario: &Scenario) -> Result<ScenarioSource, EngineError> {
+        let mut cached = self.source.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(source) = &*cached {
+            return Ok(source.clone());
+        }
+        let source = ScenarioSource::shipping(scenario).map_err(EngineError::Workers)?;
+        *cached = Some(source.clone());
+        Ok(source)
+    }
+}
+
+/// One worker's part of a level, as run.json keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerShare {
+    pub name: String,
+    pub address: String,
+    pub cores: usize,
+    /// Cores' worth of CPU it had (fractional under a quota): its weight.
+    pub cpu: f64,
+    /// Its shards of the level, and the generator processes running them.
+    pub shards: usize,
+    pub processes: usize,
+    /// Users (closed) or in-flight slots (open) it held at most.
+    pub connections: u32,
+    /// Its clock minus the controller's, and the round trip it was read
+    /// over: the level's start is sent on the worker's own clock.
+    pub clock_offset_ms: f64,
+    pub rtt_ms: f64,
+}
+
+/// Runs `level` on the pool's active workers and collects their ticks.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive(
+    scenario: &Arc<Scenario>,
+    level: &Level,
+    load: &Load,
+    pool: &WorkerPool,
+    info: &LevelInfo,
+    seed: u64,
+    nap: Duration,
+    sinks: &mut [&mut dyn TickSink],
+    stop: &StopSignal,
+) -> Result<Driven, EngineError> {
+    let source = pool.source(scenario)?;
+    let (mut addrs, mut troubles) = pool.addresses();
+    // Workers that do not take their job (busy with another controller,
+    // gone) are left out and the level planned again without them: each
+    // round has one worker fewer, so this ends.
+    let (prepared, hosts, shares) = loop {
+        let (links, unreachable) = pool.connect_all(&addrs, pool.active())?;
+        troubles.extend(unreachable);
+        if links.is_empty() {
+            return Err(EngineError::Workers(format!(
+                "no worker answered for level {}: {}",
+                level.index(),
+                troubles.join("; ")
+            )));
+        }
+        let capacities: Vec<Capacity> = links.iter().map(Capacity::of).collect();
+        let hosts = plan_hosts(spread_target(scenario), load, &capacities)?;
+        let shares: Vec<WorkerShare> = links
+            .iter()
+            .zip(&hosts)
+            .map(|(link, host)| WorkerShare {
+                name: link.name.clone(),
+                address: link.addr.to_string(),
+                cores: link.cores,
+                cpu: (link.cpu * 1000.0).round() / 1000.0,
+                shards: host.range.count,
+                processes: host.process_shards.len(),
+                connections: load.connections_in(host.range),
+                clock_offset_ms: link.offset_ns as f64 / 1e6,
+                rtt_ms: link.rtt.as_secs_f64() * 1e3,
+            })
+            .collect();
+        match remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap) {
+            Ok(prepared) => break (prepared, hosts, shares),
+            Err(remote::Unready(unready)) => {
+                for (addr, why) in unready {
+                    troubles.push(why);
+                    addrs.retain(|a| *a != addr);
+                }
+            }
+        }
+    };
+    let total = hosts.last().map_or(0, |h| h.range.first + h.range.count);
+    // Every worker has its job decoded: the level starts a moment from
+    // now on every clock, later when workers start generator processes.
+    let spawning = hosts.iter().any(|h| h.process_shards.len() > 1);
+    let lead = Duration::from_millis(if spawning { 700 } else { 200 }) + prepared.slowest_rtt();
+    let start = Instant::now() + lead;
+    let started_at = std::time::SystemTime::now() + lead;
+    let clock = Clock {
+        start,
+        deadline: start + level.warmup() + level.duration(),
+        seed,
+        nap,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let fleet = prepared.go(clock, tx, stop)?;
+    let collector = Collector::new(
+        total,
+        scenario.requests.len(),
+        start,
+        level.warmup(),
+        clock.deadline,
+    );
+    let totals = collector.run(info, rx, sinks);
+    let lost = fleet.finish();
+    Ok(Driven {
+        started_at,
+        totals,
+        lost,
+        workers: shares,
+        warnings: troubles,
+    })
+}
+
+/// What a worker said it can hold, for the split.
+#[derive(Debug, Clone)]
+struct Capacity {
+    who: String,
+    cores: usize,
+    /// Cores' worth of CPU (fractional under a quota): its weight.
+    cpu: f64,
+    limits: Limits,
+    local_addresses: Vec<IpAddr>,
+}
+
+impl Capacity {
+    fn of(link: &Link) -> Capacity {
+        Capacity {
+            who: link.who(),
+            cores: link.cores,
+            cpu: link.cpu,
+            limits: link.limits,
+            local_addresses: link.local_addresses.clone(),
+        }
+    }
+}
+
+/// Where the level's connections go, if it has any to spread: the
+/// target's address (whether it is loopback decides whether 127.0.0.x
+/// addresses may be added). Kafka: one producer per shard, nothing to spread.
+fn spread_target(scenario: &Scenario) -> (Option<SocketAddr>, bool) {
+    match &scenario.target.endpoint {
+        Endpoint::Http(base) => (HttpTransport::new(scenario, base).map(|t| t.addr()).ok(), true),
+        #[allow(unreachable_patterns)]
+        _ => (None, false),
+    }
+}
+
+/// Splits the level over the workers by their CPU: each gets a range of
+/// the level's shards, as many as its share of the CPU — one per core for
+/// workers of whole cores alike, more on a big worker beside a throttled
+/// one — and users and arrivals are dealt by shard, so they follow the
+/// CPU. Every worker runs the same number of generator processes (as many
+/// as the most burdened needs for its connections).
+fn plan_hosts(
+    (target, spread): (Option<SocketAddr>, bool),
+    load: &Load,
+    workers: &[Capacity],
+) -> Result<Vec<HostPlan>, EngineError> {
+    let weight = |w: &Capacity| w.cpu.max(0.001);
+    let cpu: f64 = workers.iter().map(weight).sum();
+    // A worker's part of `total`, by its CPU (rounded up: never short).
+    let part = |total: u32, w: &Capacity| (f64::from(total) * weight(w) / cpu).ceil() as u32;
+    let connections = if spread { load.connections() } else { 0 };
+    let mut placements = Vec::with_capacity(workers.len());
+    for w in workers {
+        let generators = Generators {
+            local_addresses: w.local_addresses.clone(),
+            // The worker runs its own binary; any path says "may spawn".
+            program: Some(PathBuf::from("autoperf")),
+            ..Generators::default()
+        };
+        let placement = fleet::plan(part(connections, w), target, w.limits, &generators)
+            .map_err(|e| EngineError::Placement(format!("worker {}: {e}", w.who)))?;
+        placements.push(placement);
+    }
+    let processes = placements.iter().map(|p| p.processes).max().unwrap_or(1);
+    let shards = weighted_shards(workers, load.connections(), processes);
+    let counts: Vec<Vec<usize>> = shards
+        .iter()
+        .map(|&n| {
+            (0..processes as usize)
+                .map(|p| share(n as u32, processes as usize, p) as usize)
+                .collect()
+        })
+        .collect();
+    let ranges = ShardRange::whole(shards.iter().sum()).split(&shards);
+    Ok(ranges
+        .into_iter()
+        .zip(counts)
+        .zip(placements)
+        .map(|((range, process_shards), placement)| HostPlan {
+            range,
+            process_shards,
+            addresses: placement.addresses,
+            program: None,
+            shipped: None,
+        })
+        .collect())
+}
+
+/// Shards per worker in proportion to their CPU: the smallest gets one
+/// shard per core's worth it has (one at least), the others as many more
+/// as they have CPU — at most 8 a core, so a starved neighbour cannot make
+/// a big worker run hundreds — never fewer than its processes, and no more
+/// in all than there are users (or slots) to give them.
+fn weighted_shards(workers: &[Capacity], connections: u32, processes: u32) -> Vec<usize> {
+    let unit = workers
+        .iter()
+        .map(|w| w.cpu.max(0.001))
+        .fold(1.0f64, f64::min);
+    let mut shards: Vec<usize> = workers
+        .iter()
+        .map(|w| ((w.cpu.max(0.001) / unit).round() as usize).clamp(1, w.cores.max(1) * 8))
+        .collect();
+    let total: usize = shards.iter().sum();
+    if connections > 0 && total > connections as usize {
+        for n in &mut shards {
+            *n = (*n * connections as usize / total).max(1);
+        }
+    }
+    shards
+        .into_iter()
+        .map(|n| n.max(processes as usize))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(cores: usize) -> Capacity {
+        Capacity {
+            who: format!("w{cores}"),
+            cores,
+            cpu: cores as f64,
+            limits: Limits {
+                open_files: 20_000,
+                ports: 64_512,
+            },
+            local_addresses: Vec::new(),
+        }
+    }
+
+    fn closed(users: u32) -> Load {
+        Load::Closed { users, ramp: None }
+    }
+
+    fn remote() -> (Option<SocketAddr>, bool) {
+        (Some("198.18.0.1:80".parse().unwrap()), true)
+    }
+
+    #[test]
+    fn sixty_thousand_users_over_three_workers_fit_their_processes() {
+        let load = closed(60_000);
+        let hosts = plan_hosts(remote(), &load, &[worker(2), worker(2), worker(2)]).unwrap();
+        assert_eq!(hosts.len(), 3);
+        for host in &hosts {
+            // 20,000 each: two processes of 10,000, under 19,744 a process,
+            // one shard (one core) each.
+            assert_eq!(load.connections_in(host.range), 20_000);
+            assert_eq!(host.process_shards, vec![1, 1]);
+            for process in host.range.split(&host.process_shards) {
+                assert!(load.connections_in(process) <= 19_744);
+            }
+        }
+        assert_eq!(hosts[2].range.first + hosts[2].range.count, 6);
+    }
+
+    #[test]
+    fn users_and_arrivals_follow_the_cores() {
+        let load = closed(400);
+        let hosts = plan_hosts(remote(), &load, &[worker(1), worker(3)]).unwrap();
+        assert_eq!(load.connections_in(hosts[0].range), 100);
+        assert_eq!(load.connections_in(hosts[1].range), 300);
+        // An open level: every shard takes every n-th arrival, so a host's
+        // share is its shards' share.
+        assert_eq!((hosts[0].range.count, hosts[1].range.count), (1, 3));
+    }
+
+    #[test]
+    fn a_throttled_worker_gets_its_share_of_the_cpu_not_of_the_cores() {
+        // A twentieth of a core (a CPU quota) beside two whole cores.
+        let mut small = worker(1);
+        small.cpu = 0.05;
+        let load = closed(600);
+        let hosts = plan_hosts(remote(), &load, &[small, worker(2)]).unwrap();
+        // The big one runs 16 shards (8 a core at most), the small one 1.
+        assert_eq!((hosts[0].range.count, hosts[1].range.count), (1, 16));
+        assert_eq!(load.connections_in(hosts[0].range), 36);
+        assert_eq!(load.connections_in(hosts[1].range), 564);
+        // Few users: no shard without one.
+        let few = plan_hosts(remote(), &closed(5), &[worker(2), worker(2)]).unwrap();
+        assert!(few.iter().map(|h| h.range.count).sum::<usize>() <= 5);
+    }
+
+    #[test]
+    fn a_worker_that_cannot_hold_its_share_is_named() {
+        let mut tiny = worker(2);
+        tiny.who = "tiny".into();
+        tiny.limits.ports = 1_500;
+        let e = plan_hosts(remote(), &closed(60_000), &[worker(2), tiny]).unwrap_err();
+        assert!(e.to_string().starts_with("worker tiny:"), "{e}");
+    }
+
+    #[test]
+    fn worker_lists_take_addresses_and_dns_names() {
+        assert_eq!(
+            WorkerSpec::parse("10.0.0.5:7420").unwrap(),
+            WorkerSpec::Host("10.0.0.5:7420".into())
+        );
+        assert_eq!(
+            WorkerSpec::parse("dns:autoperf-workers.autoperf.svc:7420").unwrap(),
+            WorkerSpec::Dns {
+                name: "autoperf-workers.autoperf.svc".into(),
+                port: 7420
+            }
+        );
+        for bad in ["10.0.0.5", "dns:name", "dns::7420", ":7420", "host:99999"] {
+            assert!(WorkerSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_controller_links_to_a_worker_with_its_token_and_reads_its_clock() {
+        const TOKEN: &str = "link-test-token-0123456789";
+        let dir = std::env::temp_dir().join(format!("autoperf-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = dir.join("token");
+        std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let options = WorkerOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token_file: Some(token),
+            name: Some("w-test".into()),
+            local_addresses: Vec::new(),
+            program: None,
+        };
+        std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
+        let addr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let link = Link::connect(addr, Some(TOKEN)).unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(link.name, "w-test");
+        assert!(link.cores >= 1);
+        // One host, one clock: the offset is the measurement's error.
+        assert!(link.offset_ns.abs() < 5_000_000, "{} ns", link.offset_ns);
+        assert!(link.rtt < Duration::from_millis(100));
+        link.bye();
+        let e = Link::connect(addr, None).err().unwrap();
+        assert!(e.fatal && e.message.contains("requires a token"), "{}", e.message);
+        let e = Link::connect(addr, Some("another-token-0123456789")).err().unwrap();
+        assert!(e.fatal && e.message.contains("does not match"), "{}", e.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn scaling_out_doubles_the_workers_up_to_the_pool() {
+        let specs = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+            .iter()
+            .map(|s| WorkerSpec::parse(s).unwrap())
+            .collect();
+        let pool = WorkerPool::new(specs, None, None, Some(1)).unwrap();
+        assert_eq!(pool.active(), 1);
+        assert_eq!(pool.scale_out(), Some((1, 2)));
+        assert_eq!(pool.scale_out(), Some((2, 3)));
+        assert_eq!(pool.scale_out(), None);
+    }
+}

@@ -1,0 +1,434 @@
+//! Load from workers on other hosts (`autoperf worker`, `--workers`).
+//! Network namespaces play the hosts — the target, the controller and each
+//! worker in a namespace of its own, joined by a bridge (see
+//! support/netns.rs) — and every merged figure is held against what the
+//! target itself counted. Bounded levels of a few seconds; nothing leaves
+//! the namespaces and loopback.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::counting::{counting_server_on, Seen};
+use support::netns::Hosts;
+
+const TOKEN: &str = "workers-test-token-0123456789abcdef";
+const PORT: u16 = 7420;
+
+fn write_token(dir: &Path) -> PathBuf {
+    let path = dir.join("token");
+    std::fs::write(&path, format!("{TOKEN}\n")).unwrap();
+    path
+}
+
+/// Starts `autoperf worker` in `host`, named after it, and waits until it
+/// listens; returns its address.
+fn start_worker(hosts: &mut Hosts, host: &str, token: &Path) -> String {
+    let addr = format!("{}:{PORT}", hosts.addr(host));
+    // CI runs this once more with the static binary the image ships.
+    let exe = std::env::var_os("AUTOPERF_WORKER_EXE")
+        .map(PathBuf::from)
+        .unwrap_or_else(support::autoperf_exe);
+    let child = hosts.spawn(
+        host,
+        &exe,
+        &[
+            "worker",
+            "--listen",
+            &addr,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--name",
+            host,
+        ],
+    );
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening on"), "worker {host} said {line:?}");
+    addr
+}
+
+/// The counting server inside `host`, on port 8080.
+fn target(hosts: &Hosts, host: &str) -> (String, Arc<Seen>) {
+    let listen = format!("{}:8080", hosts.addr(host));
+    let (addr, seen) = hosts
+        .enter(host, move || counting_server_on(&listen))
+        .join()
+        .unwrap();
+    (format!("http://{addr}"), seen)
+}
+
+fn scenario(dir: &Path, base_url: &str, think: &str) -> String {
+    let path = dir.join("workers.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: workers\ntarget: {{base_url: \"{base_url}\", timeout: 5s}}\nthink_time: {{exponential: {think}}}\n\
+             requests:\n  hello: {{path: /hello}}\n\
+             session: {{start: hello, transitions: {{hello: {{hello: 0.9}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Requests the run counted in every second of every level (warm-up
+/// included): all it saw answered.
+fn counted(out: &Path) -> u64 {
+    let text = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "requests").unwrap();
+    lines
+        .map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() {
+    // One at a time: the hosts share two cores, and starved generators
+    // are what one of these tests is about.
+    let _serial = support::serial();
+    let dir = support::scratch_dir("workers-three");
+    let token = write_token(&dir);
+    let mut hosts = Hosts::new("w3", &["target", "ctl", "w1", "w2", "w3"]);
+    let (url, seen) = target(&hosts, "target");
+    let workers: Vec<String> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|w| start_worker(&mut hosts, w, &token))
+        .collect();
+    let scenario = scenario(&dir, &url, "50ms");
+    let exe = support::autoperf_exe();
+    // Open: 150 sessions a second of ten requests on average.
+    for (i, load) in [["--users", "300"], ["--rate", "150/s"]].iter().enumerate() {
+        let out = dir.join(format!("out{i}"));
+        let before = seen.requests.load(Ordering::Relaxed);
+        let (code, stdout, stderr) = hosts.run(
+            "ctl",
+            &exe,
+            &[
+                "run",
+                &scenario,
+                load[0],
+                load[1],
+                "--duration",
+                "4s",
+                "--warmup",
+                "1s",
+                "--workers",
+                &workers.join(","),
+                "--worker-token-file",
+                token.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, Some(0), "{load:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        let run = support::run_json(&out);
+        let level = &run["levels"][0];
+        assert_eq!(level["errors"], 0, "{level:#}");
+        let shares = level["workers"].as_array().unwrap();
+        let names: Vec<&str> = shares.iter().map(|w| w["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["w1", "w2", "w3"], "{level:#}");
+        if i == 0 {
+            let users: u64 = shares.iter().map(|w| w["connections"].as_u64().unwrap()).sum();
+            assert_eq!(users, 300, "{shares:?}");
+        }
+        for w in shares {
+            assert!(w["clock_offset_ms"].as_f64().unwrap().abs() < 50.0, "{w}");
+        }
+        // What the target answered is what the run counted, give or take
+        // the requests still in flight when the level ended.
+        let served = seen.requests.load(Ordering::Relaxed) - before;
+        let counted = counted(&out);
+        let in_flight = 300;
+        assert!(
+            counted <= served && served <= counted + in_flight,
+            "{load:?}: target served {served}, run counted {counted}"
+        );
+        assert!(counted > 1000, "{load:?}: {counted}");
+        // The p99 comes from the merged histograms: it is one of them.
+        assert!(level["response_time_ms"]["p99"].as_f64().unwrap() > 0.0);
+    }
+    // Only the workers loaded the target; the controller sent it nothing.
+    let peers = seen.peers.lock().unwrap().clone();
+    let want: std::collections::BTreeSet<std::net::IpAddr> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|w| std::net::IpAddr::V4(hosts.addr(w)))
+        .collect();
+    assert_eq!(peers, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_good_ones() {
+    // One at a time: the hosts share two cores, and starved generators
+    // are what one of these tests is about.
+    let _serial = support::serial();
+    let dir = support::scratch_dir("workers-kill");
+    let token = write_token(&dir);
+    let mut hosts = Hosts::new("wk", &["target", "ctl", "w1", "w2"]);
+    let (url, _seen) = target(&hosts, "target");
+    let workers: Vec<String> = ["w1", "w2"]
+        .iter()
+        .map(|w| start_worker(&mut hosts, w, &token))
+        .collect();
+    let scenario = scenario(&dir, &url, "50ms");
+    let out = dir.join("out");
+    let exe = support::autoperf_exe();
+    let began = Instant::now();
+    let out_arg = out.to_str().unwrap().to_string();
+    let token_arg = token.to_str().unwrap().to_string();
+    let list = workers.join(",");
+    hosts.spawn(
+        "ctl",
+        &exe,
+        &[
+            "capacity",
+            &scenario,
+            "--levels",
+            "20,40,60",
+            "--duration",
+            "6s",
+            "--workers",
+            &list,
+            "--start-workers",
+            "2",
+            "--worker-token-file",
+            &token_arg,
+            "--no-agents",
+            "--quiet",
+            "--out",
+            &out_arg,
+        ],
+    );
+    // Once the first level is on disk, the second is under way: kill w2
+    // a few seconds into it.
+    let levels = out.join("levels.jsonl");
+    while std::fs::read_to_string(&levels)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(began.elapsed() < Duration::from_secs(60), "level 1 never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on the worker process this test started.
+    unsafe { libc::kill(hosts.pid("w2") as i32, libc::SIGKILL) };
+    let status = hosts.wait("ctl", Duration::from_secs(60));
+    assert!(began.elapsed() < Duration::from_secs(90));
+    let run = support::run_json(&out);
+    assert_eq!(status, Some(4), "measured nothing trustworthy at the end: {run:#}");
+    let levels = run["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "level 3 never ran: {run:#}");
+    assert!(levels[0]["incomplete"].is_null() && levels[0]["invalid"].is_null());
+    let lost = levels[1]["incomplete"].as_str().unwrap();
+    assert!(lost.contains("worker w2") && lost.contains("lost"), "{lost}");
+    assert_eq!(run["analysis"]["stop_reason"], "invalid_level");
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("incomplete") && warnings.contains("w2"), "{warnings}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Caps a process (and the threads and children it will have) at `cores`
+/// of CPU with a cgroup's CFS quota, as a container's CPU limit does.
+struct Throttle(PathBuf);
+
+impl Throttle {
+    fn new(pid: u32, cores: f64) -> Throttle {
+        let v1 = Path::new("/sys/fs/cgroup/cpu");
+        let name = format!("autoperf-test-{}", std::process::id());
+        if v1.join("cpu.cfs_quota_us").exists() {
+            let dir = v1.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("cpu.cfs_period_us"), "100000").unwrap();
+            std::fs::write(
+                dir.join("cpu.cfs_quota_us"),
+                format!("{}", (cores * 100_000.0) as u64),
+            )
+            .unwrap();
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();
+            Throttle(dir)
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
+            let dir = root.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("cpu.max"),
+                format!("{} 100000", (cores * 100_000.0) as u64),
+            )
+            .unwrap();
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();
+            Throttle(dir)
+        }
+    }
+}
+
+impl Drop for Throttle {
+    fn drop(&mut self) {
+        let parent = self.0.parent().unwrap().join("cgroup.procs");
+        if let Ok(pids) = std::fs::read_to_string(self.0.join("cgroup.procs")) {
+            for pid in pids.lines() {
+                let _ = std::fs::write(&parent, pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
+    // One at a time: the hosts share two cores, and starved generators
+    // are what one of these tests is about.
+    let _serial = support::serial();
+    let dir = support::scratch_dir("workers-scale");
+    let token = write_token(&dir);
+    let mut hosts = Hosts::new("ws", &["target", "ctl", "w1", "w2"]);
+    let (url, _seen) = target(&hosts, "target");
+    let workers: Vec<String> = ["w1", "w2"]
+        .iter()
+        .map(|w| start_worker(&mut hosts, w, &token))
+        .collect();
+    // w1 gets a fiftieth of a core (a CPU limit of 20m): plenty for a few
+    // users, far too little for hundreds. It says so, and a level on both
+    // gives it a fiftieth of w2's share.
+    let _throttle = Throttle::new(hosts.pid("w1"), 0.02);
+    let scenario = scenario(&dir, &url, "100ms");
+    let exe = support::autoperf_exe();
+    let analysis = |list: &str, out: &Path| {
+        hosts.run(
+            "ctl",
+            &exe,
+            &[
+                "capacity",
+                &scenario,
+                "--levels",
+                "5,300",
+                "--duration",
+                "4s",
+                "--workers",
+                list,
+                "--worker-token-file",
+                token.to_str().unwrap(),
+                "--no-agents",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+    };
+    // On w1 alone, the 600-user level is the generator's limit.
+    let alone = dir.join("alone");
+    let (code, o, e) = analysis(&workers[0], &alone);
+    assert_eq!(code, Some(0), "{o}{e}");
+    let run = support::run_json(&alone);
+    assert_eq!(run["levels"][1]["users"], 300);
+    assert_eq!(run["levels"][1]["client_bottleneck"], true, "{run:#}");
+    // With w2 in the pool, the level runs again on both and is measured.
+    let out = dir.join("pool");
+    let (code, o, e) = analysis(&workers.join(","), &out);
+    assert_eq!(code, Some(0), "{o}{e}");
+    let run = support::run_json(&out);
+    let superseded = run["superseded"].as_array().unwrap();
+    assert_eq!(superseded.len(), 1, "{run:#}");
+    assert_eq!(superseded[0]["users"], 300);
+    assert_eq!(superseded[0]["client_bottleneck"], true);
+    assert_eq!(superseded[0]["workers"].as_array().unwrap().len(), 1);
+    let levels = run["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{run:#}");
+    let again = &levels[1];
+    assert_eq!(again["users"], 300);
+    assert_eq!(again["level"], 3, "a new index for the re-run");
+    let shares = again["workers"].as_array().unwrap();
+    assert_eq!(shares.len(), 2);
+    assert!(shares[0]["cpu"].as_f64().unwrap() < 0.05, "{shares:?}");
+    assert!(
+        shares[0]["connections"].as_u64().unwrap() < 20,
+        "the throttled worker's share follows its CPU: {shares:?}"
+    );
+    assert_eq!(again["client_bottleneck"], false, "{again:#}");
+    assert_eq!(run["analysis"]["stop_reason"], "completed");
+    assert!(run["warnings"].to_string().contains("running it again on 2"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
+    let dir = support::scratch_dir("workers-refuse");
+    let token = write_token(&dir);
+    let (addr, _seen) = support::counting::counting_server();
+    let scenario = scenario(&dir, &format!("http://{addr}"), "50ms");
+    let exe = support::autoperf_exe();
+    let mut worker = std::process::Command::new(&exe)
+        .args(["worker", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(worker.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let listening = line
+        .split_whitespace()
+        .nth(4)
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    let run = |extra: &[&str]| {
+        let out = dir.join("out");
+        let mut args = vec![
+            "run",
+            &scenario,
+            "--users",
+            "2",
+            "--duration",
+            "1s",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        support::autoperf(&args)
+    };
+    let (code, _, e) = run(&["--workers", &listening]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("requires a token") && e.contains("--worker-token-file"), "{e}");
+    let wrong = dir.join("wrong");
+    std::fs::write(&wrong, "not-the-workers-token-at-all\n").unwrap();
+    let (code, _, e) = run(&["--workers", &listening, "--worker-token-file", wrong.to_str().unwrap()]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("does not match"), "{e}");
+    let _ = worker.kill();
+    let _ = worker.wait();
+    // A "worker" of a later release: the controller names both versions.
+    let future = TcpListener::bind("127.0.0.1:0").unwrap();
+    let future_addr = future.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in future.incoming() {
+            let mut stream = stream.unwrap();
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"{\"type\":\"greeting\",\"protocol\":\"autoperf-worker\",\"version\":99,\"release\":\"9.9.9\",\"name\":\"future\",\"nonce\":\"00\"}\n",
+            );
+        }
+    });
+    let (code, _, e) = run(&["--workers", &future_addr]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("protocol 99") && e.contains("9.9.9"), "{e}");
+    // Off loopback, a worker will not listen without a token.
+    let (code, _, e) = support::autoperf(&["worker", "--listen", "0.0.0.0:0"]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("--token-file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
