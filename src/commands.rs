@@ -289,7 +289,11 @@ fn generators(
             .map(|n| n as usize)
             .or(scale_out.then_some(1));
         if let Some(a) = args.filter(|a| !a.local_addresses.is_empty() || a.generators.is_some()) {
-            let flag = if a.generators.is_some() { "--generators" } else { "--local-addresses" };
+            let flag = if a.generators.is_some() {
+                "--generators"
+            } else {
+                "--local-addresses"
+            };
             return Err(Failure::bad_input(format!(
                 "{flag} is about this host's generator processes, but the levels run on workers: give each worker its own (`autoperf worker --local-addresses …`; workers start the processes they need by themselves)"
             )));

@@ -168,7 +168,10 @@ fn a_generator_process_that_dies_leaves_an_incomplete_level_and_the_run_ends_on_
         incomplete.contains("generator process") && incomplete.contains("ended early"),
         "{level:#}\n{stderr}"
     );
-    assert!(level["invalid"].as_str().unwrap_or_default().contains("incomplete"));
+    assert!(level["invalid"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("incomplete"));
     let warnings = run["warnings"].to_string();
     assert!(
         warnings.contains("NOT TRUSTWORTHY") && warnings.contains("incomplete"),

@@ -131,7 +131,11 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
                 out.to_str().unwrap(),
             ],
         );
-        assert_eq!(code, Some(0), "{load:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert_eq!(
+            code,
+            Some(0),
+            "{load:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
         let run = support::run_json(&out);
         let level = &run["levels"][0];
         assert_eq!(level["errors"], 0, "{level:#}");
@@ -139,7 +143,10 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
         let names: Vec<&str> = shares.iter().map(|w| w["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["w1", "w2", "w3"], "{level:#}");
         if i == 0 {
-            let users: u64 = shares.iter().map(|w| w["connections"].as_u64().unwrap()).sum();
+            let users: u64 = shares
+                .iter()
+                .map(|w| w["connections"].as_u64().unwrap())
+                .sum();
             assert_eq!(users, 300, "{shares:?}");
         }
         for w in shares {
@@ -218,7 +225,10 @@ fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_g
         .unwrap_or(0)
         < 1
     {
-        assert!(began.elapsed() < Duration::from_secs(60), "level 1 never ended");
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "level 1 never ended"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(4));
@@ -227,15 +237,25 @@ fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_g
     let status = hosts.wait("ctl", Duration::from_secs(60));
     assert!(began.elapsed() < Duration::from_secs(90));
     let run = support::run_json(&out);
-    assert_eq!(status, Some(4), "measured nothing trustworthy at the end: {run:#}");
+    assert_eq!(
+        status,
+        Some(4),
+        "measured nothing trustworthy at the end: {run:#}"
+    );
     let levels = run["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "level 3 never ran: {run:#}");
     assert!(levels[0]["incomplete"].is_null() && levels[0]["invalid"].is_null());
     let lost = levels[1]["incomplete"].as_str().unwrap();
-    assert!(lost.contains("worker w2") && lost.contains("lost"), "{lost}");
+    assert!(
+        lost.contains("worker w2") && lost.contains("lost"),
+        "{lost}"
+    );
     assert_eq!(run["analysis"]["stop_reason"], "invalid_level");
     let warnings = run["warnings"].to_string();
-    assert!(warnings.contains("incomplete") && warnings.contains("w2"), "{warnings}");
+    assert!(
+        warnings.contains("incomplete") && warnings.contains("w2"),
+        "{warnings}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -358,7 +378,9 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
     );
     assert_eq!(again["client_bottleneck"], false, "{again:#}");
     assert_eq!(run["analysis"]["stop_reason"], "completed");
-    assert!(run["warnings"].to_string().contains("running it again on 2"));
+    assert!(run["warnings"]
+        .to_string()
+        .contains("running it again on 2"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -403,10 +425,18 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     };
     let (code, _, e) = run(&["--workers", &listening]);
     assert_eq!(code, Some(3), "{e}");
-    assert!(e.contains("requires a token") && e.contains("--worker-token-file"), "{e}");
+    assert!(
+        e.contains("requires a token") && e.contains("--worker-token-file"),
+        "{e}"
+    );
     let wrong = dir.join("wrong");
     std::fs::write(&wrong, "not-the-workers-token-at-all\n").unwrap();
-    let (code, _, e) = run(&["--workers", &listening, "--worker-token-file", wrong.to_str().unwrap()]);
+    let (code, _, e) = run(&[
+        "--workers",
+        &listening,
+        "--worker-token-file",
+        wrong.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(3), "{e}");
     assert!(e.contains("does not match"), "{e}");
     let _ = worker.kill();

@@ -57,4 +57,3 @@ pub fn counting_server_on(addr: &str) -> (SocketAddr, Arc<Seen>) {
     });
     (addr, seen)
 }
-

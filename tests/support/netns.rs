@@ -175,12 +175,8 @@ impl Hosts {
             let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
             // SAFETY: setns on this thread only, with a namespace file we
             // hold open.
-            let rc = unsafe {
-                libc::setns(
-                    std::os::fd::AsRawFd::as_raw_fd(&file),
-                    libc::CLONE_NEWNET,
-                )
-            };
+            let rc =
+                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) };
             assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
             f()
         })

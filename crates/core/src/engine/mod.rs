@@ -21,9 +21,9 @@ pub mod workers;
 pub use coalesce::DEFAULT_NAP;
 pub use error::EngineError;
 pub use fleet::Generators;
-pub use workers::{WorkerPool, WorkerShare};
 pub use level::{default_warmup, Level, LevelPlan, OpenPlan, Workload, DEFAULT_MAX_IN_FLIGHT};
 pub use stop::StopSignal;
+pub use workers::{WorkerPool, WorkerShare};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -101,7 +101,9 @@ pub fn run_level(
     let nap = generators.coalesce.unwrap_or(DEFAULT_NAP);
     let ran = match &generators.workers {
         Some(pool) => workers::drive(scenario, level, &load, pool, &info, seed, nap, sinks, stop)?,
-        None => drive_here(scenario, level, &load, generators, &info, seed, nap, sinks, stop)?,
+        None => drive_here(
+            scenario, level, &load, generators, &info, seed, nap, sinks, stop,
+        )?,
     };
     Ok(LevelRun {
         level: level.clone(),

@@ -38,10 +38,7 @@ impl Load {
     /// their share of the in-flight slots.
     pub(crate) fn connections_in(&self, range: ShardRange) -> u32 {
         let whole = self.connections();
-        range
-            .globals()
-            .map(|g| share(whole, range.total, g))
-            .sum()
+        range.globals().map(|g| share(whole, range.total, g)).sum()
     }
 
     /// Shard `global` of `total` in the whole level: its users, or its

@@ -72,9 +72,9 @@ pub fn client_config(
                 let pinned = read_certs(file)?;
                 let mut roots = RootCertStore::empty();
                 for cert in &pinned {
-                    roots.add(cert.clone()).map_err(|e| {
-                        format!("{} {}: {e}", names.ca_file, file.path.display())
-                    })?;
+                    roots
+                        .add(cert.clone())
+                        .map_err(|e| format!("{} {}: {e}", names.ca_file, file.path.display()))?;
                 }
                 (roots, pinned)
             }

@@ -30,7 +30,9 @@ pub fn judge(level: &LevelRecord, max_error_rate: f64) -> Option<Invalid> {
     // less load than planned, so its figures belong to no load level.
     if let Some(lost) = &level.incomplete {
         return Some(Invalid {
-            reason: format!("incomplete: part of its load was lost mid-level, so it ran under-loaded: {lost}"),
+            reason: format!(
+                "incomplete: part of its load was lost mid-level, so it ran under-loaded: {lost}"
+            ),
             target_down: false,
         });
     }

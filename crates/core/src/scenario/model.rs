@@ -986,6 +986,11 @@ pub struct PemFile {
 impl std::fmt::Debug for PemFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never a private key's bytes.
-        write!(f, "PemFile({}, {} bytes)", self.path.display(), self.pem.len())
+        write!(
+            f,
+            "PemFile({}, {} bytes)",
+            self.path.display(),
+            self.pem.len()
+        )
     }
 }

@@ -217,6 +217,9 @@ mod tests {
             super::super::files::read_bounded(Path::new("/nowhere/x.pem"), 100, "CA file")
         })
         .unwrap_err();
-        assert!(e.contains("/nowhere/x.pem") && e.contains("not shipped"), "{e}");
+        assert!(
+            e.contains("/nowhere/x.pem") && e.contains("not shipped"),
+            "{e}"
+        );
     }
 }

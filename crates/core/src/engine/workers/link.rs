@@ -129,8 +129,8 @@ impl Link {
                 // The job carries the scenario's files and variables: only
                 // for a worker that holds the token too.
                 if let Some(token) = token {
-                    let proven = proof
-                        .is_some_and(|p| protocol::verify(token, &ours, Role::Worker, &p));
+                    let proven =
+                        proof.is_some_and(|p| protocol::verify(token, &ours, Role::Worker, &p));
                     if !proven {
                         return Err(LinkError::fatal(format!(
                             "{} did not prove it holds the workers' token (a worker started without --token-file, or not a worker of ours)",
@@ -139,7 +139,11 @@ impl Link {
                     }
                 }
                 link.cores = cores.max(1);
-                link.cpu = if cpu.is_finite() && cpu > 0.0 { cpu } else { link.cores as f64 };
+                link.cpu = if cpu.is_finite() && cpu > 0.0 {
+                    cpu
+                } else {
+                    link.cores as f64
+                };
                 link.limits = limits;
                 link.local_addresses = local_addresses;
             }

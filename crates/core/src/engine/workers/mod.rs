@@ -163,7 +163,11 @@ impl WorkerPool {
     /// Waits (up to `READY_TIMEOUT`, or until `stop`) for `min` workers to
     /// answer, checks each reaches the target, and describes them. A
     /// worker that refuses us (token, version) fails at once.
-    pub fn wait_ready(&self, scenario: &Scenario, stop: &StopSignal) -> Result<String, EngineError> {
+    pub fn wait_ready(
+        &self,
+        scenario: &Scenario,
+        stop: &StopSignal,
+    ) -> Result<String, EngineError> {
         let source = self.source(scenario)?;
         let give_up = Instant::now() + READY_TIMEOUT;
         let last = loop {
@@ -382,7 +386,10 @@ impl Capacity {
 /// addresses may be added). Kafka: one producer per shard, nothing to spread.
 fn spread_target(scenario: &Scenario) -> (Option<SocketAddr>, bool) {
     match &scenario.target.endpoint {
-        Endpoint::Http(base) => (HttpTransport::new(scenario, base).map(|t| t.addr()).ok(), true),
+        Endpoint::Http(base) => (
+            HttpTransport::new(scenario, base).map(|t| t.addr()).ok(),
+            true,
+        ),
         #[allow(unreachable_patterns)]
         _ => (None, false),
     }
@@ -588,9 +595,19 @@ mod tests {
         assert!(link.rtt < Duration::from_millis(100));
         link.bye();
         let e = Link::connect(addr, None).err().unwrap();
-        assert!(e.fatal && e.message.contains("requires a token"), "{}", e.message);
-        let e = Link::connect(addr, Some("another-token-0123456789")).err().unwrap();
-        assert!(e.fatal && e.message.contains("does not match"), "{}", e.message);
+        assert!(
+            e.fatal && e.message.contains("requires a token"),
+            "{}",
+            e.message
+        );
+        let e = Link::connect(addr, Some("another-token-0123456789"))
+            .err()
+            .unwrap();
+        assert!(
+            e.fatal && e.message.contains("does not match"),
+            "{}",
+            e.message
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -243,11 +243,23 @@ mod tests {
         write(&mut buf, &ToWorker::Ping).unwrap();
         write(&mut buf, &ToWorker::Stop).unwrap();
         let mut input = &buf[..];
-        assert!(matches!(read(&mut input, 100).unwrap(), Some(ToWorker::Ping)));
-        assert!(matches!(read(&mut input, 100).unwrap(), Some(ToWorker::Stop)));
+        assert!(matches!(
+            read(&mut input, 100).unwrap(),
+            Some(ToWorker::Ping)
+        ));
+        assert!(matches!(
+            read(&mut input, 100).unwrap(),
+            Some(ToWorker::Stop)
+        ));
         assert!(read::<ToWorker>(&mut input, 100).unwrap().is_none());
         let mut long = Vec::new();
-        write(&mut long, &FromWorker::Refused { reason: "x".repeat(200) }).unwrap();
+        write(
+            &mut long,
+            &FromWorker::Refused {
+                reason: "x".repeat(200),
+            },
+        )
+        .unwrap();
         let e = read::<FromWorker>(&mut &long[..], 100).unwrap_err();
         assert!(e.to_string().contains("longer than 100"), "{e}");
         let e = read::<FromWorker>(&mut &b"{\"type\":\"ready\""[..], 100).unwrap_err();

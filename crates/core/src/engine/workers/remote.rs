@@ -136,7 +136,10 @@ impl Prepared {
             watchdog: None,
             done: Arc::new(AtomicBool::new(false)),
         };
-        let (start_ns, deadline_ns) = (to_monotonic_ns(clock.start), to_monotonic_ns(clock.deadline));
+        let (start_ns, deadline_ns) = (
+            to_monotonic_ns(clock.start),
+            to_monotonic_ns(clock.deadline),
+        );
         for (mut link, shards) in self.links {
             link.send(&ToWorker::Go {
                 start_ns: link.on_worker_clock(start_ns),

@@ -75,7 +75,9 @@ pub fn worker_main(options: WorkerOptions, bound: impl FnOnce(SocketAddr)) -> Re
     };
     for &ip in &options.local_addresses {
         std::net::TcpListener::bind((ip, 0)).map_err(|e| {
-            format!("cannot connect from {ip}: {e} (--local-addresses takes addresses of this host)")
+            format!(
+                "cannot connect from {ip}: {e} (--local-addresses takes addresses of this host)"
+            )
         })?;
     }
     raise_open_file_limit();
@@ -148,15 +150,24 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
         .and_then(|_| protocol::read::<ToWorker>(&mut reader, MAX_HELLO))
     {
         Ok(hello) => hello,
-        Err(e) if matches!(
-            e.kind(),
-            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-        ) => return Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            return Ok(())
+        }
         Err(e) => return Err(format!("no hello: {e}")),
     };
     let controller_nonce;
     let refuse = |writer: &mut TcpStream, reason: String| -> Result<(), String> {
-        let _ = protocol::write(writer, &FromWorker::Refused { reason: reason.clone() });
+        let _ = protocol::write(
+            writer,
+            &FromWorker::Refused {
+                reason: reason.clone(),
+            },
+        );
         Err(reason)
     };
     match hello {
@@ -242,7 +253,12 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
             }) => return run_level(reader, writer, state, peer, job, process_shards),
             Some(other) => {
                 let reason = format!("unexpected {other:?} outside a level");
-                send(&mut writer, &FromWorker::Failed { reason: reason.clone() })?;
+                send(
+                    &mut writer,
+                    &FromWorker::Failed {
+                        reason: reason.clone(),
+                    },
+                )?;
                 return Err(reason);
             }
         }
@@ -283,7 +299,12 @@ fn run_level(
     process_shards: Vec<usize>,
 ) -> Result<(), String> {
     let fail = |writer: &mut TcpStream, reason: String| -> Result<(), String> {
-        let _ = protocol::write(writer, &FromWorker::Failed { reason: reason.clone() });
+        let _ = protocol::write(
+            writer,
+            &FromWorker::Failed {
+                reason: reason.clone(),
+            },
+        );
         Err(reason)
     };
     let _claim = match Claim::take(state, peer) {
@@ -291,7 +312,10 @@ fn run_level(
         Err(reason) => return fail(&mut writer, reason),
     };
     if process_shards.iter().sum::<usize>() != job.range.count || process_shards.is_empty() {
-        return fail(&mut writer, "the job's processes do not add up to its shards".into());
+        return fail(
+            &mut writer,
+            "the job's processes do not add up to its shards".into(),
+        );
     }
     let scenario = match job.scenario.decode() {
         Ok(s) => Arc::new(s),
@@ -340,20 +364,32 @@ fn run_level(
         job.range.first + job.range.count,
         job.range.total,
         host.process_shards.len(),
-        if host.process_shards.len() == 1 { "" } else { "es" }
+        if host.process_shards.len() == 1 {
+            ""
+        } else {
+            "es"
+        }
     );
     let mut out = writer.try_clone().map_err(|e| e.to_string())?;
     let stopper = stop.clone();
-    let ran = run_host_share(&scenario, &job.workload, &job.load, &host, clock, &stop, |rx| {
-        let sent = fleet::forward(rx, |snapshot| {
-            protocol::write(&mut out, &FromWorker::Snapshot { snapshot })
-        });
-        // The controller is gone: no one would count what the shards do.
-        if sent.is_err() {
-            stopper.stop();
-        }
-        sent
-    });
+    let ran = run_host_share(
+        &scenario,
+        &job.workload,
+        &job.load,
+        &host,
+        clock,
+        &stop,
+        |rx| {
+            let sent = fleet::forward(rx, |snapshot| {
+                protocol::write(&mut out, &FromWorker::Snapshot { snapshot })
+            });
+            // The controller is gone: no one would count what the shards do.
+            if sent.is_err() {
+                stopper.stop();
+            }
+            sent
+        },
+    );
     let result = match ran {
         Ok((Ok(()), trouble)) => {
             eprintln!(

@@ -13,11 +13,11 @@ mod arrivals;
 mod avro;
 mod users;
 mod workers;
-pub use workers::WORKERS_KEYS;
 pub use avro::AVRO_KEYS;
 pub use data::DATA_KEYS;
 pub use session::SESSION_KEYS;
 pub use url::parse_base_url;
+pub use workers::WORKERS_KEYS;
 mod ctx;
 mod data;
 mod kafka;
@@ -255,7 +255,9 @@ pub fn decode(
         (None, _) => Some(None),
     };
 
-    match (name, target, think_time, session, capacity, arrivals, users, workers) {
+    match (
+        name, target, think_time, session, capacity, arrivals, users, workers,
+    ) {
         (
             Some(name),
             Some(target),

@@ -63,9 +63,15 @@ pub fn decode_workers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Wor
 }
 
 fn addresses(ctx: &mut Ctx, node: &Node) -> Option<Vec<WorkerSpec>> {
-    let items = ctx.seq(node, "a list of worker addresses (host:port or dns:NAME:PORT)")?;
+    let items = ctx.seq(
+        node,
+        "a list of worker addresses (host:port or dns:NAME:PORT)",
+    )?;
     if items.is_empty() {
-        ctx.error(node.pos(), "expected at least one worker address, found none");
+        ctx.error(
+            node.pos(),
+            "expected at least one worker address, found none",
+        );
         return None;
     }
     let mut out = Vec::new();
