@@ -876,7 +876,7 @@ fn run_capacity(
     out: &Path,
     resumed: Vec<LevelRecord>,
 ) -> Result<RunRecord, Failure> {
-    if !resumed.is_empty() && !(args.output.quiet || args.output.json) {
+    if !resumed.is_empty() && !args.output.quiet && !args.output.json {
         eprintln!(
             "resuming {}: {} levels already measured",
             out.display(),

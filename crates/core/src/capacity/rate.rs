@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(stop, RateStop::Completed);
         let pass = sum.max_passing_rate_rps.unwrap();
         let fail = sum.first_failing_rate_rps.unwrap();
-        assert!(pass <= 245.0 && pass >= 245.0 * 0.98, "{sum:?}");
+        assert!((245.0 * 0.98..=245.0).contains(&pass), "{sum:?}");
         assert!(fail > 245.0 && fail - pass <= 0.02 * fail, "{sum:?}");
         // 10..160 pass, 320 fails saturated, then one below and one above.
         assert_eq!(sum.levels, 8, "{sum:?}");
@@ -408,7 +408,7 @@ mod tests {
         let sum = s.summary();
         assert_eq!(stop, RateStop::Completed);
         let pass = sum.max_passing_rate_rps.unwrap();
-        assert!(pass <= 200.0 && pass >= 196.0, "{sum:?}");
+        assert!((196.0..=200.0).contains(&pass), "{sum:?}");
         assert_eq!(sum.failed_slo.as_deref(), Some("p99 < 100ms"));
         assert!(sum.levels <= 14, "{sum:?}");
     }

@@ -384,9 +384,9 @@ fn untrustworthy(h: &mut String, r: &RunRecord) {
         crate::record::StopReason::InvalidLevel => " The analysis stopped there.",
         _ => "",
     };
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<div class=\"warnings untrusted\"><strong>Not trustworthy: {} of {} levels measured errors, or lost part of their load, not the system working; they are no point of any curve.{stop}</strong><ul>\n",
+        "<div class=\"warnings untrusted\"><strong>Not trustworthy: {} of {} levels measured errors, or lost part of their load, not the system working; they are no point of any curve.{stop}</strong><ul>",
         invalid.len(),
         r.levels.len()
     );
