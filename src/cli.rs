@@ -290,6 +290,11 @@ pub struct GeneratorArgs {
     /// With --workers or the scenario's `workers:`.
     #[arg(long, value_name = "FILE")]
     pub worker_token_file: Option<PathBuf>,
+    /// Speak TLS to the workers, trusting the CA certificate(s) of this PEM
+    /// file for their --tls-cert (each is checked against the name
+    /// --workers gives it).
+    #[arg(long, value_name = "FILE")]
+    pub worker_ca_file: Option<PathBuf>,
     /// Workers that must answer before the first level, waiting up to 2
     /// minutes [default: every host:port listed, or 1 behind dns:].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -495,6 +500,13 @@ pub struct WorkerArgs {
     /// Local addresses this worker's connections come from, comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "ADDRS")]
     pub local_addresses: Vec<std::net::IpAddr>,
+    /// Speak TLS only, with this PEM certificate (chain); with --tls-key.
+    /// Controllers then need --worker-ca-file.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -249,6 +249,7 @@ fn generators(
         let stray = args.and_then(|a| {
             [
                 (a.worker_token_file.is_some(), "--worker-token-file"),
+                (a.worker_ca_file.is_some(), "--worker-ca-file"),
                 (a.min_workers.is_some(), "--min-workers"),
                 (a.start_workers.is_some(), "--start-workers"),
             ]
@@ -298,7 +299,26 @@ fn generators(
                 "{flag} is about this host's generator processes, but the levels run on workers: give each worker its own (`autoperf worker --local-addresses …`; workers start the processes they need by themselves)"
             )));
         }
-        Some(WorkerPool::new(specs, token, min, start).map_err(Failure::bad_input)?)
+        let pool = WorkerPool::new(specs, token, min, start).map_err(Failure::bad_input)?;
+        let ca_file = match (args.and_then(|a| a.worker_ca_file.as_ref()), settings) {
+            (Some(path), _) => Some(("--worker-ca-file", path)),
+            (None, Some(s)) => s.ca_file.as_ref().map(|p| ("workers.ca_file", p)),
+            (None, None) => None,
+        };
+        Some(match ca_file {
+            None => pool,
+            Some((flag, path)) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    Failure::bad_input(format!("{flag}: cannot read {}: {e}", path.display()))
+                })?;
+                let file = autoperf_core::scenario::PemFile {
+                    path: path.clone(),
+                    pem,
+                };
+                pool.with_tls(file)
+                    .map_err(|e| Failure::bad_input(format!("{flag}: {e}")))?
+            }
+        })
     };
     Ok(Generators {
         processes: args.and_then(|a| a.generators),
@@ -318,6 +338,8 @@ pub fn worker(args: WorkerArgs) -> Outcome {
         name: args.name,
         local_addresses: args.local_addresses,
         program: std::env::current_exe().ok(),
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
     };
     worker_main(options, |addr| {
         // One line on stdout: scripts and tests read the address from it.

@@ -390,23 +390,7 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     let token = write_token(&dir);
     let (addr, _seen) = support::counting::counting_server();
     let scenario = scenario(&dir, &format!("http://{addr}"), "50ms");
-    let exe = support::autoperf_exe();
-    let mut worker = std::process::Command::new(&exe)
-        .args(["worker", "--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&token)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(worker.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let listening = line
-        .split_whitespace()
-        .nth(4)
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .to_string();
+    let (worker, listening) = loopback_worker(&["--token-file", token.to_str().unwrap()]);
     let run = |extra: &[&str]| {
         let out = dir.join("out");
         let mut args = vec![
@@ -439,8 +423,7 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     ]);
     assert_eq!(code, Some(3), "{e}");
     assert!(e.contains("does not match"), "{e}");
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
     // A "worker" of a later release: the controller names both versions.
     let future = TcpListener::bind("127.0.0.1:0").unwrap();
     let future_addr = future.local_addr().unwrap().to_string();
@@ -460,5 +443,145 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     let (code, _, e) = support::autoperf(&["worker", "--listen", "0.0.0.0:0"]);
     assert_eq!(code, Some(3), "{e}");
     assert!(e.contains("--token-file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A CA and, signed by it, a certificate for 127.0.0.1 and its key: PEM.
+fn worker_pki() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// A child process killed when the test ends, passed or not.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a loopback worker with `extra` arguments; returns it and its
+/// address.
+fn loopback_worker(extra: &[&str]) -> (Reaped, String) {
+    let mut worker = std::process::Command::new(support::autoperf_exe())
+        .args(["worker", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(worker.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let listening = line
+        .split_whitespace()
+        .nth(4)
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    (Reaped(worker), listening)
+}
+
+#[test]
+fn a_worker_with_a_certificate_speaks_tls_and_a_controller_without_its_ca_is_told() {
+    let dir = support::scratch_dir("workers-tls");
+    let token = write_token(&dir);
+    let (ca, cert, key) = worker_pki();
+    let (other_ca, _, _) = worker_pki();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (ca, cert, key, other_ca) = (
+        file("ca.pem", &ca),
+        file("cert.pem", &cert),
+        file("key.pem", &key),
+        file("other-ca.pem", &other_ca),
+    );
+    let (addr, seen) = support::counting::counting_server();
+    let scenario = scenario(&dir, &format!("http://{addr}"), "50ms");
+    let token = token.to_str().unwrap();
+    let (_worker, tls_worker) = loopback_worker(&[
+        "--token-file",
+        token,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]);
+    let (_plain, plain_worker) = loopback_worker(&["--token-file", token]);
+    let out = dir.join("out");
+    let run = |worker: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            &scenario,
+            "--users",
+            "5",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+            "--workers",
+            worker,
+            "--worker-token-file",
+            token,
+        ];
+        args.extend_from_slice(extra);
+        support::autoperf(&args)
+    };
+    // With the CA: the level runs over TLS and is counted as ever.
+    let before = seen.requests.load(Ordering::Relaxed);
+    let (code, o, e) = run(&tls_worker, &["--worker-ca-file", &ca]);
+    assert_eq!(code, Some(0), "{o}{e}");
+    let served = seen.requests.load(Ordering::Relaxed) - before;
+    let counted = counted(&out);
+    assert!(
+        counted > 50 && counted <= served && served <= counted + 5,
+        "target served {served}, run counted {counted}"
+    );
+    let level = &support::run_json(&out)["levels"][0];
+    assert_eq!(level["workers"].as_array().unwrap().len(), 1, "{level:#}");
+    // A CA that did not sign the worker's certificate.
+    let (code, _, e) = run(&tls_worker, &["--worker-ca-file", &other_ca]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(
+        e.contains("not signed by a trusted CA") && e.contains("--worker-ca-file"),
+        "{e}"
+    );
+    // TLS to a worker that does not speak it.
+    let (code, _, e) = run(&plain_worker, &["--worker-ca-file", &ca]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(
+        e.contains("does not speak TLS") && e.contains("--tls-cert"),
+        "{e}"
+    );
+    // No TLS to a worker that speaks only TLS: it says nothing, and the
+    // controller says why (after its 10 s handshake timeout).
+    let (code, _, e) = run(&tls_worker, &[]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(
+        e.contains("sent no greeting") && e.contains("--worker-ca-file"),
+        "{e}"
+    );
+    // Half a certificate is refused before it listens.
+    let (code, _, e) = support::autoperf(&["worker", "--tls-cert", &cert]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("--tls-key"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -122,9 +122,21 @@ fn scale_out(
     if !pool.can_scale_out() {
         return None;
     }
-    let rerun = controller.rerun(level)?;
+    // The pool first: should its workers have gone meanwhile, the level
+    // stands as measured; more workers for the next level do no harm.
     let (before, after) = pool.scale_out()?;
+    let rerun = controller.rerun(level)?;
     Some((before, after, rerun))
+}
+
+/// The levels an earlier run in `out` measured and ran again on more
+/// workers (they live in run.json only): a resumed run keeps them.
+fn superseded_in(out: &std::path::Path) -> Vec<LevelRecord> {
+    std::fs::read(out.join("run.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|run| serde_json::from_value(run.get("superseded")?.clone()).ok())
+        .unwrap_or_default()
 }
 
 pub struct RunPlan {
@@ -197,6 +209,17 @@ pub fn run_levels(
     let mut record = RunRecord::new(plan.mode, scenario);
     record.plan = plan.asked.clone();
     record.levels = plan.resumed.clone();
+    if !plan.resumed.is_empty() {
+        record.superseded = superseded_in(&plan.out);
+        // Resumed on as many workers as it had scaled out to.
+        let had = record.levels.iter().chain(&record.superseded);
+        if let (Some(pool), Some(n)) = (
+            plan.generators.workers.as_ref(),
+            had.map(|l| l.workers.len()).max(),
+        ) {
+            pool.use_at_least(n);
+        }
+    }
     record.analysis = controller.analysis();
     dir.write_run(&record)?;
     // A level to run again on more workers, instead of the controller's next.

@@ -922,6 +922,9 @@ pub struct WorkerSettings {
     /// The file whose first line is the workers' token (relative paths
     /// from the scenario's directory); read by the controller only.
     pub token_file: Option<PathBuf>,
+    /// PEM CA certificate(s) to check the workers' TLS certificates
+    /// with; TLS to them when set. Read by the controller only.
+    pub ca_file: Option<PathBuf>,
     /// Workers that must answer before the first level.
     pub min: Option<u32>,
     /// Workers a capacity analysis starts on.

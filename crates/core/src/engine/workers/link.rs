@@ -3,11 +3,16 @@
 
 use std::io::BufReader;
 use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustls::pki_types::ServerName;
+
 use super::protocol::{self, FromWorker, Role, ToWorker, MAX_LINE};
+use super::wire::Wire;
 use crate::engine::fleet::{Limits, ScenarioSource};
 use crate::measure::wire::to_monotonic_ns;
+use crate::protocol::tls::{self as target_tls, SettingNames};
 
 /// How long connecting and each answer before a level may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,13 +58,35 @@ pub(crate) struct Link {
     pub offset_ns: i64,
     /// The round trip of the clock reading used.
     pub rtt: Duration,
-    pub(super) reader: BufReader<TcpStream>,
-    pub(super) writer: TcpStream,
+    pub(super) reader: BufReader<Wire>,
+    pub(super) writer: Wire,
 }
 
+/// TLS to the workers: the configuration that trusts their CA, and the
+/// name their certificates hold.
+#[derive(Clone)]
+pub(crate) struct WorkerTls {
+    pub config: Arc<rustls::ClientConfig>,
+    pub name: ServerName<'static>,
+}
+
+/// The worker options' names, for TLS messages.
+pub(crate) const WORKER_SETTINGS: SettingNames = SettingNames {
+    ca_file: "--worker-ca-file",
+    client_cert: "--worker-ca-file",
+    untrusted: "give the CA that signed the workers' --tls-cert as --worker-ca-file",
+    expired: "renew the workers' --tls-cert",
+    wrong_name: "name the workers as their certificate does (--workers NAME:PORT or dns:NAME:PORT), or give the certificate that name",
+};
+
 impl Link {
-    /// Connects to the worker at `addr` and authenticates with `token`.
-    pub(crate) fn connect(addr: SocketAddr, token: Option<&str>) -> Result<Link, LinkError> {
+    /// Connects to the worker at `addr` (over TLS with `tls`) and
+    /// authenticates with `token`.
+    pub(crate) fn connect(
+        addr: SocketAddr,
+        token: Option<&str>,
+        tls: Option<&WorkerTls>,
+    ) -> Result<Link, LinkError> {
         let stream = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT)
             .map_err(|e| LinkError::passing(format!("worker {addr}: cannot connect: {e}")))?;
         let _ = stream.set_nodelay(true);
@@ -67,6 +94,24 @@ impl Link {
             .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
             .and_then(|_| stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
             .map_err(|e| LinkError::passing(format!("worker {addr}: {e}")))?;
+        let stream = match tls {
+            None => Wire::Plain(stream),
+            Some(tls) => Wire::client(stream, tls.config.clone(), tls.name.clone()).map_err(|e| {
+                let why = if e.kind() == std::io::ErrorKind::InvalidData
+                    && e.get_ref().is_some_and(|e| {
+                        matches!(
+                            e.downcast_ref::<rustls::Error>(),
+                            Some(rustls::Error::InvalidMessage(_))
+                        )
+                    }) {
+                    format!("worker {addr} does not speak TLS: start it with --tls-cert and --tls-key, or leave out --worker-ca-file")
+                } else {
+                    target_tls::explain(&e, &format!("worker {addr}"), &WORKER_SETTINGS)
+                };
+                // A certificate the controller cannot trust will not mend.
+                LinkError::fatal(why)
+            })?,
+        };
         let writer = stream
             .try_clone()
             .map_err(|e| LinkError::passing(format!("worker {addr}: {e}")))?;
@@ -85,7 +130,16 @@ impl Link {
             reader: BufReader::new(stream),
             writer,
         };
-        let (name, nonce) = match link.recv().map_err(LinkError::passing)? {
+        let greeting = link.recv().map_err(|e| match tls {
+            // A worker greets at once; one that took the connection and
+            // said nothing waits for a TLS handshake (or is no worker).
+            None if e.ends_with("no answer") => LinkError::fatal(format!(
+                "worker {addr} took the connection but sent no greeting in {} s: a worker started with --tls-cert needs the controller's --worker-ca-file",
+                HANDSHAKE_TIMEOUT.as_secs()
+            )),
+            _ => LinkError::passing(e),
+        })?;
+        let (name, nonce) = match greeting {
             FromWorker::Greeting {
                 protocol,
                 version,

@@ -5,6 +5,7 @@
 //! snapshots merge exactly, as one process's shards do.
 //!
 //! - `protocol`: the messages and their framing, the token's proof.
+//! - `wire`: the byte stream under them, plain TCP or TLS.
 //! - `link`: the controller's connection to one worker, its clock offset.
 //! - `remote`: one level running on the linked workers.
 //! - `server`: the worker's side.
@@ -19,9 +20,11 @@ mod link;
 pub mod protocol;
 mod remote;
 pub mod server;
+mod wire;
 
 pub use server::{worker_main, WorkerOptions};
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use super::error::EngineError;
 use super::fleet::{self, Generators, HostPlan, Limits, ScenarioSource};
 use super::level::Level;
-use super::split::{share, Load, ShardRange};
+use super::split::{Load, ShardRange};
 use super::start::Clock;
 use super::stop::StopSignal;
 use super::Driven;
@@ -41,10 +44,24 @@ use crate::measure::{Collector, LevelInfo, TickSink};
 use crate::protocol::HttpTransport;
 pub use crate::scenario::WorkerSpec;
 use crate::scenario::{Endpoint, Scenario};
-use link::Link;
+use link::{Link, WorkerTls};
 
 /// How long a run waits for its workers to answer before the first level.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The name a worker's TLS certificate is checked against: the host as
+/// `spec` writes it (a DNS name, or an address).
+fn tls_name(spec: &WorkerSpec) -> String {
+    match spec {
+        WorkerSpec::Host(text) => {
+            let host = text.rsplit_once(':').map_or(text.as_str(), |(h, _)| h);
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string()
+        }
+        WorkerSpec::Dns { name, .. } => name.clone(),
+    }
+}
 
 /// The addresses `spec` names now.
 fn resolve(spec: &WorkerSpec) -> Result<Vec<SocketAddr>, String> {
@@ -68,6 +85,10 @@ fn resolve(spec: &WorkerSpec) -> Result<Vec<SocketAddr>, String> {
 pub struct WorkerPool {
     specs: Vec<WorkerSpec>,
     token: Option<String>,
+    /// TLS to the workers (`--worker-ca-file`): the trust, and each
+    /// address's name as its spec wrote it.
+    tls: Option<Arc<rustls::ClientConfig>>,
+    names: Arc<Mutex<HashMap<SocketAddr, String>>>,
     /// Workers that must answer before the first level.
     min: usize,
     /// Workers a level runs on now (`usize::MAX`: all there are).
@@ -82,6 +103,7 @@ impl std::fmt::Debug for WorkerPool {
         f.debug_struct("WorkerPool")
             .field("specs", &self.specs)
             .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("tls", &self.tls.is_some())
             .field("min", &self.min)
             .field("active", &self.active())
             .finish()
@@ -112,10 +134,24 @@ impl WorkerPool {
         Ok(WorkerPool {
             specs,
             token,
+            tls: None,
+            names: Arc::new(Mutex::new(HashMap::new())),
             min,
             active: Arc::new(AtomicUsize::new(start.unwrap_or(usize::MAX).max(1))),
             source: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// Speaks TLS to the workers, trusting the CA certificates of
+    /// `ca_file` (PEM; its path for messages) for their `--tls-cert`.
+    pub fn with_tls(mut self, ca_file: crate::scenario::PemFile) -> Result<WorkerPool, String> {
+        let settings = crate::scenario::TlsSettings {
+            ca_file: Some(ca_file),
+            ..Default::default()
+        };
+        let config = crate::protocol::tls::client_config(&settings, &[], &link::WORKER_SETTINGS)?;
+        self.tls = Some(Arc::new(config));
+        Ok(self)
     }
 
     /// Workers a level runs on now, at most.
@@ -130,15 +166,27 @@ impl WorkerPool {
     pub fn addresses(&self) -> (Vec<SocketAddr>, Vec<String>) {
         let mut all = Vec::new();
         let mut troubles = Vec::new();
+        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
         for spec in &self.specs {
             match resolve(spec) {
-                Ok(addrs) => all.extend(addrs),
+                Ok(addrs) => {
+                    for &addr in &addrs {
+                        names.entry(addr).or_insert_with(|| tls_name(spec));
+                    }
+                    all.extend(addrs)
+                }
                 Err(e) => troubles.push(e),
             }
         }
         all.sort();
         all.dedup();
         (all, troubles)
+    }
+
+    /// Runs the next levels on `n` workers at least (a resumed analysis
+    /// goes on where it had scaled out to).
+    pub fn use_at_least(&self, n: usize) {
+        self.active.fetch_max(n.max(1), Ordering::Relaxed);
     }
 
     /// Whether a level could run on more workers than now.
@@ -231,13 +279,37 @@ impl WorkerPool {
             if links.len() >= want {
                 break;
             }
-            match Link::connect(addr, self.token.as_deref()) {
+            let tls = self.tls_for(addr)?;
+            match Link::connect(addr, self.token.as_deref(), tls.as_ref()) {
                 Ok(link) => links.push(link),
                 Err(e) if e.fatal => return Err(EngineError::Workers(e.message)),
                 Err(e) => troubles.push(e.message),
             }
         }
         Ok((links, troubles))
+    }
+
+    /// TLS to the worker at `addr`, if the workers speak it.
+    fn tls_for(&self, addr: SocketAddr) -> Result<Option<WorkerTls>, EngineError> {
+        let Some(config) = &self.tls else {
+            return Ok(None);
+        };
+        let name = self
+            .names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&addr)
+            .cloned()
+            .unwrap_or_else(|| addr.ip().to_string());
+        let name = rustls::pki_types::ServerName::try_from(name.clone()).map_err(|_| {
+            EngineError::Workers(format!(
+                "`{name}` is not a name a worker's TLS certificate can hold"
+            ))
+        })?;
+        Ok(Some(WorkerTls {
+            config: config.clone(),
+            name,
+        }))
     }
 
     fn source(&self, scenario: &Scenario) -> Result<ScenarioSource, EngineError> {
@@ -400,60 +472,72 @@ fn spread_target(scenario: &Scenario) -> (Option<SocketAddr>, bool) {
 /// workers of whole cores alike, more on a big worker beside a throttled
 /// one — and users and arrivals are dealt by shard, so they follow the
 /// CPU. Every worker runs the same number of generator processes (as many
-/// as the most burdened needs for its connections).
+/// as the most burdened needs for its connections), each an equal number
+/// of its shards: so every process holds what its worker was checked for,
+/// divided evenly.
 fn plan_hosts(
     (target, spread): (Option<SocketAddr>, bool),
     load: &Load,
     workers: &[Capacity],
 ) -> Result<Vec<HostPlan>, EngineError> {
-    let weight = |w: &Capacity| w.cpu.max(0.001);
-    let cpu: f64 = workers.iter().map(weight).sum();
-    // A worker's part of `total`, by its CPU (rounded up: never short).
-    let part = |total: u32, w: &Capacity| (f64::from(total) * weight(w) / cpu).ceil() as u32;
-    let connections = if spread { load.connections() } else { 0 };
-    let mut placements = Vec::with_capacity(workers.len());
-    for w in workers {
-        let generators = Generators {
-            local_addresses: w.local_addresses.clone(),
-            // The worker runs its own binary; any path says "may spawn".
-            program: Some(PathBuf::from("autoperf")),
-            ..Generators::default()
-        };
-        let placement = fleet::plan(part(connections, w), target, w.limits, &generators)
-            .map_err(|e| EngineError::Placement(format!("worker {}: {e}", w.who)))?;
-        placements.push(placement);
+    let weighted = weighted_shards(workers, load.connections());
+    let mut processes = 1usize;
+    loop {
+        // Whole rounds of the processes on every worker.
+        let shards: Vec<usize> = weighted
+            .iter()
+            .map(|&n| n.max(processes).div_ceil(processes) * processes)
+            .collect();
+        let ranges = ShardRange::whole(shards.iter().sum()).split(&shards);
+        let mut placements = Vec::with_capacity(workers.len());
+        for (w, range) in workers.iter().zip(&ranges) {
+            let generators = Generators {
+                local_addresses: w.local_addresses.clone(),
+                // The worker runs its own binary; any path says "may spawn".
+                program: Some(PathBuf::from("autoperf")),
+                processes: Some(processes as u32),
+                ..Generators::default()
+            };
+            let connections = if spread {
+                load.connections_in(*range)
+            } else {
+                0
+            };
+            let placement = fleet::plan(connections, target, w.limits, &generators)
+                .map_err(|e| EngineError::Placement(format!("worker {}: {e}", w.who)))?;
+            placements.push(placement);
+        }
+        let needed = placements
+            .iter()
+            .map(|p| p.processes as usize)
+            .max()
+            .unwrap_or(1);
+        // More processes deal the shards anew; the count only grows, and
+        // `plan` refuses more than it may start, so this ends.
+        if needed > processes {
+            processes = needed;
+            continue;
+        }
+        return Ok(ranges
+            .into_iter()
+            .zip(placements)
+            .map(|(range, placement)| HostPlan {
+                range,
+                process_shards: vec![range.count / processes; processes],
+                addresses: placement.addresses,
+                program: None,
+                shipped: None,
+            })
+            .collect());
     }
-    let processes = placements.iter().map(|p| p.processes).max().unwrap_or(1);
-    let shards = weighted_shards(workers, load.connections(), processes);
-    let counts: Vec<Vec<usize>> = shards
-        .iter()
-        .map(|&n| {
-            (0..processes as usize)
-                .map(|p| share(n as u32, processes as usize, p) as usize)
-                .collect()
-        })
-        .collect();
-    let ranges = ShardRange::whole(shards.iter().sum()).split(&shards);
-    Ok(ranges
-        .into_iter()
-        .zip(counts)
-        .zip(placements)
-        .map(|((range, process_shards), placement)| HostPlan {
-            range,
-            process_shards,
-            addresses: placement.addresses,
-            program: None,
-            shipped: None,
-        })
-        .collect())
 }
 
 /// Shards per worker in proportion to their CPU: the smallest gets one
 /// shard per core's worth it has (one at least), the others as many more
 /// as they have CPU — at most 8 a core, so a starved neighbour cannot make
-/// a big worker run hundreds — never fewer than its processes, and no more
-/// in all than there are users (or slots) to give them.
-fn weighted_shards(workers: &[Capacity], connections: u32, processes: u32) -> Vec<usize> {
+/// a big worker run hundreds — and no more in all than there are users
+/// (or slots) to give them.
+fn weighted_shards(workers: &[Capacity], connections: u32) -> Vec<usize> {
     let unit = workers
         .iter()
         .map(|w| w.cpu.max(0.001))
@@ -469,9 +553,6 @@ fn weighted_shards(workers: &[Capacity], connections: u32, processes: u32) -> Ve
         }
     }
     shards
-        .into_iter()
-        .map(|n| n.max(processes as usize))
-        .collect()
 }
 
 #[cfg(test)]
@@ -544,6 +625,26 @@ mod tests {
     }
 
     #[test]
+    fn every_process_of_every_worker_holds_what_its_worker_was_checked_for() {
+        // One and a half cores' worth beside one: by CPU the first would
+        // run two shards of three (21,334 users), too many for one process;
+        // with two processes each, every process holds an equal part.
+        let mut big = worker(2);
+        big.cpu = 1.5;
+        for load in [closed(32_000), closed(70_000)] {
+            let hosts = plan_hosts(remote(), &load, &[big.clone(), worker(3)]).unwrap();
+            let all: u32 = hosts.iter().map(|h| load.connections_in(h.range)).sum();
+            assert_eq!(all, load.connections());
+            for host in &hosts {
+                assert_eq!(host.process_shards.iter().sum::<usize>(), host.range.count);
+                for process in host.range.split(&host.process_shards) {
+                    assert!(load.connections_in(process) <= 19_744, "{hosts:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_worker_that_cannot_hold_its_share_is_named() {
         let mut tiny = worker(2);
         tiny.who = "tiny".into();
@@ -584,23 +685,26 @@ mod tests {
             name: Some("w-test".into()),
             local_addresses: Vec::new(),
             program: None,
+            tls_cert: None,
+            tls_key: None,
         };
         std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
         let addr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-        let link = Link::connect(addr, Some(TOKEN)).unwrap_or_else(|e| panic!("{}", e.message));
+        let link =
+            Link::connect(addr, Some(TOKEN), None).unwrap_or_else(|e| panic!("{}", e.message));
         assert_eq!(link.name, "w-test");
         assert!(link.cores >= 1);
         // One host, one clock: the offset is the measurement's error.
         assert!(link.offset_ns.abs() < 5_000_000, "{} ns", link.offset_ns);
         assert!(link.rtt < Duration::from_millis(100));
         link.bye();
-        let e = Link::connect(addr, None).err().unwrap();
+        let e = Link::connect(addr, None, None).err().unwrap();
         assert!(
             e.fatal && e.message.contains("requires a token"),
             "{}",
             e.message
         );
-        let e = Link::connect(addr, Some("another-token-0123456789"))
+        let e = Link::connect(addr, Some("another-token-0123456789"), None)
             .err()
             .unwrap();
         assert!(

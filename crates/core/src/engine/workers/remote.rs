@@ -5,7 +5,7 @@
 //! still ends on time — marked incomplete by the caller.
 
 use std::collections::BTreeSet;
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::link::{is_timeout, Link};
 use super::protocol::{self, FromWorker, ToWorker, MAX_LINE};
+use super::wire::Wire;
 use crate::engine::error::EngineError;
 use crate::engine::fleet::{end_shards, HostPlan, Job, ScenarioSource};
 use crate::engine::level::Workload;
@@ -132,6 +133,7 @@ impl Prepared {
     ) -> Result<RemoteFleet, EngineError> {
         let mut fleet = RemoteFleet {
             sockets: Arc::new(Mutex::new(Vec::new())),
+            lost: Vec::new(),
             readers: Vec::new(),
             watchdog: None,
             done: Arc::new(AtomicBool::new(false)),
@@ -141,11 +143,19 @@ impl Prepared {
             to_monotonic_ns(clock.deadline),
         );
         for (mut link, shards) in self.links {
-            link.send(&ToWorker::Go {
+            let go = link.send(&ToWorker::Go {
                 start_ns: link.on_worker_clock(start_ns),
                 deadline_ns: link.on_worker_clock(deadline_ns),
-            })
-            .map_err(EngineError::Workers)?;
+            });
+            if let Err(e) = go {
+                // Gone since it said ready: the others run; its part is lost.
+                end_shards(shards, clock.start, &tx);
+                fleet.lost.push(format!(
+                    "worker {} was lost before the level started ({e}); its share of the load is missing from the level",
+                    link.who()
+                ));
+                continue;
+            }
             link.set_timeout(Some(FIRST_SILENCE))
                 .map_err(EngineError::Workers)?;
             let socket = link
@@ -196,7 +206,9 @@ impl Prepared {
 
 /// The workers running one level.
 pub(super) struct RemoteFleet {
-    sockets: Arc<Mutex<Vec<TcpStream>>>,
+    sockets: Arc<Mutex<Vec<Wire>>>,
+    /// Workers lost before they started.
+    lost: Vec<String>,
     /// One per worker: the load it lost, if any.
     readers: Vec<JoinHandle<Vec<String>>>,
     watchdog: Option<JoinHandle<()>>,
@@ -211,13 +223,12 @@ impl RemoteFleet {
         if let Some(watchdog) = self.watchdog.take() {
             let _ = watchdog.join();
         }
-        self.readers
-            .drain(..)
-            .flat_map(|r| {
-                r.join()
-                    .unwrap_or_else(|_| vec!["a worker's reader failed".to_string()])
-            })
-            .collect()
+        let mut lost = std::mem::take(&mut self.lost);
+        lost.extend(self.readers.drain(..).flat_map(|r| {
+            r.join()
+                .unwrap_or_else(|_| vec!["a worker's reader failed".to_string()])
+        }));
+        lost
     }
 }
 

@@ -5,18 +5,21 @@
 //! streams their snapshots back.
 //!
 //! Off loopback it requires a token (the controller proves it holds it,
-//! see `protocol`); one level runs at a time, and a second controller is
+//! see `protocol`); with a certificate (`--tls-cert`, `--tls-key`) it
+//! speaks TLS only. One level runs at a time, and a second controller is
 //! told who holds the worker.
 
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use autoperf_agent::options::{is_loopback, token_from_text, MIN_TOKEN_CHARS};
 
 use super::protocol::{self, FromWorker, Role, ToWorker, MAX_HELLO, MAX_JOB_LINE, MAX_LINE};
+use super::wire::Wire;
 use crate::engine::fleet::{self, raise_open_file_limit, run_host_share, HostPlan, Job, Limits};
 use crate::engine::split::cores;
 use crate::engine::stop::StopSignal;
@@ -45,15 +48,51 @@ pub struct WorkerOptions {
     pub local_addresses: Vec<IpAddr>,
     /// The autoperf binary its generator processes run.
     pub program: Option<PathBuf>,
+    /// PEM files of its TLS certificate (chain) and private key: with
+    /// both, controllers must speak TLS.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 struct State {
     token: Option<String>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     name: String,
     local_addresses: Vec<IpAddr>,
     program: Option<PathBuf>,
     /// The controller whose level runs now.
     busy: Mutex<Option<SocketAddr>>,
+    /// Connections that have not proven the token yet.
+    strangers: AtomicUsize,
+}
+
+/// Connections a worker holds before they prove the token: a few
+/// controllers and probes at once, not a flood of idle ones.
+const MAX_STRANGERS: usize = 64;
+
+/// Counts a connection among the strangers until it is let in or goes.
+struct Stranger<'a>(Option<&'a AtomicUsize>);
+
+impl<'a> Stranger<'a> {
+    fn enter(count: &'a AtomicUsize) -> Option<Stranger<'a>> {
+        if count.fetch_add(1, Ordering::Relaxed) >= MAX_STRANGERS {
+            count.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Stranger(Some(count)))
+    }
+
+    fn admitted(&mut self) {
+        if let Some(count) = self.0.take() {
+            count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Stranger<'_> {
+    fn drop(&mut self) {
+        self.admitted();
+    }
 }
 
 /// Serves controllers until the process ends. `bound` hears the address
@@ -80,16 +119,23 @@ pub fn worker_main(options: WorkerOptions, bound: impl FnOnce(SocketAddr)) -> Re
             )
         })?;
     }
+    let tls = match (&options.tls_cert, &options.tls_key) {
+        (Some(cert), Some(key)) => Some(Arc::new(server_tls(cert, key)?)),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together: give both, or neither".into()),
+    };
     raise_open_file_limit();
     let listener = TcpListener::bind(options.listen)
         .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let state = Arc::new(State {
         token,
+        tls,
         name: options.name.clone().unwrap_or_else(hostname),
         local_addresses: options.local_addresses.clone(),
         program: options.program.clone(),
         busy: Mutex::new(None),
+        strangers: AtomicUsize::new(0),
     });
     bound(addr);
     for stream in listener.incoming() {
@@ -116,6 +162,33 @@ pub fn worker_main(options: WorkerOptions, bound: impl FnOnce(SocketAddr)) -> Re
     Ok(())
 }
 
+/// The worker's TLS configuration from its PEM certificate chain and key.
+fn server_tls(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<rustls::ServerConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!(
+            "--tls-cert {} holds no PEM certificate",
+            cert.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key {}: no usable private key ({e})", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS set-up: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("--tls-cert and --tls-key: {e}"))
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
@@ -128,6 +201,11 @@ fn hostname() -> String {
 /// readings, probes and at most one level.
 fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
     let peer = stream.peer_addr().map_err(|e| e.to_string())?;
+    let Some(mut stranger) = Stranger::enter(&state.strangers) else {
+        return Err(format!(
+            "{MAX_STRANGERS} connections are already waiting to say hello; closed this one"
+        ));
+    };
     let _ = stream.set_nodelay(true);
     // A controller that vanished without closing (its host gone) must not
     // hold the worker: writes give up, and the level stops.
@@ -135,6 +213,15 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
         .set_read_timeout(Some(HELLO_TIMEOUT))
         .and_then(|_| stream.set_write_timeout(Some(WRITE_TIMEOUT)))
         .map_err(|e| e.to_string())?;
+    let stream = match &state.tls {
+        None => Wire::Plain(stream),
+        Some(config) => match Wire::server(stream, config.clone()) {
+            Ok(wire) => wire,
+            // A readiness probe (a Kubernetes TCP check) connects and goes.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(format!("TLS handshake failed: {e}")),
+        },
+    };
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let nonce = protocol::nonce();
@@ -161,7 +248,7 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
         Err(e) => return Err(format!("no hello: {e}")),
     };
     let controller_nonce;
-    let refuse = |writer: &mut TcpStream, reason: String| -> Result<(), String> {
+    let refuse = |writer: &mut Wire, reason: String| -> Result<(), String> {
         let _ = protocol::write(
             writer,
             &FromWorker::Refused {
@@ -210,6 +297,7 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
         Some(_) => return refuse(&mut writer, "expected a hello first".into()),
         None => return Ok(()),
     }
+    stranger.admitted();
     send(
         &mut writer,
         &FromWorker::Welcome {
@@ -270,14 +358,28 @@ struct Claim<'a>(&'a State);
 
 impl<'a> Claim<'a> {
     fn take(state: &'a State, peer: SocketAddr) -> Result<Claim<'a>, String> {
-        let mut busy = state.busy.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(other) = *busy {
-            return Err(format!(
-                "busy with a level of the controller at {other}; one controller at a time"
-            ));
+        // A controller that dropped a prepared level (another worker was
+        // not ready) comes back at once: its old connection's thread may
+        // not have let go yet.
+        let patience = Instant::now() + Duration::from_secs(2);
+        loop {
+            let mut busy = state.busy.lock().unwrap_or_else(|e| e.into_inner());
+            match *busy {
+                None => {
+                    *busy = Some(peer);
+                    return Ok(Claim(state));
+                }
+                Some(other) if Instant::now() >= patience => {
+                    return Err(format!(
+                        "busy with a level of the controller at {other}; one controller at a time"
+                    ))
+                }
+                Some(_) => {
+                    drop(busy);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
         }
-        *busy = Some(peer);
-        Ok(Claim(state))
     }
 }
 
@@ -291,14 +393,14 @@ impl Drop for Claim<'_> {
 /// shards while a watcher listens for `Stop` (or the controller going
 /// away), stream every snapshot, then say done.
 fn run_level(
-    mut reader: BufReader<TcpStream>,
-    mut writer: TcpStream,
+    mut reader: BufReader<Wire>,
+    mut writer: Wire,
     state: &State,
     peer: SocketAddr,
     job: Job,
     process_shards: Vec<usize>,
 ) -> Result<(), String> {
-    let fail = |writer: &mut TcpStream, reason: String| -> Result<(), String> {
+    let fail = |writer: &mut Wire, reason: String| -> Result<(), String> {
         let _ = protocol::write(
             writer,
             &FromWorker::Failed {

@@ -7,6 +7,7 @@
 //! workers:
 //!   addresses: ["dns:autoperf-workers.autoperf.svc.cluster.local:7420"]
 //!   token_file: worker.token      # from the scenario's directory
+//!   ca_file: workers-ca.pem       # TLS to workers with --tls-cert
 //!   min: 3                        # wait for three (up to 2 minutes)
 //!   start: 1                      # a capacity analysis starts on one
 //! ```
@@ -17,13 +18,14 @@ use super::super::model::{WorkerSettings, WorkerSpec};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 
-pub const WORKERS_KEYS: &[&str] = &["addresses", "token_file", "min", "start"];
+pub const WORKERS_KEYS: &[&str] = &["addresses", "token_file", "ca_file", "min", "start"];
 
 pub fn decode_workers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<WorkerSettings> {
     if let Node::Seq { .. } = node {
         return Some(WorkerSettings {
             addresses: addresses(ctx, node)?,
             token_file: None,
+            ca_file: None,
             min: None,
             start: None,
         });
@@ -39,13 +41,12 @@ pub fn decode_workers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Wor
             None
         }
     };
-    let token_file = match fields.get("token_file") {
-        Some(n) => Some(
-            ctx.setting(n, "a token file path")
-                .map(|p| base_dir.join(p)),
-        ),
+    let mut path = |key: &str, what: &str| match fields.get(key) {
+        Some(n) => Some(ctx.setting(n, what).map(|p| base_dir.join(p))),
         None => Some(None),
     };
+    let token_file = path("token_file", "a token file path");
+    let ca_file = path("ca_file", "a PEM file of the workers' CA");
     let count = |ctx: &mut Ctx, key: &str| match fields.get(key) {
         Some(n) => ctx
             .integer(n, 1, "a number of workers of at least 1")
@@ -57,6 +58,7 @@ pub fn decode_workers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<Wor
     Some(WorkerSettings {
         addresses: addresses?,
         token_file: token_file?,
+        ca_file: ca_file?,
         min: min?,
         start: start?,
     })
