@@ -446,11 +446,13 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A CA and, signed by it, a certificate for 127.0.0.1 and its key: PEM.
-fn worker_pki() -> (String, String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+/// A CA named `ca` and, signed by it, a certificate for 127.0.0.1 and its
+/// key: PEM.
+fn worker_pki(ca: &str) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.distinguished_name.push(DnType::CommonName, ca);
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
@@ -498,8 +500,8 @@ fn loopback_worker(extra: &[&str]) -> (Reaped, String) {
 fn a_worker_with_a_certificate_speaks_tls_and_a_controller_without_its_ca_is_told() {
     let dir = support::scratch_dir("workers-tls");
     let token = write_token(&dir);
-    let (ca, cert, key) = worker_pki();
-    let (other_ca, _, _) = worker_pki();
+    let (ca, cert, key) = worker_pki("autoperf workers CA");
+    let (other_ca, _, _) = worker_pki("another CA");
     let file = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();

@@ -197,6 +197,11 @@ pub fn explain(error: &std::io::Error, host: &str, names: &SettingNames) -> Stri
             "the certificate of {host} is not signed by a trusted CA (self-signed?): {}",
             names.untrusted
         ),
+        // A trusted CA's name, another key: a CA of the same name.
+        Some(Error::InvalidCertificate(CertificateError::BadSignature)) => format!(
+            "the certificate of {host} is not signed by a trusted CA (one of the same name, another key): {}",
+            names.untrusted
+        ),
         Some(Error::InvalidCertificate(CertificateError::Expired))
         | Some(Error::InvalidCertificate(CertificateError::ExpiredContext { .. })) => {
             format!("the certificate of {host} has expired: {}", names.expired)
