@@ -119,7 +119,9 @@ PIDS+=($!)
 # --- the workers ---------------------------------------------------------
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/token"
 for w in $(seq 1 "$WORKERS"); do
-    ip netns exec "$TAG-w$w" "$AUTOPERF" worker --listen "198.18.0.$((10 + w)):7420" \
+    # nsenter, not `ip netns exec`: that remounts /sys, and a worker would
+    # no longer see its cgroup's CPU quota (LEVELS=scale throttles w1).
+    nsenter --net="/var/run/netns/$TAG-w$w" "$AUTOPERF" worker --listen "198.18.0.$((10 + w)):7420" \
         --token-file "$WORK/token" --name "w$w" >"$WORK/w$w.out" 2>"$WORK/w$w.err" &
     PIDS+=($!)
 done
