@@ -15,12 +15,12 @@
 #   sudo bash bench/workers.sh                       # the issue's figures
 #   USERS=3000 RATE=5000 DURATION=10s bash bench/workers.sh   # a quick look
 #
-# LEVELS=scale runs issue 14's scale-out instead: the built-in testbed on
-# the target host, worker w1 throttled to QUOTA cores by a cgroup CPU quota
-# (a container's CPU limit), and an automatic capacity analysis of
-# examples/testbed.yaml twice: on w1 alone (it should stop at
-# client_bottleneck) and on the pool, starting on w1 (it should run the
-# limited level again on more workers and complete the curve).
+# LEVELS=scale runs issue 14's scale-out instead: worker w1 throttled to
+# QUOTA cores (0.02) by a cgroup CPU quota (a container's CPU limit), and a
+# capacity analysis of SCALE_LEVELS user levels (5,300; 100 ms think)
+# against nginx, twice: on w1 alone (it should stop at client_bottleneck)
+# and on the pool, starting on w1 (it should run the limited level again on
+# more workers, split by their CPU, and complete).
 #
 # Needs root (ip netns, cgroups), nginx (installed from apt when missing).
 set -euo pipefail
@@ -32,7 +32,8 @@ DURATION=${DURATION:-30s}
 WARMUP=${WARMUP:-10s}
 WORKERS=${WORKERS:-3}
 LEVELS=${LEVELS:-closed open}
-QUOTA=${QUOTA:-0.01}
+QUOTA=${QUOTA:-0.02}
+SCALE_LEVELS=${SCALE_LEVELS:-5,300}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 command -v nginx >/dev/null || {
@@ -178,24 +179,29 @@ for warning in run.get("warnings", []):
 PY
 }
 
-# The scale-out: an automatic capacity analysis of the testbed, first on a
-# throttled w1 alone, then on the pool starting on w1.
+# The scale-out: a capacity analysis on a throttled w1 alone, then on the
+# pool starting on w1.
 scale() {
-    ip netns exec "$TAG-target" "$AUTOPERF" testbed --listen "$TARGET:8080" \
-        >"$WORK/testbed.out" 2>&1 &
-    PIDS+=($!)
-    sleep 2
+    cat >"$WORK/scale.yaml" <<YAML
+name: workers-scale
+target: {base_url: "http://$TARGET:80", timeout: 10s}
+think_time: {exponential: 100ms}
+requests:
+  small: {path: /100b.txt}
+session: {start: small, transitions: {small: {small: 0.9}}}
+YAML
     local cg=/sys/fs/cgroup/cpu/autoperf-bench-$$
     mkdir -p "$cg"
     echo 100000 >"$cg/cpu.cfs_period_us"
-    python3 -c "print(int($QUOTA * 100000))" >"$cg/cpu.cfs_quota_us"
+    # (awk, not python: python's write to this sysfs file fails with EINVAL)
+    awk -v q="$QUOTA" 'BEGIN { printf "%d\n", q * 100000 }' >"$cg/cpu.cfs_quota_us"
     pgrep -f -- "--name w1\b" | while read -r pid; do echo "$pid" >"$cg/cgroup.procs"; done
     for pool in alone all; do
         local list=${WORKER_LIST[0]}
         [[ $pool == all ]] && list=$(IFS=,; echo "${WORKER_LIST[*]}")
         local code=0 began=$SECONDS
-        ip netns exec "$TAG-ctl" "$AUTOPERF" capacity "$ROOT/examples/testbed.yaml" \
-            --set "target.base_url=http://$TARGET:8080" --no-agents \
+        ip netns exec "$TAG-ctl" "$AUTOPERF" capacity "$WORK/scale.yaml" \
+            --levels "$SCALE_LEVELS" --duration 10s --no-agents \
             --workers "$list" --worker-token-file "$WORK/token" \
             --quiet --out "$WORK/scale-$pool" >"$WORK/scale-$pool.log" 2>&1 || code=$?
         python3 - "$WORK/scale-$pool" "$pool" "$code" "$((SECONDS - began))" <<'PY'
@@ -206,7 +212,7 @@ a = run["analysis"]
 print(f"scale, {pool}: exit {code}, {wall} s, stop_reason {a['stop_reason']},"
       f" max throughput {a.get('max_throughput_rps')} req/s")
 for l in run["levels"]:
-    ws = ", ".join(f"{w['name']} {w['connections']}" for w in l.get("workers", []))
+    ws = ", ".join(f"{w['name']} ({w['cpu']:.2f} cpu) {w['connections']}" for w in l.get("workers", []))
     print(f"  level {l['level']}: {l['users']} users, {l['throughput_rps']:.1f} req/s,"
           f" p99 {l['response_time_ms']['p99']:.1f} ms, client bottleneck {l['client_bottleneck']} [{ws}]")
 for l in run.get("superseded", []):
