@@ -319,10 +319,12 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
         .iter()
         .map(|w| start_worker(&mut hosts, w, &token))
         .collect();
-    // w1 gets a fiftieth of a core (a CPU limit of 20m): plenty for a few
-    // users, far too little for hundreds. It says so, and a level on both
-    // gives it a fiftieth of w2's share.
-    let _throttle = Throttle::new(hosts.pid("w1"), 0.02);
+    // w1 gets a tenth of a core (a CPU limit of 100m): plenty for a few
+    // users, a third of what 300 need (~0.33 cores measured). It says so,
+    // and a level on both gives it one shard of 17 (w2's 2 cores run 16,
+    // the most per core): 18 users, a fifth of its tenth. Tighter quotas
+    // starve even that share, and its late timers flag the level again.
+    let _throttle = Throttle::new(hosts.pid("w1"), 0.1);
     let scenario = scenario(&dir, &url, "100ms");
     let exe = support::autoperf_exe();
     let analysis = |list: &str, out: &Path| {
@@ -347,7 +349,7 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
             ],
         )
     };
-    // On w1 alone, the 600-user level is the generator's limit.
+    // On w1 alone, the 300-user level is the generator's limit.
     let alone = dir.join("alone");
     let (code, o, e) = analysis(&workers[0], &alone);
     assert_eq!(code, Some(0), "{o}{e}");
@@ -371,7 +373,7 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
     assert_eq!(again["level"], 3, "a new index for the re-run");
     let shares = again["workers"].as_array().unwrap();
     assert_eq!(shares.len(), 2);
-    assert!(shares[0]["cpu"].as_f64().unwrap() < 0.05, "{shares:?}");
+    assert!(shares[0]["cpu"].as_f64().unwrap() < 0.15, "{shares:?}");
     assert!(
         shares[0]["connections"].as_u64().unwrap() < 20,
         "the throttled worker's share follows its CPU: {shares:?}"
