@@ -349,36 +349,51 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
             ],
         )
     };
-    // On w1 alone, the 300-user level is the generator's limit.
+    // On w1 alone the generator limits the analysis: at 300 users surely
+    // (a third of the CPU they need), and a throttled worker's first level
+    // is sometimes flagged already (its quota's stalls make a few timers
+    // late). Either way the analysis stops at a level it could not load.
     let alone = dir.join("alone");
     let (code, o, e) = analysis(&workers[0], &alone);
     assert_eq!(code, Some(0), "{o}{e}");
     let run = support::run_json(&alone);
-    assert_eq!(run["levels"][1]["users"], 300);
-    assert_eq!(run["levels"][1]["client_bottleneck"], true, "{run:#}");
-    // With w2 in the pool, the level runs again on both and is measured.
+    let levels = run["levels"].as_array().unwrap();
+    assert_eq!(levels.last().unwrap()["client_bottleneck"], true, "{run:#}");
+    assert!(run["superseded"].as_array().is_none_or(|s| s.is_empty()));
+    // With w2 in the pool, the limited level runs again on both, and the
+    // analysis goes on to complete with nothing limited.
     let out = dir.join("pool");
     let (code, o, e) = analysis(&workers.join(","), &out);
     assert_eq!(code, Some(0), "{o}{e}");
     let run = support::run_json(&out);
     let superseded = run["superseded"].as_array().unwrap();
     assert_eq!(superseded.len(), 1, "{run:#}");
-    assert_eq!(superseded[0]["users"], 300);
     assert_eq!(superseded[0]["client_bottleneck"], true);
     assert_eq!(superseded[0]["workers"].as_array().unwrap().len(), 1);
     let levels = run["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{run:#}");
-    let again = &levels[1];
-    assert_eq!(again["users"], 300);
-    assert_eq!(again["level"], 3, "a new index for the re-run");
-    let shares = again["workers"].as_array().unwrap();
-    assert_eq!(shares.len(), 2);
+    let users: Vec<u64> = levels
+        .iter()
+        .map(|l| l["users"].as_u64().unwrap())
+        .collect();
+    assert_eq!(users, [5, 300], "{run:#}");
+    let again = levels
+        .iter()
+        .find(|l| l["users"] == superseded[0]["users"])
+        .unwrap();
+    assert!(
+        again["level"].as_u64() > superseded[0]["level"].as_u64(),
+        "a new index for the re-run: {run:#}"
+    );
+    let last = &levels[1];
+    let shares = last["workers"].as_array().unwrap();
+    assert_eq!(shares.len(), 2, "{last:#}");
     assert!(shares[0]["cpu"].as_f64().unwrap() < 0.15, "{shares:?}");
     assert!(
         shares[0]["connections"].as_u64().unwrap() < 20,
         "the throttled worker's share follows its CPU: {shares:?}"
     );
-    assert_eq!(again["client_bottleneck"], false, "{again:#}");
+    assert_eq!(last["client_bottleneck"], false, "{last:#}");
     assert_eq!(run["analysis"]["stop_reason"], "completed");
     assert!(run["warnings"]
         .to_string()
