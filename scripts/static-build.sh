@@ -19,10 +19,14 @@ fi
 export CC_x86_64_unknown_linux_musl=musl-gcc
 cargo build --release --locked --bin autoperf --target "$TARGET" >&2
 BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/$TARGET/release/autoperf"
-# Static, or it is no use in a `FROM distroless/static` image.
-if ldd "$BIN" >/dev/null 2>&1; then
+# Static, or it is no use in a `FROM distroless/static` image: no program
+# interpreter and no shared library needed. Judged from the ELF headers, not
+# by ldd, whose exit code differs between glibc versions: some exit 0 on a
+# static-pie binary and print "statically linked".
+if readelf -lW "$BIN" | grep -q 'program interpreter' || readelf -dW "$BIN" | grep -q '(NEEDED)'; then
     echo "static-build: $BIN is dynamically linked:" >&2
-    ldd "$BIN" >&2
+    readelf -lW "$BIN" | grep 'program interpreter' >&2 || true
+    readelf -dW "$BIN" | grep '(NEEDED)' >&2 || true
     exit 1
 fi
 echo "$BIN"

@@ -127,7 +127,8 @@ fn arm(fd: &OwnedFd, after: Duration) -> io::Result<()> {
             tv_nsec: 0,
         },
         it_value: libc::timespec {
-            tv_sec: after.as_secs() as libc::time_t,
+            // `as _`, not `as libc::time_t`: the libc crate deprecates that alias on musl.
+            tv_sec: after.as_secs() as _,
             tv_nsec: after.subsec_nanos() as libc::c_long,
         },
     };
