@@ -15,7 +15,7 @@ use autoperf_core::report::{self, text};
 use autoperf_core::results::{read_levels, read_run, write_run_file, ResultsDir};
 use autoperf_core::run::capacity::CapacityController;
 use autoperf_core::run::fixed::{single_level, FixedLevels, SingleLevel};
-use autoperf_core::run::open_capacity::{OpenCapacityController, Vary};
+use autoperf_core::run::open_capacity::{OpenCapacityController, Reconfigure, Vary};
 use autoperf_core::run::profile::ProfileController;
 use autoperf_core::run::vary;
 use autoperf_core::run::{run_levels, LevelController, RunError, RunPlan};
@@ -459,6 +459,10 @@ fn execute_plan(
     let mut record =
         run_levels(scenario, &plan, controller, &mut view, &stop).map_err(|e| match e {
             RunError::Engine(EngineError::Target(t)) => Failure::cannot_proceed(t.to_string()),
+            RunError::Engine(EngineError::Interrupted(why)) => Failure {
+                code: exit::INTERRUPTED,
+                message: why,
+            },
             RunError::Engine(e) => Failure::cannot_proceed(e.to_string()),
             RunError::Results(e) => Failure::cannot_proceed(e.to_string()),
             RunError::Agent(e) => Failure::cannot_proceed(e.to_string()),
@@ -825,7 +829,7 @@ fn capacity_open(
                 Ok(())
             }
         };
-        let mut apply: Box<dyn FnMut(&str) -> Result<(), String>> = Box::new(reconfigure);
+        let mut apply: Reconfigure = Box::new(reconfigure);
         // The first value before anything runs: the target is probed then.
         apply(&values[0]).map_err(Failure::cannot_proceed)?;
         controller = controller.vary(Vary {

@@ -456,6 +456,52 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     let (code, _, e) = run(&["--workers", &future_addr]);
     assert_eq!(code, Some(3), "{e}");
     assert!(e.contains("protocol 99") && e.contains("9.9.9"), "{e}");
+    // Ctrl-C while the controller still waits for a worker that has not
+    // come up: exit 130, no load sent, no results directory left behind.
+    let absent = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = dir.join("never");
+    let mut child = std::process::Command::new(support::autoperf_exe())
+        .args([
+            "run",
+            &scenario,
+            "--users",
+            "2",
+            "--duration",
+            "1s",
+            "--quiet",
+        ])
+        .args([
+            "--workers",
+            &absent.to_string(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still waiting for workers 20 s after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut e = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut e).unwrap();
+    assert_eq!(status.code(), Some(130), "{e}");
+    assert!(e.contains("interrupted while waiting for workers"), "{e}");
+    assert!(!out.join("run.json").exists());
     // Off loopback, a worker will not listen without a token.
     let (code, _, e) = support::autoperf(&["worker", "--listen", "0.0.0.0:0"]);
     assert_eq!(code, Some(3), "{e}");

@@ -17,4 +17,7 @@ pub enum EngineError {
     /// message names the worker.
     #[error("{0}")]
     Workers(String),
+    /// Ctrl-C before any load was sent; the message says where it stopped.
+    #[error("{0}")]
+    Interrupted(String),
 }

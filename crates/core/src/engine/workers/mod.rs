@@ -246,7 +246,13 @@ impl WorkerPool {
             for link in links {
                 link.bye();
             }
-            if Instant::now() >= give_up || stop.wait(Duration::from_secs(1)) {
+            if stop.wait(Duration::from_secs(1)) {
+                return Err(EngineError::Interrupted(format!(
+                    "interrupted while waiting for workers ({answered} of {} answered); no load was sent",
+                    self.min
+                )));
+            }
+            if Instant::now() >= give_up {
                 break match troubles.first() {
                     Some(t) => t.clone(),
                     None => format!("{answered} of {} answered", self.min),
