@@ -408,21 +408,18 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     let (addr, _seen) = support::counting::counting_server();
     let scenario = scenario(&dir, &format!("http://{addr}"), "50ms");
     let (worker, listening) = loopback_worker(&["--token-file", token.to_str().unwrap()]);
+    // A short run into `out`, through `extra` workers.
+    let args = |out: &Path, extra: &[&str]| {
+        let mut args: Vec<String> = ["run", &scenario, "--users", "2", "--duration", "1s"]
+            .map(String::from)
+            .into();
+        args.extend(["--quiet".into(), "--out".into(), out.display().to_string()]);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
     let run = |extra: &[&str]| {
-        let out = dir.join("out");
-        let mut args = vec![
-            "run",
-            &scenario,
-            "--users",
-            "2",
-            "--duration",
-            "1s",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        support::autoperf(&args)
+        let args = args(&dir.join("out"), extra);
+        support::autoperf(&args.iter().map(String::as_str).collect::<Vec<_>>())
     };
     let (code, _, e) = run(&["--workers", &listening]);
     assert_eq!(code, Some(3), "{e}");
@@ -464,21 +461,7 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
         .unwrap();
     let out = dir.join("never");
     let mut child = std::process::Command::new(support::autoperf_exe())
-        .args([
-            "run",
-            &scenario,
-            "--users",
-            "2",
-            "--duration",
-            "1s",
-            "--quiet",
-        ])
-        .args([
-            "--workers",
-            &absent.to_string(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        .args(args(&out, &["--workers", &absent.to_string()]))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -199,12 +199,13 @@ impl OpenCapacityController {
         // every request failed.
         let saturated = delivered > 0.0 && delivered < self.min_achieved * rate;
         let failed = slos.iter().find(|r| !r.passed);
-        let generator = generator_bound(level).filter(|limit| {
-            slos.iter()
-                .filter(|r| !r.passed)
-                .all(|slo| limit.explains(slo, rate, delivered, level.duration_s))
-        });
-        let generator = generator.map(|limit| limit.why());
+        let generator = generator_bound(level)
+            .filter(|limit| {
+                slos.iter()
+                    .filter(|r| !r.passed)
+                    .all(|slo| limit.explains(slo, rate, delivered, level.duration_s))
+            })
+            .map(|limit| limit.why());
         let (verdict, name) = match (failed, &generator) {
             (None, _) => (RateVerdict::Pass, "pass"),
             (Some(_), Some(why)) => (
