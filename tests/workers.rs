@@ -152,6 +152,18 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
         for w in shares {
             assert!(w["clock_offset_ms"].as_f64().unwrap().abs() < 50.0, "{w}");
         }
+        // Each worker's timer lateness is kept apart, and the level's is
+        // their merge: its latest timer is one of theirs.
+        let kind = ["timer_lateness_ms", "arrival_lateness_ms"][i];
+        let latest = shares
+            .iter()
+            .map(|w| w[kind]["max"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert_eq!(
+            level["client"][kind]["max"].as_f64(),
+            Some(latest),
+            "{level:#}"
+        );
         // What the target answered is what the run counted, give or take
         // the requests still in flight when the level ended.
         let served = seen.requests.load(Ordering::Relaxed) - before;
@@ -374,8 +386,22 @@ fn a_capacity_analysis_whose_worker_is_the_bottleneck_scales_out_to_another() {
     assert_eq!(code, Some(0), "{o}{e}");
     let run = support::run_json(&alone);
     let levels = run["levels"].as_array().unwrap();
-    assert_eq!(levels.last().unwrap()["client_bottleneck"], true, "{run:#}");
+    let limited = levels.last().unwrap();
+    assert_eq!(limited["client_bottleneck"], true, "{run:#}");
     assert!(run["superseded"].as_array().is_none_or(|s| s.is_empty()));
+    // On one worker, its lateness is the level's; when its timers were
+    // late past scheduling noise, the warning names it.
+    let own = &limited["workers"][0]["timer_lateness_ms"];
+    assert_eq!(own, &limited["client"]["timer_lateness_ms"], "{limited:#}");
+    if own["p99"].as_f64().unwrap() > 10.0 {
+        assert!(
+            run["warnings"]
+                .to_string()
+                .contains("timers late on w1 (p99"),
+            "{:#}",
+            run["warnings"]
+        );
+    }
     // With w2 in the pool, the limited level runs again on both, and the
     // analysis goes on to complete with nothing limited.
     let out = dir.join("pool");

@@ -1048,6 +1048,8 @@ pub fn har_scenario(
 mod tests {
     use super::*;
 
+    // A HAR entry's fields, in the order a recording gives them.
+    #[allow(clippy::too_many_arguments)]
     fn entry(
         t: &str,
         method: &str,

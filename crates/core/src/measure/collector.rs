@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::stats::IntervalStats;
+use hdrhistogram::Histogram;
+
+use super::stats::{new_histogram, IntervalStats};
 use super::Snapshot;
 
 /// One second of the whole generator.
@@ -57,6 +59,28 @@ pub struct LevelTotals {
     pub measure_end: Instant,
     /// Active users averaged over the measured window (a ramp's users vary).
     pub mean_active_users: f64,
+    /// The measured window's lateness of each group of shards (each
+    /// worker's), when the collector was given groups: one late generator
+    /// in a pool is named, not blurred into the merged figure.
+    pub lateness_by_group: Vec<GroupLateness>,
+}
+
+/// How late one group of shards' timers fired.
+#[derive(Debug, Clone)]
+pub struct GroupLateness {
+    /// Think timers (closed workloads).
+    pub timer: Histogram<u64>,
+    /// Arrivals (open workloads).
+    pub arrival: Histogram<u64>,
+}
+
+impl Default for GroupLateness {
+    fn default() -> GroupLateness {
+        GroupLateness {
+            timer: new_histogram(),
+            arrival: new_histogram(),
+        }
+    }
 }
 
 pub struct Collector {
@@ -65,6 +89,8 @@ pub struct Collector {
     deadline: Instant,
     warmup_ticks: u64,
     requests: usize,
+    /// The group of each shard (by its global index), if any.
+    groups: Vec<usize>,
 }
 
 struct Pending {
@@ -89,7 +115,15 @@ impl Collector {
             deadline,
             warmup_ticks: warmup.as_secs() + u64::from(warmup.subsec_nanos() > 0),
             requests,
+            groups: Vec::new(),
         }
+    }
+
+    /// Keeps the lateness of each group of shards apart as well: `groups`
+    /// holds each shard's group, by the shard's global index.
+    pub fn grouped(mut self, groups: Vec<usize>) -> Collector {
+        self.groups = groups;
+        self
     }
 
     pub fn measure_start(&self) -> Instant {
@@ -120,6 +154,8 @@ impl Collector {
         let mut remote_cpu = Duration::ZERO;
         let mut end = self.start;
         let mut user_seconds = 0.0;
+        let groups = self.groups.iter().max().map_or(0, |&g| g + 1);
+        let mut by_group = vec![GroupLateness::default(); groups];
         let mut emit = |seq: u64, p: Pending, sinks: &mut [&mut dyn TickSink]| {
             let begin = self.start + Duration::from_secs(seq);
             let length = p
@@ -166,6 +202,15 @@ impl Collector {
             };
             if snap.seq >= self.warmup_ticks {
                 remote_cpu += snap.remote_cpu;
+                if let Some(&g) = self.groups.get(snap.shard) {
+                    let late = &mut by_group[g];
+                    late.timer
+                        .add(&snap.stats.timer_lateness)
+                        .expect("auto-resizing histograms always add");
+                    late.arrival
+                        .add(&snap.stats.arrival_lateness)
+                        .expect("auto-resizing histograms always add");
+                }
             }
             if snap.last {
                 finished += 1;
@@ -216,6 +261,7 @@ impl Collector {
             measure_start,
             measure_end: end,
             mean_active_users: user_seconds / measured.as_secs_f64().max(1e-9),
+            lateness_by_group: by_group,
         }
     }
 }
@@ -347,5 +393,49 @@ mod tests {
         collect_two_shards(start, deadline, rx, seen_tx);
         let before_the_end = feeder.join().unwrap();
         assert_eq!(before_the_end, (0..7).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn grouped_shards_keep_their_lateness_apart_after_warm_up() {
+        // Three shards, the first two one worker's, the third another's;
+        // one second of warm-up whose lateness counts nowhere.
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(3);
+        let (tx, rx) = mpsc::channel();
+        let late = |shard: usize, seq: u64, last: bool, ms: u64| {
+            let mut s = snapshot(shard, seq, last, deadline);
+            s.stats.timer_lateness.record(ms * 1_000_000).unwrap();
+            s
+        };
+        for shard in 0..3 {
+            tx.send(late(shard, 0, false, 500)).unwrap();
+        }
+        for seq in 1..3 {
+            tx.send(late(0, seq, seq == 2, 1)).unwrap();
+            tx.send(late(1, seq, seq == 2, 2)).unwrap();
+            tx.send(late(2, seq, seq == 2, 90)).unwrap();
+        }
+        drop(tx);
+        let info = LevelInfo {
+            index: 1,
+            users: 3,
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(2),
+        };
+        let totals = Collector::new(3, 1, start, Duration::from_secs(1), deadline)
+            .grouped(vec![0, 0, 1])
+            .run(&info, rx, &mut []);
+        let groups = &totals.lateness_by_group;
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].timer.len(), 4);
+        assert_eq!(groups[1].timer.len(), 2);
+        assert!(groups[0].timer.max() < 3_000_000, "warm-up left out");
+        assert!(groups[1].timer.min() > 89_000_000);
+        assert_eq!(
+            totals.stats.timer_lateness.len(),
+            6,
+            "the merged figure holds both"
+        );
+        assert!(groups.iter().all(|g| g.arrival.is_empty()));
     }
 }

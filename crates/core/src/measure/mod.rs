@@ -9,9 +9,9 @@ pub mod wire;
 
 use std::time::Instant;
 
-pub use collector::{Collector, LevelInfo, LevelTotals, Tick, TickSink};
+pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, Tick, TickSink};
 pub use outcome::{ErrorCounts, ErrorKind};
-pub use stats::{CheckCount, DurationSum, IntervalStats, RequestStats};
+pub use stats::{CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness};
 
 /// One shard's statistics for one interval, sent to the collector.
 #[derive(Debug)]

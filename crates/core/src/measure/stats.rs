@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use super::outcome::{ErrorCounts, ErrorKind};
 
@@ -15,6 +16,27 @@ pub fn new_histogram() -> Histogram<u64> {
     let mut h = Histogram::new(3).expect("3 significant digits is a valid precision");
     h.auto(true);
     h
+}
+
+/// How late timers (think pauses, or arrivals) fired, in milliseconds, as
+/// run.json keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimerLateness {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl TimerLateness {
+    /// The summary of a lateness histogram in nanoseconds.
+    pub fn of(ns: &Histogram<u64>) -> TimerLateness {
+        let ms = |v: u64| (v as f64 / 1e3).round() / 1e3;
+        TimerLateness {
+            p50: ms(ns.value_at_quantile(0.5)),
+            p99: ms(ns.value_at_quantile(0.99)),
+            max: ms(ns.max()),
+        }
+    }
 }
 
 pub fn nanos(d: Duration) -> u64 {

@@ -88,12 +88,7 @@ pub struct ArrivalsRecord {
     pub max_in_flight: u32,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TimerLateness {
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
-}
+pub use crate::measure::TimerLateness;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PerRequestRecord {
@@ -312,7 +307,6 @@ impl LevelRecord {
             })
             .collect();
         let lateness = &t.stats.timer_lateness;
-        let ms = |ns: u64| round3(ns as f64 / 1e6);
         LevelRecord {
             level: run.level.index(),
             users: run.level.users(),
@@ -360,11 +354,7 @@ impl LevelRecord {
             client: ClientRecord {
                 cpu_util_cores: round3(t.client_cpu.as_secs_f64() / secs),
                 cores,
-                timer_lateness_ms: TimerLateness {
-                    p50: ms(lateness.value_at_quantile(0.5)),
-                    p99: ms(lateness.value_at_quantile(0.99)),
-                    max: ms(lateness.max()),
-                },
+                timer_lateness_ms: TimerLateness::of(lateness),
                 connect_ms: round3(t.stats.connect.mean().map_or(0.0, ms_of)),
                 connects: t.stats.connect.count,
                 arrival_lateness_ms: None,
@@ -395,13 +385,7 @@ impl LevelRecord {
         };
         let t = &run.totals;
         let secs = t.measured.as_secs_f64().max(1e-9);
-        let lateness = &t.stats.arrival_lateness;
-        let ms = |ns: u64| round3(ns as f64 / 1e6);
-        let late = TimerLateness {
-            p50: ms(lateness.value_at_quantile(0.5)),
-            p99: ms(lateness.value_at_quantile(0.99)),
-            max: ms(lateness.max()),
-        };
+        let late = TimerLateness::of(&t.stats.arrival_lateness);
         self.rate_rps = Some(round3(open.target_rate()));
         // `arrivals` counts every arrival that fell due, including those
         // still waiting for a slot when the level ended (`unstarted`): the

@@ -332,12 +332,13 @@ pub fn run_levels(
         if let Some(rerun) = scale_out(&level_record, &level, invalid.is_some(), plan, controller) {
             let (before, after, rerun) = rerun;
             let w = format!(
-                "level {} ({}): the generator was the bottleneck on {before} worker{}; running it again on {after} as level {}",
+                "level {} ({}): the generator was the bottleneck on {before} worker{}{}; running it again on {after} as level {}",
                 level_record.level,
                 level_record
                     .users
                     .map_or_else(|| format!("{} arrivals/s", level_record.rate_rps.unwrap_or(0.0)), |u| format!("{u} users")),
                 if before == 1 { "" } else { "s" },
+                late_workers(&level_record),
                 rerun.index()
             );
             observer.note(&w);
@@ -358,24 +359,26 @@ pub fn run_levels(
         let open = matches!(level, Level::Open(_));
         if level_record.client_bottleneck && open {
             let w = format!(
-                "level {} ({} arrivals/s): client bottleneck — arrivals started late (p99 {:.1} ms) or not at all; the generator, not the server, may limit throughput here",
+                "level {} ({} arrivals/s): client bottleneck — arrivals started late (p99 {:.1} ms{}) or not at all; the generator, not the server, may limit throughput here",
                 level_record.level,
                 level_record.rate_rps.unwrap_or(0.0),
                 level_record
                     .client
                     .arrival_lateness_ms
                     .as_ref()
-                    .map_or(0.0, |l| l.p99)
+                    .map_or(0.0, |l| l.p99),
+                late_workers(&level_record)
             );
             observer.warning(&w);
             record.warnings.push(w);
         } else if level_record.client_bottleneck {
             let w = format!(
-                "level {} ({} users): client bottleneck — achieved think time {:.3}s against {:.3}s configured; the generator, not the server, may limit throughput here",
+                "level {} ({} users): client bottleneck — achieved think time {:.3}s against {:.3}s configured{}; the generator, not the server, may limit throughput here",
                 level_record.level,
                 level.users().unwrap_or(0),
                 level_record.think_time_s.achieved,
-                level_record.think_time_s.configured
+                level_record.think_time_s.configured,
+                late_workers(&level_record)
             );
             observer.warning(&w);
             record.warnings.push(w);
@@ -395,6 +398,29 @@ pub fn run_levels(
     record.finished_at = Some(now_rfc3339());
     dir.write_run(&record)?;
     Ok(record)
+}
+
+/// Names the workers whose timers fired later than scheduling noise
+/// explains, latest first — the level's lateness merges every worker's, so
+/// one starved worker in a pool would otherwise go unnamed:
+/// `", timers late on w1 (p99 85.7 ms)"`. Empty when none was.
+fn late_workers(level: &LevelRecord) -> String {
+    let floor_ms = crate::capacity::client::LATENESS_FLOOR_S * 1e3;
+    let mut late: Vec<(f64, &str)> = level
+        .workers
+        .iter()
+        .filter_map(|w| Some((w.lateness_p99_ms()?, w.name.as_str())))
+        .filter(|&(p99, _)| p99 > floor_ms)
+        .collect();
+    if late.is_empty() {
+        return String::new();
+    }
+    late.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let named: Vec<String> = late
+        .iter()
+        .map(|(p99, name)| format!("{name} (p99 {p99:.1} ms)"))
+        .collect();
+    format!(", timers late on {}", named.join(", "))
 }
 
 /// Says so when every request of a level failed: its response times, if

@@ -40,7 +40,7 @@ use super::split::{Load, ShardRange};
 use super::start::Clock;
 use super::stop::StopSignal;
 use super::Driven;
-use crate::measure::{Collector, LevelInfo, TickSink};
+use crate::measure::{Collector, LevelInfo, TickSink, TimerLateness};
 use crate::protocol::HttpTransport;
 pub use crate::scenario::WorkerSpec;
 use crate::scenario::{Endpoint, Scenario};
@@ -346,6 +346,27 @@ pub struct WorkerShare {
     /// over: the level's start is sent on the worker's own clock.
     pub clock_offset_ms: f64,
     pub rtt_ms: f64,
+    /// How late its think timers (closed) or arrivals (open) fired in the
+    /// measured window: the level's figure merges every worker's, so a
+    /// late one is named here. Absent when it had none to time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_lateness_ms: Option<TimerLateness>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_lateness_ms: Option<TimerLateness>,
+}
+
+impl WorkerShare {
+    /// The p99 lateness of whichever timers it ran, in milliseconds.
+    pub fn lateness_p99_ms(&self) -> Option<f64> {
+        let timers = [&self.timer_lateness_ms, &self.arrival_lateness_ms];
+        timers.into_iter().flatten().map(|l| l.p99).reduce(f64::max)
+    }
+}
+
+/// Milliseconds to the nanosecond: the figures a clock reading holds,
+/// without a float's trailing noise in run.json.
+fn to_the_nanosecond(ms: f64) -> f64 {
+    (ms * 1e6).round() / 1e6
 }
 
 /// Runs `level` on the pool's active workers and collects their ticks.
@@ -389,8 +410,10 @@ pub(crate) fn drive(
                 shards: host.range.count,
                 processes: host.process_shards.len(),
                 connections: load.connections_in(host.range),
-                clock_offset_ms: link.offset_ns as f64 / 1e6,
-                rtt_ms: link.rtt.as_secs_f64() * 1e3,
+                clock_offset_ms: to_the_nanosecond(link.offset_ns as f64 / 1e6),
+                rtt_ms: to_the_nanosecond(link.rtt.as_secs_f64() * 1e3),
+                timer_lateness_ms: None,
+                arrival_lateness_ms: None,
             })
             .collect();
         match remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap) {
@@ -418,15 +441,28 @@ pub(crate) fn drive(
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let fleet = prepared.go(clock, tx, stop)?;
+    // Each shard's worker, so each worker's lateness is kept apart.
+    let mut worker_of = vec![0; total];
+    for (w, host) in hosts.iter().enumerate() {
+        host.range.globals().for_each(|shard| worker_of[shard] = w);
+    }
     let collector = Collector::new(
         total,
         scenario.requests.len(),
         start,
         level.warmup(),
         clock.deadline,
-    );
+    )
+    .grouped(worker_of);
     let totals = collector.run(info, rx, sinks);
     let lost = fleet.finish();
+    let mut shares = shares;
+    for (share, late) in shares.iter_mut().zip(&totals.lateness_by_group) {
+        let timed =
+            |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| TimerLateness::of(h));
+        share.timer_lateness_ms = timed(&late.timer);
+        share.arrival_lateness_ms = timed(&late.arrival);
+    }
     Ok(Driven {
         started_at,
         totals,
