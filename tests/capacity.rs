@@ -205,10 +205,7 @@ fn manual_levels_resume_after_an_interruption_without_repeating_levels() {
         assert!(Instant::now() < deadline, "levels never appeared");
         std::thread::sleep(Duration::from_millis(100));
     }
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let status = child.wait().unwrap();
+    let status = support::interrupt(&mut child, Duration::from_secs(60));
     // A clean stop that a script can tell from a finished analysis.
     assert_eq!(status.code(), Some(130), "Ctrl-C exits 130: {status:?}");
     let run = support::run_json(&out);

@@ -308,10 +308,8 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 15s, rate_precision: 5%}
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let status = support::interrupt(&mut child, std::time::Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130));
     let run = support::run_json(&out);
     assert_eq!(run["analysis"]["stop_reason"], "interrupted");
     let rates = |run: &serde_json::Value| -> Vec<f64> {

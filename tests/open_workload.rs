@@ -232,19 +232,7 @@ fn an_impossible_rate_is_refused_and_the_highest_ends_on_time_and_on_ctrl_c() {
         .unwrap();
     std::thread::sleep(Duration::from_secs(3));
     let asked = std::time::Instant::now();
-    // SAFETY: kill(2) on the child this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = asked + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("still running 20 s after Ctrl-C");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = support::interrupt(&mut child, Duration::from_secs(20));
     eprintln!("ended {:?} after Ctrl-C ({status})", asked.elapsed());
     let run = support::run_json(std::path::Path::new(&out("ctrl-c")));
     assert_eq!(run["analysis"]["stop_reason"], "interrupted");

@@ -509,19 +509,7 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    // SAFETY: kill(2) on the child this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("still waiting for workers 20 s after Ctrl-C");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = support::interrupt(&mut child, Duration::from_secs(20));
     let mut e = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut e).unwrap();
     assert_eq!(status.code(), Some(130), "{e}");

@@ -207,6 +207,26 @@ pub fn autoperf(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// Sends Ctrl-C (SIGINT) to `child`, a process the test started, and waits
+/// at most `within` for it to end: one that does not is killed and fails
+/// the test.
+pub fn interrupt(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    // SAFETY: kill(2) on the child this test started; only it gets the
+    // signal, as only it would from a terminal.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running {within:?} after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Agents find server processes by name, and every testbed's tiers are
 /// called tb-web and tb-db: tests that read agents hold this so no other
 /// testbed of the same test binary runs beside theirs.

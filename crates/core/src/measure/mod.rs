@@ -11,7 +11,9 @@ use std::time::Instant;
 
 pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, Tick, TickSink};
 pub use outcome::{ErrorCounts, ErrorKind};
-pub use stats::{CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness};
+pub use stats::{
+    round3, round6, CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness,
+};
 
 /// One shard's statistics for one interval, sent to the collector.
 #[derive(Debug)]

@@ -18,6 +18,16 @@ pub fn new_histogram() -> Histogram<u64> {
     h
 }
 
+/// Rounded to three decimals, as run.json keeps figures in ms or s.
+pub fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+/// Rounded to six decimals: a float's trailing noise left out.
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
 /// How late timers (think pauses, or arrivals) fired, in milliseconds, as
 /// run.json keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -30,7 +40,7 @@ pub struct TimerLateness {
 impl TimerLateness {
     /// The summary of a lateness histogram in nanoseconds.
     pub fn of(ns: &Histogram<u64>) -> TimerLateness {
-        let ms = |v: u64| (v as f64 / 1e3).round() / 1e3;
+        let ms = |ns: u64| round3(ns as f64 / 1e6);
         TimerLateness {
             p50: ms(ns.value_at_quantile(0.5)),
             p99: ms(ns.value_at_quantile(0.99)),

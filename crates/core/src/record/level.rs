@@ -88,7 +88,7 @@ pub struct ArrivalsRecord {
     pub max_in_flight: u32,
 }
 
-pub use crate::measure::TimerLateness;
+pub use crate::measure::{round3, round6, TimerLateness};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PerRequestRecord {
@@ -426,12 +426,4 @@ fn owned(m: BTreeMap<&'static str, u64>) -> BTreeMap<String, u64> {
 
 fn ms_of(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-pub fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
-}
-
-pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }

@@ -40,7 +40,7 @@ use super::split::{Load, ShardRange};
 use super::start::Clock;
 use super::stop::StopSignal;
 use super::Driven;
-use crate::measure::{Collector, LevelInfo, TickSink, TimerLateness};
+use crate::measure::{round6, Collector, LevelInfo, TickSink, TimerLateness};
 use crate::protocol::HttpTransport;
 pub use crate::scenario::WorkerSpec;
 use crate::scenario::{Endpoint, Scenario};
@@ -363,12 +363,6 @@ impl WorkerShare {
     }
 }
 
-/// Milliseconds to the nanosecond: the figures a clock reading holds,
-/// without a float's trailing noise in run.json.
-fn to_the_nanosecond(ms: f64) -> f64 {
-    (ms * 1e6).round() / 1e6
-}
-
 /// Runs `level` on the pool's active workers and collects their ticks.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive(
@@ -387,7 +381,7 @@ pub(crate) fn drive(
     // Workers that do not take their job (busy with another controller,
     // gone) are left out and the level planned again without them: each
     // round has one worker fewer, so this ends.
-    let (prepared, hosts, shares) = loop {
+    let (prepared, hosts, mut shares) = loop {
         let (links, unreachable) = pool.connect_all(&addrs, pool.active())?;
         troubles.extend(unreachable);
         if links.is_empty() {
@@ -410,8 +404,8 @@ pub(crate) fn drive(
                 shards: host.range.count,
                 processes: host.process_shards.len(),
                 connections: load.connections_in(host.range),
-                clock_offset_ms: to_the_nanosecond(link.offset_ns as f64 / 1e6),
-                rtt_ms: to_the_nanosecond(link.rtt.as_secs_f64() * 1e3),
+                clock_offset_ms: round6(link.offset_ns as f64 / 1e6),
+                rtt_ms: round6(link.rtt.as_secs_f64() * 1e3),
                 timer_lateness_ms: None,
                 arrival_lateness_ms: None,
             })
@@ -456,7 +450,6 @@ pub(crate) fn drive(
     .grouped(worker_of);
     let totals = collector.run(info, rx, sinks);
     let lost = fleet.finish();
-    let mut shares = shares;
     for (share, late) in shares.iter_mut().zip(&totals.lateness_by_group) {
         let timed =
             |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| TimerLateness::of(h));
