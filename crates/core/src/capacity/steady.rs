@@ -168,26 +168,33 @@ fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Relative change of throughput between the two halves of the measured
-/// window above which a fixed-length level is not called steady.
+/// window above which a level is not called steady (unless the change is
+/// within counting noise, see `halves_agree`).
 pub const STEADY_HALVES_GAP: f64 = 0.10;
 
+/// Standard deviations of counting noise a change between halves may have
+/// and still be called steady: the detector's `noise_z`.
+const HALVES_NOISE_Z: f64 = 2.0;
+
 /// A level is steady (`steady_state` in the record, every mode) when the
-/// throughput of its measured window's two halves agree within
-/// `STEADY_HALVES_GAP`. The detector above decides when a capacity level
-/// may end (`capacity.steady_after_s`); this judges any finished window,
-/// fixed-length ones included.
+/// throughput of its measured window's two halves agree: within
+/// `STEADY_HALVES_GAP`, or within the Poisson floor of `windows_agree` for
+/// halves of that many seconds. The detector above decides when a capacity
+/// level may end (`capacity.steady_after_s`); this judges any finished
+/// window, fixed-length ones included, by the same test, so a level the
+/// detector accepted is not called unsteady for noise it forgave (at
+/// 100 req/s, 3 s halves differ by 8% at one standard deviation).
 ///
-/// A fixed-length level is steady when the throughput of its two halves
-/// agree within `STEADY_HALVES_GAP`.
+/// `series` holds one throughput per second of the measured window.
 pub fn halves_agree(series: &[f64]) -> bool {
     if series.len() < 2 {
         return false;
     }
     let mid = series.len() / 2;
-    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
     let (a, b) = (mean(&series[..mid]), mean(&series[mid..]));
-    let m = (a + b) / 2.0;
-    m > 0.0 && ((a - b).abs() / m) <= STEADY_HALVES_GAP
+    // The shorter half sets the noise; its length in seconds.
+    let half_s = mid.min(series.len() - mid) as f64;
+    (a + b) > 0.0 && windows_agree(a, b, half_s, STEADY_HALVES_GAP, HALVES_NOISE_Z)
 }
 
 #[cfg(test)]
@@ -342,5 +349,25 @@ mod tests {
         assert!(halves_agree(&[100.0, 101.0, 99.0, 100.0]));
         assert!(!halves_agree(&[50.0, 60.0, 100.0, 110.0]));
         assert!(!halves_agree(&[100.0]));
+        assert!(!halves_agree(&[0.0, 0.0, 0.0, 0.0]));
+    }
+
+    #[test]
+    fn halves_forgive_counting_noise_only() {
+        // 20 req/s, 3 s halves: one standard deviation of the difference is
+        // sqrt(2·20/3) = 3.7 req/s, 18%: a 25% change is noise, not drift.
+        assert!(halves_agree(&[20.0, 17.0, 18.0, 22.0, 23.0, 21.0]));
+        // The same relative change at 2,000 req/s is a real one.
+        assert!(!halves_agree(&[
+            2000.0, 1700.0, 1800.0, 2200.0, 2300.0, 2100.0
+        ]));
+        // A halving is never noise at 200 req/s over 5 s halves.
+        assert!(!halves_agree(
+            &[200.0; 5]
+                .iter()
+                .chain(&[100.0; 5])
+                .copied()
+                .collect::<Vec<_>>()
+        ));
     }
 }
