@@ -188,7 +188,8 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
 }
 
 #[test]
-fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_good_ones() {
+fn a_worker_killed_mid_level_is_named_its_level_runs_again_on_the_others_and_the_last_loss_ends_the_analysis(
+) {
     // One at a time: the hosts share two cores, and starved generators
     // are what one of these tests is about.
     let _serial = support::serial();
@@ -229,25 +230,30 @@ fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_g
             &out_arg,
         ],
     );
-    // Once the first level is on disk, the second is under way: kill w2
-    // a few seconds into it.
+    // Kills `worker` a few seconds into the level after the `kept`th.
     let levels = out.join("levels.jsonl");
-    while std::fs::read_to_string(&levels)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-        < 1
-    {
-        assert!(
-            began.elapsed() < Duration::from_secs(60),
-            "level 1 never ended"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(4));
-    // SAFETY: kill(2) on the worker process this test started.
-    unsafe { libc::kill(hosts.pid("w2") as i32, libc::SIGKILL) };
+    let kill_during_level_after = |kept: usize, worker: &str| {
+        while std::fs::read_to_string(&levels)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+            < kept
+        {
+            assert!(
+                began.elapsed() < Duration::from_secs(120),
+                "level {kept} never ended"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_secs(4));
+        // SAFETY: kill(2) on a worker process this test started.
+        unsafe { libc::kill(hosts.pid(worker) as i32, libc::SIGKILL) };
+    };
+    // w2 dies in the second level, which runs again on w1 alone; w1 dies
+    // in the third: no worker is left, so that level stands incomplete.
+    kill_during_level_after(1, "w2");
+    kill_during_level_after(2, "w1");
     let status = hosts.wait("ctl", Duration::from_secs(60));
-    assert!(began.elapsed() < Duration::from_secs(90));
+    assert!(began.elapsed() < Duration::from_secs(150));
     let run = support::run_json(&out);
     assert_eq!(
         status,
@@ -255,17 +261,49 @@ fn a_worker_killed_mid_level_is_named_and_leaves_an_incomplete_level_after_the_g
         "measured nothing trustworthy at the end: {run:#}"
     );
     let levels = run["levels"].as_array().unwrap();
-    assert_eq!(levels.len(), 2, "level 3 never ran: {run:#}");
-    assert!(levels[0]["incomplete"].is_null() && levels[0]["invalid"].is_null());
-    let lost = levels[1]["incomplete"].as_str().unwrap();
+    let users: Vec<u64> = levels
+        .iter()
+        .map(|l| l["users"].as_u64().unwrap())
+        .collect();
+    assert_eq!(users, [20, 40, 60], "{run:#}");
+    // The first two stand, the second measured again on w1 alone.
+    for l in &levels[..2] {
+        assert!(l["incomplete"].is_null() && l["invalid"].is_null(), "{l}");
+    }
+    assert_eq!(levels[1]["level"], 3, "{run:#}");
+    let on: Vec<&str> = levels[1]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(on, ["w1"], "{run:#}");
+    assert!(levels[1]["capacity"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("workers left"));
+    // The level that lost w2 is kept, superseded, and says what it lost.
+    let superseded = run["superseded"].as_array().unwrap();
+    assert_eq!(superseded.len(), 1, "{run:#}");
+    assert_eq!(superseded[0]["users"], 40);
+    let lost = superseded[0]["incomplete"].as_str().unwrap();
     assert!(
         lost.contains("worker w2") && lost.contains("lost"),
+        "{lost}"
+    );
+    assert!(!superseded[0]["invalid"].is_null());
+    // The last loss left no worker to run it again: incomplete, invalid.
+    let lost = levels[2]["incomplete"].as_str().unwrap();
+    assert!(
+        lost.contains("worker w1") && lost.contains("lost"),
         "{lost}"
     );
     assert_eq!(run["analysis"]["stop_reason"], "invalid_level");
     let warnings = run["warnings"].to_string();
     assert!(
-        warnings.contains("incomplete") && warnings.contains("w2"),
+        warnings.contains("running it again on the workers left as level 3")
+            && warnings.contains("NOT TRUSTWORTHY — incomplete")
+            && warnings.contains("w1"),
         "{warnings}"
     );
     let _ = std::fs::remove_dir_all(&dir);

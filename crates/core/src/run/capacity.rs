@@ -226,14 +226,11 @@ impl LevelController for CapacityController {
         }
     }
 
-    fn rerun(&mut self, level: &Level) -> Option<Level> {
+    fn rerun(&mut self, level: &Level, why: &str) -> Option<Level> {
         let users = level.users()?;
-        // The limited level's measurements are dropped with its state.
+        // The superseded level's measurements are dropped with its state.
         let cur = self.current.take()?;
-        let reason = format!(
-            "{}, again on more workers (the generator was the bottleneck)",
-            cur.reason
-        );
+        let reason = format!("{}, {why}", cur.reason);
         match self.start_level(users, reason, level.duration()) {
             Next::Run(level) => Some(level),
             Next::Finish(_) => None,

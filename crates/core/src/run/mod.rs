@@ -97,13 +97,19 @@ pub trait LevelController {
         Duration::ZERO
     }
 
-    /// The generator limited `level`, and more workers will carry the
-    /// next one: the level to run instead (the same load, a new index),
-    /// or `None` to take the finished level as it is.
-    fn rerun(&mut self, _level: &Level) -> Option<Level> {
+    /// `level` cannot stand (the generator limited it and more workers
+    /// will carry the next one, or it lost a worker and the others are
+    /// left): the level to run instead (the same load, a new index; `why`
+    /// is added to its reason), or `None` to take the finished level as
+    /// it is.
+    fn rerun(&mut self, _level: &Level, _why: &str) -> Option<Level> {
         None
     }
 }
+
+/// Why a finished level is run again instead of kept.
+const MORE_WORKERS: &str = "again on more workers (the generator was the bottleneck)";
+const WORKERS_LEFT: &str = "again on the workers left (one was lost mid-level)";
 
 /// When `level` showed the generator as the bottleneck, the pool can add
 /// workers and the controller wants the level again: (workers before,
@@ -125,8 +131,31 @@ fn scale_out(
     // The pool first: should its workers have gone meanwhile, the level
     // stands as measured; more workers for the next level do no harm.
     let (before, after) = pool.scale_out()?;
-    let rerun = controller.rerun(level)?;
+    let rerun = controller.rerun(level, MORE_WORKERS)?;
     Some((before, after, rerun))
+}
+
+/// When a worker was lost mid-level (the level is `incomplete`: it ran
+/// under-loaded) and another still answers, the controller may want the
+/// level again, on the workers left — once per level, so a pool whose
+/// workers keep dying still ends the analysis (`invalid_level`). A worker
+/// that was idle in the pool, or one restarted under the same address (a
+/// StatefulSet's pod), takes the lost one's place.
+fn replace_lost(
+    record: &LevelRecord,
+    level: &Level,
+    tried: bool,
+    plan: &RunPlan,
+    controller: &mut dyn LevelController,
+) -> Option<Level> {
+    if record.incomplete.is_none() || record.interrupted || tried {
+        return None;
+    }
+    let pool = plan.generators.workers.as_ref()?;
+    if !pool.any_answers() {
+        return None;
+    }
+    controller.rerun(level, WORKERS_LEFT)
 }
 
 /// The levels an earlier run in `out` measured and ran again on more
@@ -222,8 +251,10 @@ pub fn run_levels(
     }
     record.analysis = controller.analysis();
     dir.write_run(&record)?;
-    // A level to run again on more workers, instead of the controller's next.
+    // A level to run again on other workers, instead of the controller's next.
     let mut again: Option<Level> = None;
+    // The running level replaces one that lost a worker.
+    let mut replacing_lost = false;
     let reason = loop {
         if stop.is_stopped() {
             break StopReason::Interrupted;
@@ -317,28 +348,35 @@ pub fn run_levels(
         }
         let invalid = validity::judge(&level_record, scenario.capacity.max_error_rate)
             .filter(|_| !level_record.interrupted);
-        if let Some(i) = &invalid {
-            level_record.invalid = Some(i.reason.clone());
-            let w = format!(
-                "level {}: NOT TRUSTWORTHY — {}",
-                level_record.level, i.reason
-            );
-            observer.alarm(&w);
-            record.warnings.push(w);
-        }
+        level_record.invalid = invalid.as_ref().map(|i| i.reason.clone());
         // The generator was the bottleneck and the pool has more workers:
         // the level runs again on more of them, instead of ending the
-        // search (AutoPerf's future work: a bank of load generators).
-        if let Some(rerun) = scale_out(&level_record, &level, invalid.is_some(), plan, controller) {
-            let (before, after, rerun) = rerun;
+        // search (AutoPerf's future work: a bank of load generators). Or
+        // a worker was lost: the level runs again on those left.
+        let load = level_record.users.map_or_else(
+            || format!("{} arrivals/s", level_record.rate_rps.unwrap_or(0.0)),
+            |u| format!("{u} users"),
+        );
+        let redo = match scale_out(&level_record, &level, invalid.is_some(), plan, controller) {
+            Some((before, after, rerun)) => Some((
+                format!(
+                    "the generator was the bottleneck on {before} worker{}{}; running it again on {after}",
+                    if before == 1 { "" } else { "s" },
+                    late_workers(&level_record),
+                ),
+                rerun,
+            )),
+            None => replace_lost(&level_record, &level, replacing_lost, plan, controller).map(
+                |rerun| {
+                    let lost = level_record.incomplete.as_deref().unwrap_or_default();
+                    (format!("{lost}; running it again on the workers left"), rerun)
+                },
+            ),
+        };
+        if let Some((what, rerun)) = redo {
             let w = format!(
-                "level {} ({}): the generator was the bottleneck on {before} worker{}{}; running it again on {after} as level {}",
+                "level {} ({load}): {what} as level {}",
                 level_record.level,
-                level_record
-                    .users
-                    .map_or_else(|| format!("{} arrivals/s", level_record.rate_rps.unwrap_or(0.0)), |u| format!("{u} users")),
-                if before == 1 { "" } else { "s" },
-                late_workers(&level_record),
                 rerun.index()
             );
             observer.note(&w);
@@ -346,10 +384,20 @@ pub fn run_levels(
             if let Some(sampler) = &sampler {
                 sampler.prune_before(run.totals.measure_end);
             }
+            replacing_lost = level_record.incomplete.is_some();
             record.superseded.push(level_record);
             dir.write_run(&record)?;
             again = Some(rerun);
             continue;
+        }
+        replacing_lost = false;
+        if let Some(i) = &invalid {
+            let w = format!(
+                "level {}: NOT TRUSTWORTHY — {}",
+                level_record.level, i.reason
+            );
+            observer.alarm(&w);
+            record.warnings.push(w);
         }
         controller.finish_level(&mut level_record, sampler.as_ref());
         if let Some(sampler) = &sampler {

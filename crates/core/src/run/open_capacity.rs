@@ -462,16 +462,13 @@ impl LevelController for OpenCapacityController {
         }
     }
 
-    fn rerun(&mut self, level: &Level) -> Option<Level> {
+    fn rerun(&mut self, level: &Level, why: &str) -> Option<Level> {
         let Level::Open(plan) = level else {
             return None;
         };
         let cur = self.current.as_mut()?;
-        // The same rate from scratch, on more workers.
-        cur.reason = format!(
-            "{}, again on more workers (the generator was the bottleneck)",
-            cur.reason
-        );
+        // The same rate from scratch, on other workers.
+        cur.reason = format!("{}, {why}", cur.reason);
         cur.steady = SteadyState::new(self.steady_config.clone());
         cur.measured = Duration::ZERO;
         self.index += 1;

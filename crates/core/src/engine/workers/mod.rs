@@ -208,6 +208,15 @@ impl WorkerPool {
         Some((before, after))
     }
 
+    /// Whether some worker answers now (a level can run at all).
+    pub fn any_answers(&self) -> bool {
+        let (addrs, _) = self.addresses();
+        match self.connect_all(&addrs, 1) {
+            Ok((links, _)) => links.into_iter().map(Link::bye).count() > 0,
+            Err(_) => false,
+        }
+    }
+
     /// Waits (up to `READY_TIMEOUT`, or until `stop`) for `min` workers to
     /// answer, checks each reaches the target, and describes them. A
     /// worker that refuses us (token, version) fails at once.

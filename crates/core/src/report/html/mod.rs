@@ -404,13 +404,23 @@ fn untrustworthy(h: &mut String, r: &RunRecord) {
 fn warnings(h: &mut String, r: &RunRecord) {
     let mut items: Vec<String> = r.warnings.iter().map(|w| esc(w)).collect();
     for l in &r.superseded {
+        let why = match &l.incomplete {
+            Some(lost) => format!(
+                "<strong>Level {} ran again on the workers left</strong>: {}",
+                l.level,
+                esc(lost)
+            ),
+            None => format!(
+                "<strong>Level {} ran again on more workers</strong>: on {} worker{} the load generator was the bottleneck ({} req/s, p99 {} ms)",
+                l.level,
+                l.workers.len(),
+                if l.workers.len() == 1 { "" } else { "s" },
+                fnum(l.throughput_rps, 1),
+                fnum(l.response_time_ms.p99, 2)
+            ),
+        };
         items.push(format!(
-            "<strong>Level {} ran again on more workers</strong>: on {} worker{} the load generator was the bottleneck ({} req/s, p99 {} ms); its measurements are kept in run.json's <code>superseded</code>, not drawn.",
-            l.level,
-            l.workers.len(),
-            if l.workers.len() == 1 { "" } else { "s" },
-            fnum(l.throughput_rps, 1),
-            fnum(l.response_time_ms.p99, 2)
+            "{why}; its measurements are kept in run.json's <code>superseded</code>, not drawn."
         ));
     }
     for l in r.levels.iter().filter(|l| l.client_bottleneck) {
