@@ -22,7 +22,7 @@ pub mod vary;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::{self, EngineError, Level, StopSignal};
 use crate::measure::{LevelInfo, Tick, TickSink};
@@ -109,7 +109,7 @@ pub trait LevelController {
 
 /// Why a finished level is run again instead of kept.
 const MORE_WORKERS: &str = "again on more workers (the generator was the bottleneck)";
-const WORKERS_LEFT: &str = "again on the workers left (one was lost mid-level)";
+const WORKERS_LEFT: &str = "again after a worker was lost mid-level";
 
 /// When `level` showed the generator as the bottleneck, the pool can add
 /// workers and the controller wants the level again: (workers before,
@@ -135,27 +135,58 @@ fn scale_out(
     Some((before, after, rerun))
 }
 
+/// How long a level that lost a worker waits for the pool to answer in
+/// full again before it runs on the workers left: a crashed pod's
+/// container restarts in seconds, an evicted one is rescheduled in tens.
+const REPLACE_WAIT: Duration = Duration::from_secs(30);
+
 /// When a worker was lost mid-level (the level is `incomplete`: it ran
-/// under-loaded) and another still answers, the controller may want the
-/// level again, on the workers left — once per level, so a pool whose
-/// workers keep dying still ends the analysis (`invalid_level`). A worker
-/// that was idle in the pool, or one restarted under the same address (a
-/// StatefulSet's pod), takes the lost one's place.
+/// under-loaded), the controller may want the level again on the workers
+/// that answer: as many as it ran on when they come back within
+/// `REPLACE_WAIT` (an idle worker of the pool, or the lost one restarted
+/// under its address, a StatefulSet's pod), else those left, never fewer
+/// than `--min-workers`. Once per level, so a pool whose workers keep
+/// dying still ends the analysis (`invalid_level`). `None` when the
+/// level stands as measured; `Some(Err(why))` when it could not run again.
 fn replace_lost(
     record: &LevelRecord,
     level: &Level,
     tried: bool,
     plan: &RunPlan,
     controller: &mut dyn LevelController,
-) -> Option<Level> {
+    observer: &mut dyn RunObserver,
+    stop: &StopSignal,
+) -> Option<Result<Level, String>> {
     if record.incomplete.is_none() || record.interrupted || tried {
         return None;
     }
     let pool = plan.generators.workers.as_ref()?;
-    if !pool.any_answers() {
-        return None;
+    let want = record.workers.len().max(pool.min()).max(1);
+    let give_up = Instant::now() + REPLACE_WAIT;
+    let mut answering = pool.answering(want);
+    if answering < want {
+        observer.note(&format!(
+            "level {}: waiting up to {} s for {want} workers to answer before running it again",
+            record.level,
+            REPLACE_WAIT.as_secs()
+        ));
     }
-    controller.rerun(level, WORKERS_LEFT)
+    while answering < want && Instant::now() < give_up {
+        if stop.wait(Duration::from_secs(1)) {
+            return None;
+        }
+        answering = pool.answering(want);
+    }
+    if answering == 0 || answering < pool.min() {
+        return Some(Err(format!(
+            "level {}: not run again: {answering} worker{} answered within {} s, --min-workers asks for {} (start more, or lower --min-workers to go on with fewer)",
+            record.level,
+            if answering == 1 { "" } else { "s" },
+            REPLACE_WAIT.as_secs(),
+            pool.min()
+        )));
+    }
+    controller.rerun(level, WORKERS_LEFT).map(Ok)
 }
 
 /// The levels an earlier run in `out` measured and ran again on more
@@ -366,12 +397,26 @@ pub fn run_levels(
                 ),
                 rerun,
             )),
-            None => replace_lost(&level_record, &level, replacing_lost, plan, controller).map(
-                |rerun| {
+            None => match replace_lost(
+                &level_record,
+                &level,
+                replacing_lost,
+                plan,
+                controller,
+                observer,
+                stop,
+            ) {
+                Some(Ok(rerun)) => {
                     let lost = level_record.incomplete.as_deref().unwrap_or_default();
-                    (format!("{lost}; running it again on the workers left"), rerun)
-                },
-            ),
+                    Some((format!("{lost}; running it again"), rerun))
+                }
+                Some(Err(why)) => {
+                    observer.warning(&why);
+                    record.warnings.push(why);
+                    None
+                }
+                None => None,
+            },
         };
         if let Some((what, rerun)) = redo {
             let w = format!(

@@ -208,12 +208,17 @@ impl WorkerPool {
         Some((before, after))
     }
 
-    /// Whether some worker answers now (a level can run at all).
-    pub fn any_answers(&self) -> bool {
+    /// Workers that must answer (`--min-workers`).
+    pub fn min(&self) -> usize {
+        self.min
+    }
+
+    /// How many workers answer now, counting up to `want`.
+    pub fn answering(&self, want: usize) -> usize {
         let (addrs, _) = self.addresses();
-        match self.connect_all(&addrs, 1) {
-            Ok((links, _)) => links.into_iter().map(Link::bye).count() > 0,
-            Err(_) => false,
+        match self.connect_all(&addrs, want) {
+            Ok((links, _)) => links.into_iter().map(Link::bye).count(),
+            Err(_) => 0,
         }
     }
 

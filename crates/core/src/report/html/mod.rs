@@ -406,7 +406,7 @@ fn warnings(h: &mut String, r: &RunRecord) {
     for l in &r.superseded {
         let why = match &l.incomplete {
             Some(lost) => format!(
-                "<strong>Level {} ran again on the workers left</strong>: {}",
+                "<strong>Level {} ran again after a worker was lost</strong>: {}",
                 l.level,
                 esc(lost)
             ),
