@@ -226,6 +226,10 @@ impl LevelController for CapacityController {
         }
     }
 
+    fn reruns(&self) -> bool {
+        true
+    }
+
     fn rerun(&mut self, level: &Level, why: &str) -> Option<Level> {
         let users = level.users()?;
         // The superseded level's measurements are dropped with its state.

@@ -105,6 +105,12 @@ pub trait LevelController {
     fn rerun(&mut self, _level: &Level, _why: &str) -> Option<Level> {
         None
     }
+
+    /// Whether `rerun` may give a level (asked before waiting for workers
+    /// to come back for one).
+    fn reruns(&self) -> bool {
+        false
+    }
 }
 
 /// Why a finished level is run again instead of kept.
@@ -157,7 +163,7 @@ fn replace_lost(
     observer: &mut dyn RunObserver,
     stop: &StopSignal,
 ) -> Option<Result<Level, String>> {
-    if record.incomplete.is_none() || record.interrupted || tried {
+    if record.incomplete.is_none() || record.interrupted || tried || !controller.reruns() {
         return None;
     }
     let pool = plan.generators.workers.as_ref()?;

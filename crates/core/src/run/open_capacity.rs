@@ -462,6 +462,10 @@ impl LevelController for OpenCapacityController {
         }
     }
 
+    fn reruns(&self) -> bool {
+        true
+    }
+
     fn rerun(&mut self, level: &Level, why: &str) -> Option<Level> {
         let Level::Open(plan) = level else {
             return None;
