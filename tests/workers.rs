@@ -188,7 +188,8 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
 }
 
 #[test]
-fn a_worker_killed_mid_level_is_named_and_its_level_runs_again_when_it_is_back_or_ends_the_analysis() {
+fn a_worker_killed_mid_level_is_named_and_its_level_runs_again_when_it_is_back_or_ends_the_analysis(
+) {
     // One at a time: the hosts share two cores, and starved generators
     // are what one of these tests is about.
     let _serial = support::serial();

@@ -12,7 +12,7 @@ use super::{LevelController, Next};
 use crate::capacity::demand::DemandConfig;
 use crate::capacity::range::{self, TierDemand};
 use crate::capacity::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
-use crate::capacity::steady::{SteadyConfig, SteadyState, SteadyVerdict};
+use crate::capacity::steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};
 use crate::engine::{default_warmup, Level, LevelPlan, Workload};
 use crate::measure::{LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
@@ -50,6 +50,9 @@ struct Current {
     elapsed_s: f64,
     steady: SteadyState,
     steady_at: Option<(Instant, f64)>,
+    /// Throughput of each second after warm-up: the record's
+    /// `throughput_series`, whose halves must agree before the level ends.
+    measured: Vec<f64>,
     watch: DemandWatch,
 }
 
@@ -143,6 +146,7 @@ impl CapacityController {
             elapsed_s: 0.0,
             steady: SteadyState::new(self.steady_config.clone()),
             steady_at: None,
+            measured: Vec::new(),
             watch: DemandWatch::new(
                 self.procs.clone(),
                 self.demand_config.clone(),
@@ -195,6 +199,10 @@ impl LevelController for CapacityController {
         let total = tick.stats.total();
         let x = total.requests as f64 / tick.length.as_secs_f64().max(1e-3);
         let verdict = cur.steady.push(x);
+        // As the collector keeps it (a short last tick left out).
+        if !tick.warmup && tick.length >= Duration::from_millis(500) {
+            cur.measured.push(x);
+        }
         let n = total.response_time.len();
         cur.response_sum_s += total.mean_ms() / 1e3 * n as f64;
         cur.responses += n;
@@ -218,8 +226,16 @@ impl LevelController for CapacityController {
         }
         match verdict {
             SteadyVerdict::GaveUp { .. } => true,
+            // The detector found where the throughput settled, but the
+            // measured window starts at the fixed warm-up's end: a level
+            // whose transient outlasted the warm-up (a jump past
+            // saturation builds its queue for seconds) or whose machine
+            // was disturbed runs on until the window's two halves agree,
+            // so what it reports is steady (`steady_state`), not a mix of
+            // two regimes.
             SteadyVerdict::Steady { .. } => {
                 enough_cycles
+                    && halves_agree(&cur.measured)
                     && (sampler.is_none() || self.procs.is_empty() || cur.watch.finished())
             }
             SteadyVerdict::NotYet => false,
