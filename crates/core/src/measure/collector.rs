@@ -27,6 +27,15 @@ pub struct Tick {
     pub active_users: u32,
 }
 
+impl Tick {
+    /// This tick's point of the level's `throughput_series` (req/s): none
+    /// in warm-up, nor for a last tick too short to say a rate.
+    pub fn measured_throughput(&self) -> Option<f64> {
+        (!self.warmup && self.length >= Duration::from_millis(500))
+            .then(|| self.stats.total().requests as f64 / self.length.as_secs_f64())
+    }
+}
+
 /// What the sinks know of the level a tick belongs to.
 #[derive(Debug, Clone)]
 pub struct LevelInfo {
@@ -173,9 +182,7 @@ impl Collector {
             if !tick.warmup {
                 totals.merge(&tick.stats);
                 user_seconds += f64::from(tick.active_users) * length.as_secs_f64();
-                if length >= Duration::from_millis(500) {
-                    series.push(tick.stats.total().requests as f64 / length.as_secs_f64());
-                }
+                series.extend(tick.measured_throughput());
             }
             for sink in sinks.iter_mut() {
                 sink.on_tick(level, &tick);

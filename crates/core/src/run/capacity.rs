@@ -199,10 +199,7 @@ impl LevelController for CapacityController {
         let total = tick.stats.total();
         let x = total.requests as f64 / tick.length.as_secs_f64().max(1e-3);
         let verdict = cur.steady.push(x);
-        // As the collector keeps it (a short last tick left out).
-        if !tick.warmup && tick.length >= Duration::from_millis(500) {
-            cur.measured.push(x);
-        }
+        cur.measured.extend(tick.measured_throughput());
         let n = total.response_time.len();
         cur.response_sum_s += total.mean_ms() / 1e3 * n as f64;
         cur.responses += n;
