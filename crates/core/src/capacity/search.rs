@@ -36,7 +36,7 @@
 
 use std::collections::BTreeMap;
 
-use super::guided::{Guide, Point, Proposal};
+use super::guided::{self, Guide, Point, Proposal};
 use super::overload::OverloadDetector;
 use super::range::{self, TierDemand};
 use crate::scenario::CapacitySettings;
@@ -315,7 +315,7 @@ impl LevelSearch {
                     }
                 },
                 Work::Bisect { lo, hi } => {
-                    if hi <= lo + 1 {
+                    if guided::gap_resolved(lo, hi, self.config.tolerance) {
                         continue;
                     }
                     let mid = lo + (hi - lo) / 2;
