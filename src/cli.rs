@@ -482,6 +482,10 @@ pub struct TestbedArgs {
     /// Also serve a stub Confluent schema registry here (for Kafka scenarios).
     #[arg(long, value_name = "ADDR")]
     pub schema_registry: Option<SocketAddr>,
+    /// Name the tiers tb-web-TAG and tb-db-TAG (at most 8 bytes), so that
+    /// agents tell this testbed from another on the same host.
+    #[arg(long, value_name = "TAG")]
+    pub name_tag: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -534,6 +538,9 @@ pub struct TierArgs {
     /// Address of the db tier (web only).
     #[arg(long)]
     pub db: Option<SocketAddr>,
+    /// Appended to the process name (tb-web-TAG).
+    #[arg(long)]
+    pub name_tag: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

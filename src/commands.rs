@@ -388,6 +388,7 @@ pub fn testbed(args: TestbedArgs) -> Outcome {
         web_workers: args.web_workers,
         db_workers: args.db_workers,
         schema_registry: args.schema_registry,
+        name_tag: args.name_tag,
     };
     autoperf_testbed::testbed_main(&exe, options)
         .map(|_| exit::OK)
@@ -409,6 +410,7 @@ pub fn tier(args: TierArgs) -> Outcome {
         listen: args.listen,
         workers: args.workers,
         db: args.db,
+        name_tag: args.name_tag,
     })
     .map(|_| exit::OK)
     .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))

@@ -1,5 +1,5 @@
 //! Stands in for `autoperf tier web|db …` so the process launcher can be
-//! tested without the CLI: `tier web|db --listen ADDR --workers N [--db ADDR]`.
+//! tested without the CLI: `tier web|db --listen ADDR --workers N [--db ADDR] [--name-tag TAG]`.
 
 use autoperf_testbed::{tier_main, Tier, TierArgs};
 
@@ -19,6 +19,7 @@ fn main() -> anyhow::Result<()> {
         listen: "127.0.0.1:0".parse()?,
         workers: 2,
         db: None,
+        name_tag: None,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -28,6 +29,7 @@ fn main() -> anyhow::Result<()> {
             "--listen" => tier_args.listen = value.parse()?,
             "--workers" => tier_args.workers = value.parse()?,
             "--db" => tier_args.db = Some(value.parse()?),
+            "--name-tag" => tier_args.name_tag = Some(value),
             _ => anyhow::bail!("unknown flag {flag}"),
         }
     }

@@ -49,6 +49,15 @@ impl Tier {
         }
     }
 
+    /// The process name with `tag` appended (`tb-web-TAG`), or the plain
+    /// name without one.
+    pub fn tagged_name(self, tag: Option<&str>) -> String {
+        match tag {
+            Some(tag) => format!("{}-{tag}", self.process_name()),
+            None => self.process_name().to_owned(),
+        }
+    }
+
     /// The word of `autoperf tier web|db`.
     pub fn arg(self) -> &'static str {
         match self {
@@ -66,6 +75,9 @@ pub struct TierArgs {
     pub workers: usize,
     /// The db tier's address; only the web tier uses it.
     pub db: Option<SocketAddr>,
+    /// Appended to the process name (`tb-web-TAG`): see
+    /// [`TestbedOptions::name_tag`].
+    pub name_tag: Option<String>,
 }
 
 /// Options of `autoperf testbed`.
@@ -78,6 +90,11 @@ pub struct TestbedOptions {
     /// Where [`testbed_main`] also serves a stub schema registry (see
     /// [`crate::registry`]), in its own process; [`Testbed::spawn`] ignores it.
     pub schema_registry: Option<SocketAddr>,
+    /// Appended to both tiers' process names (`tb-web-TAG`, `tb-db-TAG`),
+    /// so that agents, which find processes by name, tell apart testbeds
+    /// running side by side on one host. Process names hold 15 bytes:
+    /// at most 8 here.
+    pub name_tag: Option<String>,
 }
 
 impl Default for TestbedOptions {
@@ -87,6 +104,7 @@ impl Default for TestbedOptions {
             web_workers: 2,
             db_workers: 2,
             schema_registry: None,
+            name_tag: None,
         }
     }
 }
@@ -96,7 +114,7 @@ impl Default for TestbedOptions {
 pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
     // Before any thread exists: threads copy the name of the thread that
     // starts them, so every thread of the process reads tb-web/tb-db too.
-    set_process_name(args.tier.process_name())?;
+    set_process_name(&args.tier.tagged_name(args.name_tag.as_deref()))?;
     die_with_parent();
     // The main thread only accepts connections and waits for a signal; the
     // tier serves them on its own workers (see burn.rs).
@@ -217,6 +235,10 @@ pub struct Testbed {
     pub web_pid: u32,
     pub db_pid: u32,
     pub db_addr: SocketAddr,
+    /// The tiers' process names, as agents find them (`tb-web`, or
+    /// `tb-web-TAG` with [`TestbedOptions::name_tag`]).
+    pub web_process: String,
+    pub db_process: String,
     /// The web tier's HTTPS port (`https://IP:PORT`, h2 and HTTP/1.1 by
     /// ALPN), and the PEM of its self-signed certificate to trust.
     pub https_url: Option<String>,
@@ -235,6 +257,12 @@ impl Testbed {
     /// how PR_SET_PDEATHSIG counts a parent): call it from a thread that
     /// outlives the testbed, such as the main thread.
     pub fn spawn(exe: &Path, options: &TestbedOptions) -> anyhow::Result<Testbed> {
+        if let Some(tag) = &options.name_tag {
+            anyhow::ensure!(
+                tag.len() <= 8,
+                "testbed name tag {tag:?}: at most 8 bytes (process names hold 15)"
+            );
+        }
         let localhost = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let mut db = TierProcess::spawn(
             exe,
@@ -243,6 +271,7 @@ impl Testbed {
                 listen: localhost,
                 workers: options.db_workers,
                 db: None,
+                name_tag: options.name_tag.clone(),
             },
         )?;
         let web = TierProcess::spawn(
@@ -252,6 +281,7 @@ impl Testbed {
                 listen: options.listen,
                 workers: options.web_workers,
                 db: Some(db.addr),
+                name_tag: options.name_tag.clone(),
             },
         );
         let web = match web {
@@ -280,6 +310,8 @@ impl Testbed {
             web_pid: web.child.id(),
             db_pid: db.child.id(),
             db_addr: db.addr,
+            web_process: Tier::Web.tagged_name(options.name_tag.as_deref()),
+            db_process: Tier::Db.tagged_name(options.name_tag.as_deref()),
             https_url: https_addr.map(|a| format!("https://{a}")),
             https_addr,
             ca_file: web.ca_file.clone(),
@@ -335,15 +367,18 @@ struct TierProcess {
 impl TierProcess {
     fn spawn(exe: &Path, args: &TierArgs) -> anyhow::Result<TierProcess> {
         use std::os::unix::process::CommandExt;
-        let name = args.tier.process_name();
+        let name = args.tier.tagged_name(args.name_tag.as_deref());
         let mut cmd = Command::new(exe);
-        cmd.arg0(name)
+        cmd.arg0(&name)
             .args(["tier", args.tier.arg(), "--listen"])
             .arg(args.listen.to_string())
             .arg("--workers")
             .arg(args.workers.to_string());
         if let Some(db) = args.db {
             cmd.arg("--db").arg(db.to_string());
+        }
+        if let Some(tag) = &args.name_tag {
+            cmd.arg("--name-tag").arg(tag);
         }
         cmd.env(PARENT_ENV, std::process::id().to_string())
             .stdin(Stdio::null())
@@ -352,7 +387,7 @@ impl TierProcess {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {name} ({})", exe.display()))?;
-        let stderr = drain_stderr(name, child.stderr.take().expect("stderr is piped"));
+        let stderr = drain_stderr(name.clone(), child.stderr.take().expect("stderr is piped"));
         let first_line = first_line(child.stdout.take().expect("stdout is piped"));
 
         let failure = match first_line.recv_timeout(START_TIMEOUT) {
@@ -477,7 +512,7 @@ struct StderrTail {
     done: mpsc::Receiver<()>,
 }
 
-fn drain_stderr(name: &'static str, stderr: ChildStderr) -> StderrTail {
+fn drain_stderr(name: String, stderr: ChildStderr) -> StderrTail {
     let tail = Arc::new(Mutex::new(Vec::new()));
     let forward = Arc::new(AtomicBool::new(false));
     let (done_tx, done) = mpsc::channel();
@@ -536,12 +571,17 @@ pub fn testbed_main(exe: &Path, options: TestbedOptions) -> anyhow::Result<()> {
     // A closed stdout (`autoperf testbed | head -1`) is no reason to stop.
     let _ = writeln!(
         std::io::stdout(),
-        "testbed: web {} and {} (CA {}; tb-web pid {}), db {} (tb-db pid {}){registry}; Ctrl-C stops",
+        "testbed: web {} and {} (CA {}; {} pid {}), db {} ({} pid {}){registry}; Ctrl-C stops",
         testbed.web_url,
         testbed.https_url.as_deref().unwrap_or("-"),
-        testbed.ca_file.as_deref().map_or("-".into(), |p| p.display().to_string()),
+        testbed
+            .ca_file
+            .as_deref()
+            .map_or("-".into(), |p| p.display().to_string()),
+        testbed.web_process,
         testbed.web_pid,
         testbed.db_addr,
+        testbed.db_process,
         testbed.db_pid
     );
     let died = runtime.block_on(async {
