@@ -3,7 +3,7 @@
 # show memory bounded by what the log holds at one time (open sessions,
 # templates, a fixed sample per class), not by its length.
 #
-# The logs are drawn by tests/import.rs's generator (the six-class CBMG its
+# The logs are drawn by tests/it/import.rs's generator (the six-class CBMG its
 # accuracy test checks; 40 sessions/s, exponential think time of 12 s,
 # robots, assets and malformed lines mixed in), written once under $WORK.
 #
@@ -22,7 +22,7 @@ for n in $SIZES; do
     log=$WORK/access-$n.log
     if [[ ! -s $log ]]; then
         AUTOPERF_BENCH_LOG=$log AUTOPERF_BENCH_LINES=$n \
-            cargo test --release --quiet --test import -- --ignored write_a_log_for_the_benchmark >/dev/null
+            cargo test --release --quiet --test it -- --ignored import::write_a_log_for_the_benchmark >/dev/null
     fi
     files=("$log")
     if [[ $n == 1000000 ]]; then

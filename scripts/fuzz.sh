@@ -5,6 +5,10 @@
 #
 #   bash scripts/fuzz.sh                 # every target, 20 s each (the CI campaign)
 #   bash scripts/fuzz.sh 3600 template   # one target for an hour
+#   bash scripts/fuzz.sh --build-only    # only build them (scripts/test.sh, during the tests)
+#
+# Targets fuzz side by side, one per core (FUZZ_JOBS, default nproc): each
+# is single-threaded.
 #
 # Each target first replays its regressions (fuzz/regressions/TARGET: every
 # crash ever found, kept), then fuzzes from the seeds (fuzz/seeds/TARGET and
@@ -13,6 +17,11 @@
 # fuzz/artifacts/TARGET/ and the command that reproduces it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD_ONLY=0
+if [[ ${1:-} == --build-only ]]; then
+    BUILD_ONLY=1
+    shift
+fi
 SECONDS_EACH=${1:-20}
 shift || true
 TARGETS=("$@")
@@ -26,6 +35,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 cargo build --manifest-path fuzz/Cargo.toml --release --locked --target "$TRIPLE" --quiet \
     $(printf -- '--bin %s ' "${TARGETS[@]}")
 BIN=fuzz/target/$TRIPLE/release
+((BUILD_ONLY)) && exit 0
 
 max_len() {
     case $1 in
@@ -35,7 +45,8 @@ max_len() {
     esac
 }
 
-for t in "${TARGETS[@]}"; do
+campaign() {
+    local t=$1
     corpus=fuzz/corpus/$t artifacts=fuzz/artifacts/$t
     mkdir -p "$corpus" "$artifacts" "fuzz/seeds/$t"
     seeds=("fuzz/seeds/$t")
@@ -66,4 +77,20 @@ for t in "${TARGETS[@]}"; do
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
     echo "fuzz $t: ${SECONDS_EACH}s, $execs executions ($speed/s), coverage $cov edges, corpus $(find "$corpus" -type f | wc -l) inputs, ${#regressions[@]} regressions replayed, no crash"
+}
+
+# One target per job slot; the first failure stops the script once the
+# targets under way are done.
+JOBS=${FUZZ_JOBS:-$(nproc)}
+failed=0
+for t in "${TARGETS[@]}"; do
+    while (($(jobs -rp | wc -l) >= JOBS)); do
+        wait -n || failed=1
+    done
+    ((failed)) && break
+    campaign "$t" &
 done
+while (($(jobs -rp | wc -l) > 0)); do
+    wait -n || failed=1
+done
+exit $failed

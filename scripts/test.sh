@@ -1,37 +1,204 @@
 #!/usr/bin/env bash
 # The one test command (README and .ci/run call exactly this): installs what
-# the tests need on a fresh machine, then runs every test of the workspace.
-set -euo pipefail
+# the tests need on a fresh machine, builds every test once, runs them, and
+# says how long each phase and the slowest tests took.
+#
+#   bash scripts/test.sh              # everything, as CI runs it
+#   bash scripts/test.sh capacity::   # only tests whose name holds this (no fuzzing)
+#
+#   set-up ── build ──┬── tests side by side ── tests alone ──┬── fuzz
+#                     └── fuzz targets' build, idle priority ─┘
+#   (Kafka's jars, the Python venvs: fetched in the background from set-up on)
+#
+# - The tests are built for x86_64-unknown-linux-musl, so the binary they
+#   run is the static one the container image ships (deploy/Dockerfile):
+#   the static build costs no second build of everything.
+# - Tests run side by side, TEST_THREADS (4) at a time, except those in
+#   modules named `alone` (they measure a CPU limit or a process's own CPU,
+#   or pin a busy loop to a core): those run one at a time afterwards, with
+#   nothing beside them but the fuzz build.
+# - The fuzz targets build while the tests run, at idle priority
+#   (SCHED_IDLE, nice 19): they take only CPU the tests leave unused.
+# - Per-test times, phase times and the slowest tests: printed at the end
+#   and kept in target/test-times.txt; every executable's output is in
+#   target/test-logs/.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-# The HTML report test opens report.html in headless Chromium (Debian's
-# package); install it only when missing.
-if ! command -v chromium >/dev/null 2>&1; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
-fi
-# The Kafka tests: Kafka's jars from Maven Central (cached in ~/.m2, ~10 s the
-# first time) and the Python venv of the independent decoder (once). The
-# tests start the broker themselves (`scripts/kafka.sh start`, idempotent);
-# it outlives them, so it is stopped here whatever the outcome.
-bash scripts/kafka.sh classpath >/dev/null
-bash scripts/pyenv.sh
-trap 'bash scripts/kafka.sh stop' EXIT
-# Release mode: the profiling and capacity tests check measured costs against
-# the testbed's known ones, and a debug testbed adds overhead of its own.
-cargo test --workspace --release --locked "$@"
-# The static binary the container image ships (deploy/Dockerfile): built,
-# then the workers of the multi-host test run it while the controller is
-# the test build (so the two builds also prove they speak one protocol);
-# and every Kubernetes manifest validated against the schemas.
-if (($# == 0)); then
-    static=$(bash scripts/static-build.sh)
-    AUTOPERF_WORKER_EXE="$static" cargo test --release --locked --test workers \
-        three_workers_deliver
-    bash scripts/k8s-validate.sh
-fi
-# A short fuzzing campaign of every parser that takes untrusted bytes (20 s
-# each after replaying every crash ever found; bench/README.md has the
-# hour-long ones). Skipped when the tests were narrowed by arguments.
-if (($# == 0)); then
-    bash scripts/fuzz.sh 20
-fi
+ROOT=$PWD
+TARGET=x86_64-unknown-linux-musl
+TEST_THREADS=${TEST_THREADS:-4}
+FILTER=("$@")
+LOGS=$ROOT/target/test-logs
+STATIC=$ROOT/target/$TARGET/release/autoperf
+started=$SECONDS
+phases=()
+failures=0
+
+# `phase NAME COMMAND…`: runs it, timed, and keeps the time for the report.
+phase() {
+    local name=$1 began=$SECONDS rc=0
+    shift
+    echo "== $name ($((SECONDS - started)) s in)"
+    "$@" || rc=$?
+    phases+=("$(printf '%-22s %5d s%s' "$name" $((SECONDS - began)) "$( ((rc)) && echo "   FAILED")")")
+    ((rc)) && failures=$((failures + 1))
+    return $rc
+}
+
+# Chromium for the HTML report tests and musl-gcc for the C parts of the
+# static build (ring, zstd), from Debian; the musl target from
+# rustup. Each only when missing.
+install_packages() {
+    local want=()
+    command -v chromium >/dev/null 2>&1 || want+=(chromium)
+    command -v musl-gcc >/dev/null 2>&1 || want+=(musl-tools)
+    if ((${#want[@]})); then
+        apt-get update -qq &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${want[@]}" ||
+            return 1
+    fi
+    rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET"
+}
+
+# What only the network makes slow, fetched while the tests build: Kafka's
+# jars (Maven Central, cached in ~/.m2) and the Python venv of the Kafka
+# tests' independent decoder; the Kubernetes schemas, and the manifests
+# validated against them.
+fetch_in_background() {
+    (bash scripts/kafka.sh classpath >/dev/null && bash scripts/pyenv.sh) >"$LOGS/fetch-kafka.log" 2>&1 &
+    FETCH_KAFKA=$!
+    bash scripts/k8s-validate.sh >"$LOGS/k8s-validate.log" 2>&1 &
+    K8S_VALIDATE=$!
+}
+
+# Builds every test executable of the workspace and lists them: each with
+# the package directory cargo would run it in, and a name for the logs
+# (package/target).
+build_tests() {
+    CC_x86_64_unknown_linux_musl=musl-gcc cargo test --workspace --release --locked \
+        --target "$TARGET" --no-run --message-format=json-render-diagnostics >"$LOGS/build.json" ||
+        return 1
+    python3 - "$LOGS/build.json" >"$LOGS/executables" <<'EOF'
+import json, os, sys
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
+            package = os.path.basename(os.path.dirname(m["manifest_path"]))
+            if os.path.dirname(m["manifest_path"]) == os.getcwd():
+                package = "autoperf"
+            print("\t".join([os.path.dirname(m["manifest_path"]), m["executable"], package + "/" + m["target"]["name"]]))
+EOF
+}
+
+# The binary the tests run is the image's: no program interpreter and no
+# shared library, judged from the ELF headers (ldd's exit code differs
+# between glibc versions).
+check_static() {
+    if readelf -lW "$STATIC" | grep -q 'program interpreter' || readelf -dW "$STATIC" | grep -q '(NEEDED)'; then
+        echo "$STATIC is dynamically linked:"
+        readelf -lW "$STATIC" | grep 'program interpreter'
+        readelf -dW "$STATIC" | grep '(NEEDED)'
+        return 1
+    fi
+    echo "$STATIC: static"
+}
+
+# `wanted KIND NAME`: whether test NAME runs in KIND (`side` or `alone`)
+# under the command line's filters (any of them, as libtest takes them).
+wanted() {
+    local kind=$1 name=$2 f
+    case $kind:$name in
+    side:*alone::*) return 1 ;;
+    alone:*alone::*) ;;
+    alone:*) return 1 ;;
+    esac
+    ((${#FILTER[@]})) || return 0
+    for f in "${FILTER[@]}"; do
+        [[ $name == *"$f"* ]] && return 0
+    done
+    return 1
+}
+
+# `run_tests KIND THREADS`: every executable's tests of KIND. libtest's
+# per-test times are on: RUSTC_BOOTSTRAP=1 in the tests' environment only
+# unlocks `--report-time` there (cargo never sees it, so nothing rebuilds).
+run_tests() {
+    local kind=$1 threads=$2 rc=0 dir exe name log test
+    while IFS=$'\t' read -r dir exe name; do
+        local tests=()
+        while IFS= read -r test; do
+            wanted "$kind" "$test" && tests+=("$test")
+        done < <("$exe" --list --format terse 2>/dev/null | sed -n 's/: test$//p')
+        ((${#tests[@]})) || continue
+        log=$LOGS/$kind-${name//\//-}.log
+        (cd "$dir" && RUSTC_BOOTSTRAP=1 "$exe" --exact "${tests[@]}" --test-threads="$threads" \
+            -Z unstable-options --report-time) >"$log" 2>&1
+        local status=$?
+        sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\) <\([0-9.]*\)s>$/\3 \1 \2/p' "$log" |
+            sed "s|^\([^ ]*\) |\1 $name::|" >>"$LOGS/times"
+        echo "  $name: $(grep '^test result' "$log" | tail -1)"
+        if ((status)); then
+            rc=1
+            echo "---- $name: failed ($log):"
+            sed -n '/^failures:$/,$p' "$log" | head -300
+        fi
+    done <"$LOGS/executables"
+    return $rc
+}
+
+# `await NAME PID`: waits for a background job, showing its log if it failed.
+await() {
+    local name=$1 pid=$2 log=$3
+    if ! wait "$pid"; then
+        echo "$name failed ($log):"
+        tail -40 "$log"
+        return 1
+    fi
+    tail -3 "$log"
+}
+
+report() {
+    {
+        echo "phases:"
+        printf '  %s\n' "${phases[@]}"
+        printf '  %-22s %5d s\n' total $((SECONDS - started))
+        echo "slowest tests (wall time of each; side by side or alone):"
+        sort -rn "$LOGS/times" 2>/dev/null | head -25 |
+            awk '{ printf "  %7.1f s  %s%s\n", $1, $2, ($3 == "ok" ? "" : "  " $3) }'
+    } | tee "$ROOT/target/test-times.txt"
+}
+
+# The whole run is one function, read before anything runs: a script bash
+# reads as it goes breaks when edited mid-run.
+main() {
+    mkdir -p "$LOGS"
+    rm -f "$LOGS"/*.log "$LOGS/times"
+    trap 'bash scripts/kafka.sh stop >/dev/null 2>&1' EXIT
+
+    phase set-up install_packages || exit 1
+    fetch_in_background
+    phase build build_tests || exit 1
+    phase static check_static
+    full=$((${#FILTER[@]} == 0))
+    if ((full)); then
+        # Only the fuzz targets' build: the campaign runs after the tests.
+        chrt --idle 0 nice -n 19 bash scripts/fuzz.sh --build-only >"$LOGS/fuzz-build.log" 2>&1 &
+        FUZZ_BUILD=$!
+    fi
+    phase fetch await "Kafka's jars and the Python venv" "$FETCH_KAFKA" "$LOGS/fetch-kafka.log"
+    phase "tests side by side" run_tests side "$TEST_THREADS"
+    phase "tests alone" run_tests alone 1
+    phase manifests await "the Kubernetes manifests' validation" "$K8S_VALIDATE" "$LOGS/k8s-validate.log"
+    if ((full)); then
+        # A short campaign of every parser that takes untrusted bytes (20 s
+        # each after replaying every crash ever found; bench/README.md has the
+        # hour-long ones).
+        phase "fuzz build" await "the fuzz targets' build" "$FUZZ_BUILD" "$LOGS/fuzz-build.log" &&
+            phase fuzz bash scripts/fuzz.sh 20
+    fi
+    report
+    ((failures == 0))
+}
+
+main

@@ -425,7 +425,7 @@ mod tests {
     use super::*;
 
     fn testbed(web_cores: u32) -> Model {
-        // The testbed's /db?web_ms=4&db_ms=1 at Z = 0.5 s (tests/capacity.rs).
+        // The testbed's /db?web_ms=4&db_ms=1 at Z = 0.5 s (tests/it/capacity.rs).
         Model {
             classes: vec!["db".into()],
             mix: vec![1.0],

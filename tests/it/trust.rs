@@ -1,0 +1,209 @@
+//! Verdicts on the data, not only on thresholds: a run that measured only
+//! errors says so first and exits 4, and a capacity analysis whose target
+//! dies stops there, keeping the levels measured before.
+
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use support::Misbehaviour;
+
+#[test]
+fn a_run_against_a_server_answering_503_to_everything_is_not_trustworthy() {
+    let (addr, _) = support::misbehaving_server(Misbehaviour::Unavailable);
+    let dir = support::scratch_dir("trust-503");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: lb\ntarget: {{base_url: \"http://{addr}\"}}\nrequests: {{a: {{path: /}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        s.to_str().unwrap(),
+        "--users",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(4), "{stdout}\n{stderr}");
+    // The reason comes first, before any figure.
+    assert!(
+        stdout.starts_with("NOT TRUSTWORTHY: level 1: every request failed (http_5xx"),
+        "{stdout}"
+    );
+    let run = support::run_json(&out);
+    let invalid = run["levels"][0]["invalid"]
+        .as_str()
+        .expect("marked invalid");
+    assert!(invalid.contains("not the system working"), "{invalid}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Not trustworthy: 1 of 1 levels"),
+        "report says so"
+    );
+    // A healthy run keeps `invalid` null.
+    let tb = support::testbed(1);
+    let ok = dir.join("ok.yaml");
+    std::fs::write(
+        &ok,
+        format!(
+            "name: ok\ntarget: {{base_url: \"{}\"}}\nrequests: {{a: {{path: /health}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("ok-out");
+    let (code, stdout, _) = support::autoperf(&[
+        "run",
+        ok.to_str().unwrap(),
+        "--users",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "1s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(support::run_json(&out)["levels"][0]["invalid"].is_null());
+}
+
+#[test]
+fn a_target_killed_mid_analysis_stops_it_and_keeps_the_levels_before() {
+    let mut tb = support::testbed(1);
+    let dir = support::scratch_dir("trust-killed");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: killed\ntarget: {{base_url: \"{}\"}}\nthink_time: 20ms\nrequests: {{a: {{path: \"/cpu?ms=0.2\"}}}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let child = std::process::Command::new(support::autoperf_exe())
+        .args([
+            "capacity",
+            s.to_str().unwrap(),
+            "--levels",
+            "2,4,6,8",
+            "--duration",
+            "2s",
+        ])
+        .args(["--no-agents", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill the target once the first level is on disk.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("levels.jsonl"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(Instant::now() < deadline, "the first level never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tb.shutdown();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.trim_start().starts_with("NOT TRUSTWORTHY: level"),
+        "{stdout}"
+    );
+    let run = support::run_json(&out);
+    assert_eq!(
+        run["analysis"]["stop_reason"], "target_down",
+        "{}",
+        run["analysis"]
+    );
+    let levels = run["levels"].as_array().unwrap();
+    // The good level is kept; the analysis stopped at the first dead one,
+    // not running the rest against a dead port.
+    assert!(levels[0]["invalid"].is_null(), "{}", levels[0]);
+    assert!(levels[0]["throughput_rps"].as_f64().unwrap() > 10.0);
+    let dead: Vec<&serde_json::Value> = levels.iter().filter(|l| !l["invalid"].is_null()).collect();
+    assert_eq!(dead.len(), 1, "{levels:?}");
+    assert!(levels.len() <= 3, "{} levels", levels.len());
+    let why = dead[0]["invalid"].as_str().unwrap();
+    assert!(
+        why.contains("connect_refused") && why.contains("down"),
+        "{why}"
+    );
+    // The dead level is no curve point: levels.csv keeps it, marked.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("the target went down"),
+        "report says why it stopped"
+    );
+}
+
+/// `autoperf run … --out MOUNT/out` inside a mount namespace of its own
+/// where MOUNT is a fresh tmpfs mounted with `options`; returns the exit
+/// code, stdout (then what MOUNT holds afterwards) and stderr.
+fn run_on_tmpfs(scenario: &std::path::Path, options: &str) -> (Option<i32>, String, String) {
+    let mount = support::scratch_dir(&format!("tmpfs-{}", options.replace([',', '='], "-")));
+    let script = format!(
+        "mount -t tmpfs -o {options} autoperf-test {m} && {exe} run {s} --users 2 --duration 20s --warmup 0s --out {m}/out; \
+         code=$?; echo; echo \"left: [$(ls -A {m})]\"; exit $code",
+        m = mount.display(),
+        exe = support::autoperf_exe().display(),
+        s = scenario.display(),
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .output()
+        .expect("unshare runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_results_directory_that_cannot_keep_the_results_is_refused_before_any_load() {
+    // A tmpfs mounted in a mount namespace of the test's own: root only
+    // (as CI runs); elsewhere there is no full or read-only disk to try.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mounting a small or read-only tmpfs needs root");
+        return;
+    }
+    let (addr, connections) = support::misbehaving_server(Misbehaviour::Unavailable);
+    let dir = support::scratch_dir("trust-disk");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: disk\ntarget: {{base_url: \"http://{addr}\"}}\nrequests: {{a: {{path: /}}}}\n"
+        ),
+    )
+    .unwrap();
+    for (options, said) in [
+        ("size=64k", "KiB free and a run needs at least 16 MiB"),
+        ("ro", "read-only filesystem"),
+    ] {
+        let (code, stdout, stderr) = run_on_tmpfs(&s, options);
+        assert_eq!(code, Some(3), "{options}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(said) && stderr.contains("--out"),
+            "{options}: {stderr}"
+        );
+        // Nothing half-written, and not one request sent.
+        assert!(stdout.contains("left: []"), "{options}: {stdout}");
+    }
+    assert_eq!(connections.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
