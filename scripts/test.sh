@@ -34,41 +34,60 @@ started=$SECONDS
 phases=()
 failures=0
 
-# `phase NAME COMMAND…`: runs it, timed, and keeps the time for the report.
+# The machine's CPU counters since boot, in ticks: "busy total".
+cpu_ticks() {
+    awk '/^cpu / { total = 0; for (i = 2; i <= NF; i++) total += $i; print total - $5 - $6, total }' /proc/stat
+}
+
+# `phase NAME COMMAND…`: runs it, timed, and keeps for the report how long
+# it took and how busy it kept the machine's CPUs.
 phase() {
-    local name=$1 began=$SECONDS rc=0
+    local name=$1 began=$SECONDS rc=0 busy0 total0 busy1 total1
     shift
     echo "== $name ($((SECONDS - started)) s in)"
+    read -r busy0 total0 < <(cpu_ticks)
     "$@" || rc=$?
-    phases+=("$(printf '%-22s %5d s%s' "$name" $((SECONDS - began)) "$( ((rc)) && echo "   FAILED")")")
+    read -r busy1 total1 < <(cpu_ticks)
+    phases+=("$(printf '%-22s %5d s   CPU %3d%% busy%s' "$name" $((SECONDS - began)) \
+        $((100 * (busy1 - busy0) / (total1 - total0 + 1))) "$( ((rc)) && echo "   FAILED")")")
     ((rc)) && failures=$((failures + 1))
     return $rc
 }
 
-# Chromium for the HTML report tests and musl-gcc for the C parts of the
-# static build (ring, zstd), from Debian; the musl target from
-# rustup. Each only when missing.
-install_packages() {
-    local want=()
-    command -v chromium >/dev/null 2>&1 || want+=(chromium)
-    command -v musl-gcc >/dev/null 2>&1 || want+=(musl-tools)
-    if ((${#want[@]})); then
+# musl-gcc for the C parts of the static build (ring, zstd; Debian's
+# musl-tools) and the musl target (rustup): the build needs them first.
+install_build_tools() {
+    if ! command -v musl-gcc >/dev/null 2>&1; then
         apt-get update -qq &&
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${want[@]}" ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends musl-tools ||
             return 1
     fi
     rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET"
 }
 
-# What only the network makes slow, fetched while the tests build: Kafka's
-# jars (Maven Central, cached in ~/.m2) and the Python venv of the Kafka
-# tests' independent decoder; the Kubernetes schemas, and the manifests
-# validated against them.
+# What only the network makes slow, fetched while the tests build:
+# Chromium for the HTML report tests (Debian's), Kafka's jars (Maven
+# Central, cached in ~/.m2) and the Python venv of the Kafka tests'
+# independent client; the Kubernetes schemas, and the manifests validated
+# against them.
 fetch_in_background() {
+    (
+        if ! command -v chromium >/dev/null 2>&1; then
+            apt-get update -qq &&
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+        fi
+    ) >"$LOGS/fetch-chromium.log" 2>&1 &
+    FETCH_CHROMIUM=$!
     (bash scripts/kafka.sh classpath >/dev/null && bash scripts/pyenv.sh) >"$LOGS/fetch-kafka.log" 2>&1 &
     FETCH_KAFKA=$!
     bash scripts/k8s-validate.sh >"$LOGS/k8s-validate.log" 2>&1 &
     K8S_VALIDATE=$!
+}
+
+# Waits for what the tests need of the fetches.
+fetched() {
+    await Chromium "$FETCH_CHROMIUM" "$LOGS/fetch-chromium.log" &&
+        await "Kafka's jars and the Python venv" "$FETCH_KAFKA" "$LOGS/fetch-kafka.log"
 }
 
 # Builds every test executable of the workspace and lists them: each with
@@ -176,7 +195,7 @@ main() {
     rm -f "$LOGS"/*.log "$LOGS/times"
     trap 'bash scripts/kafka.sh stop >/dev/null 2>&1' EXIT
 
-    phase set-up install_packages || exit 1
+    phase set-up install_build_tools || exit 1
     fetch_in_background
     phase build build_tests || exit 1
     phase static check_static
@@ -186,7 +205,7 @@ main() {
         chrt --idle 0 nice -n 19 bash scripts/fuzz.sh --build-only >"$LOGS/fuzz-build.log" 2>&1 &
         FUZZ_BUILD=$!
     fi
-    phase fetch await "Kafka's jars and the Python venv" "$FETCH_KAFKA" "$LOGS/fetch-kafka.log"
+    phase fetch fetched
     phase "tests side by side" run_tests side "$TEST_THREADS"
     phase "tests alone" run_tests alone 1
     phase manifests await "the Kubernetes manifests' validation" "$K8S_VALIDATE" "$LOGS/k8s-validate.log"

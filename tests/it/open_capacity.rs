@@ -317,7 +317,7 @@ mod alone {
                 r#"
 name: open-vary
 target: {{base_url: "http://{addr}"}}
-arrivals: {{rate: 100/s, spacing: even}}
+arrivals: {{rate: 200/s, spacing: even}}
 requests:
   cpu: {{path: "/cpu?ms=4"}}
 thresholds: ["p99 < 100ms"]
