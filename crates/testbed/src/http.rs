@@ -19,6 +19,10 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::burn::Workers;
 
+/// Set on a request's extensions by the server when it came over TLS.
+#[derive(Clone, Copy)]
+pub struct OverTls;
+
 /// The body of every testbed response.
 pub type Body = Full<Bytes>;
 
@@ -181,7 +185,7 @@ async fn serve_http<H: Handler, S>(
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let handler = Arc::clone(&handler);
         if over_tls {
-            req.extensions_mut().insert(crate::shop::OverTls);
+            req.extensions_mut().insert(OverTls);
         }
         async move { Ok::<_, Infallible>(handler.handle(req).await) }
     });

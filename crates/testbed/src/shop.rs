@@ -29,7 +29,7 @@ use hyper::header::{COOKIE, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::http::{json, not_found, Body};
+use crate::http::{json, not_found, Body, OverTls};
 
 /// Sessions kept at most; the oldest goes first.
 const MAX_SESSIONS: usize = 100_000;
@@ -41,10 +41,6 @@ const PRODUCTS: [(&str, &str, u32); 4] = [
     ("p3", "coffee beans 1 kg", 24),
     ("p4", "grinder", 89),
 ];
-
-/// Set on a request's extensions by the server when it came over TLS.
-#[derive(Clone, Copy)]
-pub struct OverTls;
 
 #[derive(Default)]
 pub struct Shop {

@@ -5,7 +5,7 @@
 //! straight-line interpolation between measured levels is worst — the bend —
 //! and stops where the model says it is good enough.
 //!
-//! **The model.** Exact single-class MVA (`model::mva::exact`) of the CPU
+//! **The model.** Exact single-class MVA (`mva::exact`) of the CPU
 //! stations the agents measured (one per tier, its cores as servers), the
 //! think time as a delay, and — when the measured throughputs fall short of
 //! what the CPUs allow — something *hidden* fitted to them (weighted least
@@ -41,7 +41,7 @@
 //! the CPU for a minute).
 
 use super::range::{self, TierDemand};
-use crate::model::mva;
+use super::mva;
 
 /// A finished level as the guide needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,7 +117,7 @@ impl Guide {
         let stations: Vec<mva::Station> = range::stations(demands)
             .iter()
             .filter(|s| s.demand_s > 0.0)
-            .map(|s| mva::Station::queue(&s.tier, s.cores, vec![s.demand_s]))
+            .map(|s| mva::Station::queue(&s.tier, s.cores, s.demand_s))
             .collect();
         let points: Vec<Point> = points
             .iter()
@@ -131,10 +131,10 @@ impl Guide {
         let think_s = think_s.max(0.0);
         // N* = (Z + Σ D) / max(D_k / c_k), the hidden station included.
         let n_star = |hidden_s: f64| {
-            let total: f64 = stations.iter().map(|s| s.demands[0]).sum::<f64>() + hidden_s;
+            let total: f64 = stations.iter().map(|s| s.demand_s).sum::<f64>() + hidden_s;
             let bottleneck = stations
                 .iter()
-                .map(|s| s.demands[0] / s.servers.max(1) as f64)
+                .map(|s| s.demand_s / s.servers.max(1) as f64)
                 .fold(hidden_s, f64::max);
             (think_s + total) / bottleneck
         };
@@ -143,14 +143,14 @@ impl Guide {
         let solve = |queue_s: f64, delay_s: f64| -> Vec<f64> {
             let mut all = stations.clone();
             if queue_s > 0.0 {
-                all.push(mva::Station::queue("hidden", 1, vec![queue_s]));
+                all.push(mva::Station::queue("hidden", 1, queue_s));
             }
             if delay_s > 0.0 {
-                all.push(mva::Station::queue("hidden delay", 0, vec![delay_s]));
+                all.push(mva::Station::queue("hidden delay", 0, delay_s));
             }
             mva::exact(&all, think_s, up_to)
                 .into_iter()
-                .map(|s| s.throughput[0])
+                .map(|s| s.throughput)
                 .collect()
         };
         let misfit = |curve: &[f64]| -> f64 {
@@ -393,9 +393,9 @@ mod tests {
     fn a_cpu_bound_curve_needs_no_hidden_station_and_is_probed_at_its_bend() {
         // The model's own curve: 4 ms on one core, 0.5 s think time.
         let d = web(0.004, 1);
-        let exact: Vec<f64> = mva::exact(&[mva::Station::queue("web", 1, vec![0.004])], 0.5, 200)
+        let exact: Vec<f64> = mva::exact(&[mva::Station::queue("web", 1, 0.004)], 0.5, 200)
             .iter()
-            .map(|s| s.throughput[0])
+            .map(|s| s.throughput)
             .collect();
         let x = |u: u32| exact[u as usize - 1];
         let pts = points(&[1, 13, 126], x);
@@ -419,12 +419,12 @@ mod tests {
     fn a_lock_the_agents_cannot_see_is_fitted_as_a_hidden_station() {
         // 0.3 ms of CPU on two cores, but a 5 ms lock: X ≤ 200/s.
         let lock = [
-            mva::Station::queue("web", 2, vec![0.0003]),
-            mva::Station::queue("lock", 1, vec![0.005]),
+            mva::Station::queue("web", 2, 0.0003),
+            mva::Station::queue("lock", 1, 0.005),
         ];
         let exact: Vec<f64> = mva::exact(&lock, 0.5, 400)
             .iter()
-            .map(|s| s.throughput[0])
+            .map(|s| s.throughput)
             .collect();
         let x = |u: u32| exact[u as usize - 1];
         let pts = points(&[1, 168], x);

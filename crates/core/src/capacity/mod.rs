@@ -26,12 +26,15 @@
 //!   meets the SLOs (Theodolite's rule).
 //! - `guided`: the queueing model that picks the levels inside the range
 //!   where the curve bends (beyond the paper; bisection is the fallback).
+//! - `mva`: exact mean value analysis of a closed network with
+//!   multi-server stations, which the guide and `model::predict` solve.
 //!
 //! The controller that wires these to running levels is `run::capacity`.
 
 pub mod client;
 pub mod demand;
 pub mod guided;
+pub mod mva;
 pub mod overload;
 pub mod range;
 pub mod rate;

@@ -1,22 +1,11 @@
 //! Mean value analysis of closed product-form queueing networks: users
 //! cycle between a think (delay) station and queueing stations, each visit
-//! costing a service demand. Pure functions, tested against textbook tables.
-//!
-//! - `exact`: one class, exact, with multi-server (load-dependent) stations
-//!   solved through their marginal queue-length probabilities
-//!   (Lazowska et al., *Quantitative System Performance*, ch. 8), so a
-//!   four-core tier is four servers, not one server four times as fast.
-//! - `exact_multi`: several classes, exact (the recursion over every
-//!   population vector below the one asked: for a few classes only).
-//! - `schweitzer`: several classes, approximate (Schweitzer's fixed point:
-//!   a class-`c` arrival sees `Q_k·(N_c − 1)/N_c` of its own class), for
-//!   many classes and many users.
-//!
-//! Multi-server stations in the multi-class solvers use Seidmann's
-//! approximation: a `c`-server station of demand `D` becomes a queue of
-//! demand `D/c` plus a delay of `D·(c−1)/c`. It is exact at low load and
-//! in saturation and underestimates the queueing near the knee (by up to
-//! ~10% of the response time for c = 2..8 in Seidmann et al.'s tables).
+//! costing a service demand. Exact, single class, with multi-server
+//! (load-dependent) stations solved through their marginal queue-length
+//! probabilities (Lazowska et al., *Quantitative System Performance*,
+//! ch. 8), so a four-core tier is four servers, not one server four times
+//! as fast. Pure functions, tested against textbook tables. The capacity
+//! search's guide (`guided.rs`) and `model::predict` both solve with it.
 
 /// A station of the network.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,43 +14,38 @@ pub struct Station {
     /// Identical servers sharing one queue (cores); 0 makes it a delay
     /// station (no queueing: think time, network latency).
     pub servers: u32,
-    /// Service demand of one cycle of each class, seconds.
-    pub demands: Vec<f64>,
+    /// Service demand of one cycle, seconds.
+    pub demand_s: f64,
 }
 
 impl Station {
-    pub fn queue(name: &str, servers: u32, demands: Vec<f64>) -> Station {
+    pub fn queue(name: &str, servers: u32, demand_s: f64) -> Station {
         Station {
             name: name.into(),
             servers,
-            demands,
+            demand_s,
         }
-    }
-
-    fn is_delay(&self) -> bool {
-        self.servers == 0
     }
 }
 
 /// The model's answer at one population.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Solution {
-    /// Users per class.
-    pub population: Vec<u32>,
-    /// Cycles per second per class.
-    pub throughput: Vec<f64>,
-    /// Time per cycle at the queueing stations per class (think excluded).
-    pub response_s: Vec<f64>,
-    /// `residence_s[station][class]`: time per cycle spent at a station.
-    pub residence_s: Vec<Vec<f64>>,
-    /// Mean customers at each station (all classes).
+    pub users: u32,
+    /// Cycles per second.
+    pub throughput: f64,
+    /// Time per cycle at the queueing stations (think excluded).
+    pub response_s: f64,
+    /// Time per cycle spent at each station.
+    pub residence_s: Vec<f64>,
+    /// Mean customers at each station.
     pub queue: Vec<f64>,
-    /// Busy servers at each station: `Σ_c X_c · D_ck`.
+    /// Busy servers at each station: `X · D_k`.
     pub utilization: Vec<f64>,
 }
 
-/// Exact single-class MVA for every population 1..=`users`; `think_s` is
-/// the think time per cycle. Stations' `demands` hold one value.
+/// Exact MVA for every population 1..=`users`; `think_s` is the think
+/// time per cycle.
 pub fn exact(stations: &[Station], think_s: f64, users: u32) -> Vec<Solution> {
     let k = stations.len();
     // Marginal probabilities p[k][j] of j customers at multi-server
@@ -74,7 +58,7 @@ pub fn exact(stations: &[Station], think_s: f64, users: u32) -> Vec<Solution> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                let d = s.demands[0];
+                let d = s.demand_s;
                 match s.servers {
                     0 => d,
                     1 => d * (1.0 + q[i]),
@@ -92,7 +76,7 @@ pub fn exact(stations: &[Station], think_s: f64, users: u32) -> Vec<Solution> {
         for (i, s) in stations.iter().enumerate() {
             q[i] = x * residence[i];
             if s.servers > 1 {
-                let d = s.demands[0];
+                let d = s.demand_s;
                 let c = s.servers as usize;
                 let mut next = vec![0.0; n as usize + 1];
                 for j in 1..=n as usize {
@@ -105,226 +89,15 @@ pub fn exact(stations: &[Station], think_s: f64, users: u32) -> Vec<Solution> {
             }
         }
         out.push(Solution {
-            population: vec![n],
-            throughput: vec![x],
-            response_s: vec![r],
-            residence_s: residence.iter().map(|r| vec![*r]).collect(),
+            users: n,
+            throughput: x,
+            response_s: r,
             queue: q.clone(),
-            utilization: stations.iter().map(|s| x * s.demands[0]).collect(),
+            utilization: stations.iter().map(|s| x * s.demand_s).collect(),
+            residence_s: residence,
         });
     }
     out
-}
-
-/// Seidmann's split of a multi-server station into a one-server queue and
-/// a delay (see the module doc).
-fn seidmann(stations: &[Station]) -> Vec<Station> {
-    let mut out = Vec::new();
-    for s in stations {
-        match s.servers {
-            0 | 1 => out.push(s.clone()),
-            c => {
-                let c = c as f64;
-                out.push(Station {
-                    name: s.name.clone(),
-                    servers: 1,
-                    demands: s.demands.iter().map(|d| d / c).collect(),
-                });
-                out.push(Station {
-                    name: format!("{} (delay)", s.name),
-                    servers: 0,
-                    demands: s.demands.iter().map(|d| d * (c - 1.0) / c).collect(),
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Folds the Seidmann split back onto the original stations.
-fn unsplit(stations: &[Station], split: &Solution) -> Solution {
-    let mut residence = Vec::new();
-    let mut queue = Vec::new();
-    let mut i = 0;
-    for s in stations {
-        let mut r = split.residence_s[i].clone();
-        let mut qk = split.queue[i];
-        i += 1;
-        if s.servers > 1 {
-            for (a, b) in r.iter_mut().zip(&split.residence_s[i]) {
-                *a += b;
-            }
-            qk += split.queue[i];
-            i += 1;
-        }
-        residence.push(r);
-        queue.push(qk);
-    }
-    Solution {
-        population: split.population.clone(),
-        throughput: split.throughput.clone(),
-        response_s: split.response_s.clone(),
-        utilization: stations
-            .iter()
-            .map(|s| {
-                s.demands
-                    .iter()
-                    .zip(&split.throughput)
-                    .map(|(d, x)| d * x)
-                    .sum()
-            })
-            .collect(),
-        residence_s: residence,
-        queue,
-    }
-}
-
-/// Exact multi-class MVA at `population` (users per class); `think_s` per
-/// class. Cost grows as `Π (N_c + 1)`: meant for a few classes.
-pub fn exact_multi(stations: &[Station], think_s: &[f64], population: &[u32]) -> Solution {
-    let split = seidmann(stations);
-    let classes = population.len();
-    let dims: Vec<usize> = population.iter().map(|&n| n as usize + 1).collect();
-    let index = |v: &[u32]| -> usize {
-        v.iter()
-            .zip(&dims)
-            .fold(0, |acc, (&n, &d)| acc * d + n as usize)
-    };
-    let total: usize = dims.iter().product();
-    // Queue lengths per station for every population vector, visited in an
-    // order where every vector comes after those with one customer fewer.
-    let mut queues = vec![vec![0.0; split.len()]; total];
-    let mut last = None;
-    let mut v = vec![0u32; classes];
-    loop {
-        if v.iter().any(|&n| n > 0) {
-            let mut residence = vec![vec![0.0; classes]; split.len()];
-            let mut x = vec![0.0; classes];
-            for c in 0..classes {
-                if v[c] == 0 {
-                    continue;
-                }
-                let mut less = v.clone();
-                less[c] -= 1;
-                let q = &queues[index(&less)];
-                for (k, s) in split.iter().enumerate() {
-                    let d = s.demands[c];
-                    residence[k][c] = if s.is_delay() { d } else { d * (1.0 + q[k]) };
-                }
-                let r: f64 = residence.iter().map(|r| r[c]).sum();
-                x[c] = v[c] as f64 / (think_s[c] + r);
-            }
-            let q: Vec<f64> = residence
-                .iter()
-                .map(|r| r.iter().zip(&x).map(|(r, x)| r * x).sum())
-                .collect();
-            queues[index(&v)] = q.clone();
-            last = Some(Solution {
-                population: v.clone(),
-                response_s: (0..classes)
-                    .map(|c| residence.iter().map(|r| r[c]).sum())
-                    .collect(),
-                throughput: x,
-                residence_s: residence,
-                queue: q,
-                utilization: Vec::new(),
-            });
-        }
-        // Next vector in lexicographic order.
-        let mut c = classes;
-        loop {
-            if c == 0 {
-                let solved = last.expect("a population of at least one user");
-                return unsplit(stations, &solved);
-            }
-            c -= 1;
-            if v[c] < population[c] {
-                v[c] += 1;
-                for w in v.iter_mut().skip(c + 1) {
-                    *w = 0;
-                }
-                break;
-            }
-        }
-    }
-}
-
-/// Schweitzer's approximate multi-class MVA at `population`, iterated until
-/// queue lengths move less than `1e-9` of a customer (at most 10,000
-/// rounds).
-pub fn schweitzer(stations: &[Station], think_s: &[f64], population: &[u32]) -> Solution {
-    let split = seidmann(stations);
-    let classes = population.len();
-    // q[k][c]: class-c customers at station k; start spread evenly.
-    let queueing = split.iter().filter(|s| !s.is_delay()).count().max(1) as f64;
-    let mut q: Vec<Vec<f64>> = split
-        .iter()
-        .map(|s| {
-            population
-                .iter()
-                .map(|&n| {
-                    if s.is_delay() {
-                        0.0
-                    } else {
-                        n as f64 / queueing
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let mut residence = vec![vec![0.0; classes]; split.len()];
-    let mut x = vec![0.0; classes];
-    for _ in 0..10_000 {
-        for c in 0..classes {
-            let n = population[c] as f64;
-            if n == 0.0 {
-                x[c] = 0.0;
-                continue;
-            }
-            for (k, s) in split.iter().enumerate() {
-                let d = s.demands[c];
-                residence[k][c] = if s.is_delay() {
-                    d
-                } else {
-                    // The arrival sees the others: its own class less itself.
-                    let seen: f64 = (0..classes)
-                        .map(|o| {
-                            if o == c {
-                                q[k][o] * (n - 1.0) / n
-                            } else {
-                                q[k][o]
-                            }
-                        })
-                        .sum();
-                    d * (1.0 + seen)
-                };
-            }
-            let r: f64 = residence.iter().map(|r| r[c]).sum();
-            x[c] = n / (think_s[c] + r);
-        }
-        let mut moved: f64 = 0.0;
-        for k in 0..split.len() {
-            for c in 0..classes {
-                let next = x[c] * residence[k][c];
-                moved = moved.max((next - q[k][c]).abs());
-                q[k][c] = next;
-            }
-        }
-        if moved < 1e-9 {
-            break;
-        }
-    }
-    let solved = Solution {
-        population: population.to_vec(),
-        response_s: (0..classes)
-            .map(|c| residence.iter().map(|r| r[c]).sum())
-            .collect(),
-        throughput: x,
-        queue: q.iter().map(|q| q.iter().sum()).collect(),
-        residence_s: residence,
-        utilization: Vec::new(),
-    };
-    unsplit(stations, &solved)
 }
 
 #[cfg(test)]
@@ -342,9 +115,9 @@ mod tests {
     #[test]
     fn single_class_matches_jains_table_34_1() {
         let stations = [
-            Station::queue("cpu", 1, vec![2.0]),
-            Station::queue("disk a", 1, vec![3.0]),
-            Station::queue("disk b", 1, vec![1.0]),
+            Station::queue("cpu", 1, 2.0),
+            Station::queue("disk a", 1, 3.0),
+            Station::queue("disk b", 1, 1.0),
         ];
         let s = exact(&stations, 4.0, 20);
         // (N, system response time, throughput, Q_cpu, Q_a, Q_b)
@@ -360,14 +133,14 @@ mod tests {
         for (n, r, x, qc, qa, qb) in table {
             let p = &s[n - 1];
             assert!(
-                close(p.response_s[0], r, 0.0015),
+                close(p.response_s, r, 0.0015),
                 "N={n}: R {}",
-                p.response_s[0]
+                p.response_s
             );
             assert!(
-                close(p.throughput[0], x, 0.0015),
+                close(p.throughput, x, 0.0015),
                 "N={n}: X {}",
-                p.throughput[0]
+                p.throughput
             );
             for (got, want) in p.queue.iter().zip([qc, qa, qb]) {
                 assert!(close(*got, want, 0.0015), "N={n}: Q {got} against {want}");
@@ -381,87 +154,23 @@ mod tests {
     /// c users never queue (R = D), and many users give X = c/D.
     #[test]
     fn multi_server_stations_are_servers_not_one_fast_server() {
-        let four = [Station::queue("web", 4, vec![0.004])];
+        let four = [Station::queue("web", 4, 0.004)];
         let s = exact(&four, 0.0, 40);
         for n in 1..=4 {
-            assert!(close(s[n - 1].response_s[0], 0.004, 1e-12), "N={n}");
+            assert!(close(s[n - 1].response_s, 0.004, 1e-12), "N={n}");
         }
-        assert!(close(s[39].throughput[0], 1000.0, 1e-6));
+        assert!(close(s[39].throughput, 1000.0, 1e-6));
         // One server four times as fast would answer 4 users in 4 ms, not 4.
-        let fast = exact(&[Station::queue("web", 1, vec![0.001])], 0.0, 4);
-        assert!(close(fast[3].response_s[0], 0.004, 1e-12));
+        let fast = exact(&[Station::queue("web", 1, 0.001)], 0.0, 4);
+        assert!(close(fast[3].response_s, 0.004, 1e-12));
         // Machine repairman, 2 servers, D = 1, Z = 1, N = 3, solved as a
         // birth-death chain: j at the station, up-rates 3, 2, 1, down-rates
         // 1, 2, 2, so p = (1, 3, 3, 1.5)·2/17 and X = Σ min(j, 2)·p_j = 24/17.
-        let s = exact(&[Station::queue("m", 2, vec![1.0])], 1.0, 3);
+        let s = exact(&[Station::queue("m", 2, 1.0)], 1.0, 3);
         assert!(
-            close(s[2].throughput[0], 24.0 / 17.0, 1e-9),
+            close(s[2].throughput, 24.0 / 17.0, 1e-9),
             "{}",
-            s[2].throughput[0]
+            s[2].throughput
         );
-    }
-
-    #[test]
-    fn classes_alike_solve_like_one_class() {
-        let one = [
-            Station::queue("cpu", 1, vec![2.0]),
-            Station::queue("disk", 1, vec![3.0]),
-        ];
-        let two = [
-            Station::queue("cpu", 1, vec![2.0, 2.0]),
-            Station::queue("disk", 1, vec![3.0, 3.0]),
-        ];
-        let single = exact(&one, 4.0, 6);
-        let multi = exact_multi(&two, &[4.0, 4.0], &[2, 4]);
-        let x: f64 = multi.throughput.iter().sum();
-        assert!(close(x, single[5].throughput[0], 1e-9));
-        assert!(close(multi.response_s[0], single[5].response_s[0], 1e-9));
-        assert!(close(multi.utilization[1], single[5].utilization[1], 1e-9));
-    }
-
-    /// Two classes, two queues, N = (1, 1), worked by hand with the arrival
-    /// theorem: class 1 (D 1, 2; Z 0) alone gives X1 = 1/3, Q = (1/3, 2/3);
-    /// class 2 (D 2, 1; Z 0) alone X2 = 1/3, Q = (2/3, 1/3). Together, class
-    /// 1 sees class 2's queues: R1 = 1·(1+2/3) + 2·(1+1/3) = 13/3.
-    #[test]
-    fn two_classes_by_the_arrival_theorem() {
-        let stations = [
-            Station::queue("a", 1, vec![1.0, 2.0]),
-            Station::queue("b", 1, vec![2.0, 1.0]),
-        ];
-        let s = exact_multi(&stations, &[0.0, 0.0], &[1, 1]);
-        assert!(close(s.response_s[0], 13.0 / 3.0, 1e-12));
-        assert!(close(s.response_s[1], 13.0 / 3.0, 1e-12));
-        assert!(close(s.throughput[0], 3.0 / 13.0, 1e-12));
-    }
-
-    #[test]
-    fn schweitzer_stays_near_exact() {
-        let stations = [
-            Station::queue("cpu", 1, vec![0.010, 0.020]),
-            Station::queue("db", 2, vec![0.030, 0.005]),
-            Station::queue("disk", 1, vec![0.008, 0.012]),
-        ];
-        let think = [1.0, 0.5];
-        for pop in [[5, 5], [20, 10], [60, 40]] {
-            let e = exact_multi(&stations, &think, &pop);
-            let a = schweitzer(&stations, &think, &pop);
-            for c in 0..2 {
-                let gap = (a.throughput[c] - e.throughput[c]).abs() / e.throughput[c];
-                assert!(gap < 0.05, "{pop:?} class {c}: {gap}");
-            }
-        }
-    }
-
-    #[test]
-    fn seidmann_is_near_the_exact_multi_server_answer() {
-        let stations = [Station::queue("web", 4, vec![0.004])];
-        let exact = exact(&stations, 0.1, 200);
-        for n in [10, 60, 100, 140, 200] {
-            let e = &exact[n - 1];
-            let a = exact_multi(&stations, &[0.1], &[n as u32]);
-            let gap = (a.throughput[0] - e.throughput[0]).abs() / e.throughput[0];
-            assert!(gap < 0.05, "N={n}: {gap}");
-        }
     }
 }

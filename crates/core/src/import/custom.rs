@@ -5,7 +5,7 @@
 //! as the defaults, its sessions grouped by that cookie.
 
 use super::clock::{parse_clf_time, parse_rfc3339};
-use super::logline::{check_method, origin_form, request_line, unescape, LogEntry};
+use super::entry::{check_method, excerpt, origin_form, request_line, unescape, LogEntry};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Role {
@@ -123,13 +123,13 @@ impl CustomFormat {
                 Part::Literal(l) => {
                     rest = rest
                         .strip_prefix(l.as_str())
-                        .ok_or_else(|| format!("expected `{l}` at `{}`", short(rest)))?;
+                        .ok_or_else(|| format!("expected `{l}` at `{}`", excerpt(rest, 40)))?;
                 }
                 Part::Field(role) => {
                     let value = match self.parts.get(i + 1) {
                         Some(Part::Literal(next)) => {
                             let end = find_unescaped(rest, next).ok_or_else(|| {
-                                format!("expected `{next}` after a field at `{}`", short(rest))
+                                format!("expected `{next}` after a field at `{}`", excerpt(rest, 40))
                             })?;
                             let v = &rest[..end];
                             rest = &rest[end..];
@@ -232,15 +232,6 @@ fn cookie_value(header: &str, name: &str) -> Option<String> {
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.to_string())
         .filter(|v| !v.is_empty())
-}
-
-fn short(s: &str) -> String {
-    let cut: String = s.chars().take(40).collect();
-    if cut.len() < s.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
 }
 
 fn push_literal(parts: &mut Vec<Part>, text: &str) {

@@ -244,7 +244,7 @@ fn steps(
             *skipped.entry("third-party hosts").or_default() += 1;
             continue;
         }
-        if super::logline::check_method(&e.request.method.to_ascii_uppercase()).is_err() {
+        if super::entry::check_method(&e.request.method.to_ascii_uppercase()).is_err() {
             *skipped.entry("requests with an odd method").or_default() += 1;
             continue;
         }

@@ -16,7 +16,8 @@ use super::classes::{
     identifier, safe_name, segments, unique_name, Template, TemplateLearner, Templates,
 };
 use super::fit::{fit, ThinkFit};
-use super::logline::{detect, JsonFields, LogEntry, LogFormat};
+use super::entry::LogEntry;
+use super::logline::{detect, JsonFields, LogFormat};
 use super::reader::{Line, LogReader};
 use super::sessions::{client_key, SessionCounts, Sessionizer};
 use super::ImportError;

@@ -6,6 +6,7 @@
 mod classes;
 mod clock;
 mod custom;
+mod entry;
 mod fit;
 mod graph;
 mod har;

@@ -5,16 +5,13 @@
 //! ```text
 //! run.json (profile demands | capacity levels) + scenario (CBMG, Z, cores)
 //!     → network::Model ── what-ifs (mix, cores, speedup, think) ──→ predict
-//!        closed: mva::exact per N │ open: M/M/c per rate │ bounds │ vs measured
+//!        closed: capacity::mva::exact per N │ open: M/M/c per rate │ bounds │ vs measured
 //! ```
 //!
-//! - `mva`: mean value analysis of closed networks — exact single-class
-//!   with multi-server stations, exact and Schweitzer multi-class.
 //! - `network`: the application's network from a results record.
 //! - `predict`: points, bounds and the comparison with measured levels
 //!   (`prediction.json`).
 
-pub mod mva;
 pub mod network;
 pub mod predict;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::mva::{self, Station};
+use crate::capacity::mva::{self, Station};
 use super::network::Model;
 use crate::record::{round3, LevelRecord};
 
@@ -144,7 +144,7 @@ fn stations(model: &Model) -> (Vec<Vec<usize>>, Vec<Station>) {
             Station::queue(
                 &name.join("+"),
                 model.station_cores(g),
-                vec![g.iter().map(|&t| demand[t]).sum()],
+                g.iter().map(|&t| demand[t]).sum(),
             )
         })
         .collect();
@@ -154,11 +154,11 @@ fn stations(model: &Model) -> (Vec<Vec<usize>>, Vec<Station>) {
 /// The bounds of `model`.
 pub fn bounds(model: &Model) -> Bounds {
     let (_, stations) = stations(model);
-    let total: f64 = stations.iter().map(|s| s.demands[0]).sum();
+    let total: f64 = stations.iter().map(|s| s.demand_s).sum();
     let (b, per_core) = stations
         .iter()
         .enumerate()
-        .map(|(i, s)| (i, s.demands[0] / s.servers.max(1) as f64))
+        .map(|(i, s)| (i, s.demand_s / s.servers.max(1) as f64))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or((0, 0.0));
     Bounds {
@@ -227,7 +227,7 @@ fn point(
     let mut stretch = vec![1.0; model.tiers.len()];
     for (g, s) in groups.iter().zip(stations.iter().zip(residence_s)) {
         let (station, r) = s;
-        let d = station.demands[0];
+        let d = station.demand_s;
         for &t in g {
             stretch[t] = if d > 0.0 { r / d } else { 1.0 };
             let u = x * demand[t];
@@ -250,8 +250,8 @@ fn point(
     let bottleneck = stations
         .iter()
         .max_by(|a, b| {
-            (a.demands[0] / a.servers.max(1) as f64)
-                .total_cmp(&(b.demands[0] / b.servers.max(1) as f64))
+            (a.demand_s / a.servers.max(1) as f64)
+                .total_cmp(&(b.demand_s / b.servers.max(1) as f64))
         })
         .map_or(String::new(), |s| s.name.clone());
     Point {
@@ -278,8 +278,7 @@ pub fn closed(model: &Model, users: &[u32]) -> Vec<Point> {
         .filter(|&&n| n > 0)
         .map(|&n| {
             let s = &solved[n as usize - 1];
-            let residence: Vec<f64> = s.residence_s.iter().map(|r| r[0]).collect();
-            let mut p = point(model, &groups, &stations, s.throughput[0], &residence);
+            let mut p = point(model, &groups, &stations, s.throughput, &s.residence_s);
             p.users = Some(n);
             p
         })
@@ -296,7 +295,7 @@ pub fn open(model: &Model, rates: &[f64]) -> Vec<Point> {
             let residence: Vec<f64> = stations
                 .iter()
                 .map(|s| {
-                    let d = s.demands[0];
+                    let d = s.demand_s;
                     let c = s.servers.max(1);
                     let rho = rate * d / c as f64;
                     if rho >= 1.0 {

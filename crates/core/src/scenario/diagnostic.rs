@@ -12,6 +12,17 @@
 use std::fmt;
 use std::path::PathBuf;
 
+
+/// A problem in a template's source (a value with `${…}`): where in that
+/// text, what, and what might fix it. The decoder places it in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError {
+    /// Byte offset of the problem in the template's source.
+    pub offset: usize,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     pub file: PathBuf,

@@ -9,7 +9,7 @@
 //! and Kafka settings, agent URLs, file paths) it goes in as it is, and
 //! `$${` writes a literal `${` there — any other `$` is literal as written.
 
-use super::template::TemplateError;
+use super::diagnostic::TemplateError;
 
 /// The value of an environment variable, empty counting as unset (as the
 /// shell's `:-` does).

@@ -20,7 +20,7 @@
 
 use std::io::Write as _;
 
-use super::diagnostic::did_you_mean;
+use super::diagnostic::{did_you_mean, TemplateError};
 use super::ids::{FeederId, VarId};
 
 /// How expansions are written into the output.
@@ -202,15 +202,6 @@ pub struct Names<'a> {
     pub feeders: Vec<(&'a str, Option<&'a [String]>)>,
     /// Variables in `VarId` order.
     pub variables: &'a [String],
-}
-
-/// A problem in a template's source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplateError {
-    /// Byte offset of the problem in the template's source.
-    pub offset: usize,
-    pub message: String,
-    pub hint: Option<String>,
 }
 
 /// Builds one template out of several pieces (a JSON body is many strings

@@ -4,14 +4,14 @@
 //! level's throughput and percentiles over time with the warm-up shaded.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use serde::Deserialize;
 
+use super::figure::{figure, Key};
 use super::prediction;
 use crate::model::Prediction;
 use crate::record::{LevelRecord, RunRecord};
-use crate::report::svg::{esc, fnum};
+use crate::report::svg::fnum;
 use crate::report::svg::{Band, HLine, Highlight, LineChart, Series, VLine};
 
 /// One row of `timeseries.csv`.
@@ -27,40 +27,6 @@ pub struct SeriesRow {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub active_users: u32,
-}
-
-/// What a legend entry looks like.
-pub(crate) enum Key<'a> {
-    Line(&'a str, usize, bool),
-    Flag(&'a str),
-    Band(&'a str),
-    BadBand(&'a str),
-    Mark(&'a str),
-    /// A neutral dashed line (reference lines drawn in their series' colour).
-    Dashed(&'a str),
-}
-
-pub(crate) fn figure(h: &mut String, caption: &str, keys: &[Key], svg: &str) {
-    let _ = write!(
-        h,
-        "<figure>\n<figcaption>{}</figcaption>\n<ul class=\"legend\">",
-        esc(caption)
-    );
-    for k in keys {
-        let (class, name) = match k {
-            Key::Line(n, c, dashed) => (
-                format!("sw s{}{}", c % 6, if *dashed { " dashed" } else { "" }),
-                n,
-            ),
-            Key::Flag(n) => ("sw dot".into(), n),
-            Key::Band(n) => ("sw area".into(), n),
-            Key::BadBand(n) => ("sw badarea".into(), n),
-            Key::Mark(n) => ("sw vmark".into(), n),
-            Key::Dashed(n) => ("sw neutral dashed".into(), n),
-        };
-        let _ = write!(h, "<li><span class=\"{class}\"></span>{}</li>", esc(name));
-    }
-    let _ = write!(h, "</ul>\n{svg}\n</figure>\n");
 }
 
 /// Levels ordered by users (the search does not run them in order); an

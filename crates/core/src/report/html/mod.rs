@@ -11,12 +11,13 @@
 //! per level (its time series and per-request table); the scenario text.
 
 mod charts;
+mod figure;
 mod prediction;
 mod rates;
 mod tables;
 
 pub use charts::SeriesRow;
-pub(crate) use charts::{figure, Key};
+pub(crate) use figure::{figure, Key};
 pub(crate) use tables::{head as table_head, row as table_row};
 
 use std::fmt::Write;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::charts::{figure, Key};
+use super::figure::{figure, Key};
 use super::tables::{head, row};
 use crate::model::predict::UNTRUSTED_GAP;
 use crate::model::Prediction;

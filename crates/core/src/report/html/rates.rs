@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::card;
-use super::charts::{figure, Key};
+use super::figure::{figure, Key};
 use crate::record::{LevelRecord, RateAnalysis, RunRecord, Unit};
 use crate::report::svg::{esc, fnum, BarChart, HLine, LineChart, Series, VLine};
 use crate::report::text::failed_slo_text;

@@ -4,7 +4,6 @@
 //! name the setting to fix, which is what stops a run at its start.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use rustls::pki_types::ServerName;
@@ -15,44 +14,11 @@ use tokio_rustls::TlsConnector;
 
 use super::super::sasl::Exchange;
 use super::super::wire;
-use super::state::{Config, Idempotent};
+use super::config::{Config, KAFKA_TLS_SETTINGS};
+use super::state::Idempotent;
 use crate::measure::ErrorKind;
 use crate::protocol::{net, tls};
 use crate::scenario::{SaslMechanism, SaslSettings};
-
-/// What the producer's connections need beyond TCP.
-#[derive(Clone, Default)]
-pub struct Security {
-    pub tls: Option<TlsConnector>,
-    pub sasl: Option<SaslSettings>,
-}
-
-impl std::fmt::Debug for Security {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Security")
-            .field("tls", &self.tls.is_some())
-            .field("sasl", &self.sasl)
-            .finish()
-    }
-}
-
-/// Where a Kafka target's TLS settings are written (librdkafka's names,
-/// which Java's PEM settings mirror).
-pub const KAFKA_TLS_SETTINGS: tls::SettingNames = tls::SettingNames {
-    ca_file: "ssl.ca.location",
-    client_cert: "ssl.certificate.location/ssl.key.location",
-    untrusted: "give its CA as ssl.ca.location, or set enable.ssl.certificate.verification: false for a test system",
-    expired: "renew it, or set enable.ssl.certificate.verification: false for a test system",
-    wrong_name: "bootstrap and the broker's advertised listeners must use a name it holds, or set ssl.endpoint.identification.algorithm: none",
-};
-
-impl Security {
-    /// The TLS client of `settings`, if TLS is on.
-    pub fn tls_connector(settings: &crate::scenario::TlsSettings) -> Result<TlsConnector, String> {
-        let config = tls::client_config(settings, &[], &KAFKA_TLS_SETTINGS)?;
-        Ok(TlsConnector::from(Arc::new(config)))
-    }
-}
 
 /// A connection to a broker, in the clear or over TLS.
 pub enum Conn {

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use super::super::wire;
 use crate::measure::ErrorKind;
 
+use super::config::Config;
 use super::state::*;
 
 /// Asks the cluster about `topic` until its partitions all have a leader

@@ -27,18 +27,21 @@
 
 mod batch;
 mod broker;
+mod config;
 mod connection;
 mod delivery;
 mod metadata;
 mod state;
 
-pub(super) use connection::{probe_producer_id, Security};
+pub(super) use config::Security;
+pub(super) use connection::probe_producer_id;
 pub(super) use metadata::fetch_metadata;
 
 use delivery::Delivery;
 use metadata::load_metadata;
 use state::*;
-pub use state::{Config, Producer, Sizes};
+pub use config::Config;
+pub use state::{Producer, Sizes};
 
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;

@@ -12,32 +12,9 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 use tokio::sync::Notify;
 
+use super::config::Config;
 use crate::measure::ErrorKind;
 use crate::protocol::Fired;
-
-/// The producer's settings, shared by every shard.
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub bootstrap: Vec<String>,
-    pub client_id: String,
-    /// 0, 1 or -1 (all in-sync replicas).
-    pub acks: i16,
-    pub linger: Duration,
-    pub batch_bytes: usize,
-    /// Produce requests awaiting their answer, per broker connection.
-    pub max_in_flight: usize,
-    /// Per request, and for connecting and metadata.
-    pub timeout: Duration,
-    /// Metadata older than this is asked again.
-    pub metadata_max_age: Duration,
-    pub compression: crate::scenario::Compression,
-    pub compression_level: Option<i32>,
-    /// TLS and SASL, as `security.protocol` says.
-    pub security: super::connection::Security,
-    /// `enable.idempotence`: batches carry a producer id and sequence
-    /// numbers, and the broker writes none twice.
-    pub idempotence: bool,
-}
 
 /// How long a shard waits before asking again for metadata that failed.
 pub(crate) const METADATA_RETRY: Duration = Duration::from_secs(1);
