@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use autoperf_core::engine::workers::{worker_main, WorkerOptions, WorkerSpec};
-use autoperf_core::engine::{fleet, EngineError, Generators, StopSignal, WorkerPool};
+use autoperf_core::engine::{fleet, EngineError, Generators, LoadSources, StopSignal, WorkerPool};
 use autoperf_core::load::Spacing;
 use autoperf_core::model::predict::{self, Ask};
 use autoperf_core::model::{Model, Prediction};
@@ -66,7 +66,7 @@ pub fn run(args: RunArgs) -> Outcome {
         out: out.clone(),
         use_agents: !args.no_agents,
         resumed: Vec::new(),
-        generators: generators(Some(&args.generators), &scenario, false)?,
+        sources: load_sources(Some(&args.generators), &scenario, false)?,
         asked: None,
     };
     let mut record = execute_plan(&scenario, plan, &mut controller, 1, &args.output)?;
@@ -205,7 +205,7 @@ pub fn demo(args: DemoArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
-        generators: generators(None, &scenario, false)?,
+        sources: load_sources(None, &scenario, false)?,
         asked: None,
     };
     let result = execute_plan(&scenario, plan, &mut controller, 0, &args.output);
@@ -228,11 +228,11 @@ pub fn demo(args: DemoArgs) -> Outcome {
 /// for source addresses, or for workers on other hosts (`--workers`, else
 /// the scenario's `workers:`). `scale_out`: a capacity analysis, which
 /// starts on one worker and adds more when the generator limits a level.
-fn generators(
+fn load_sources(
     args: Option<&GeneratorArgs>,
     scenario: &Scenario,
     scale_out: bool,
-) -> Result<Generators, Failure> {
+) -> Result<LoadSources, Failure> {
     let given = args.filter(|a| !a.workers.is_empty());
     let settings = scenario.workers.as_ref();
     let specs = match (given, settings) {
@@ -320,11 +320,13 @@ fn generators(
             }
         })
     };
-    Ok(Generators {
-        processes: args.and_then(|a| a.generators),
-        local_addresses: args.map(|a| a.local_addresses.clone()).unwrap_or_default(),
-        program: std::env::current_exe().ok(),
-        coalesce: args.and_then(|a| a.coalesce),
+    Ok(LoadSources {
+        here: Generators {
+            processes: args.and_then(|a| a.generators),
+            local_addresses: args.map(|a| a.local_addresses.clone()).unwrap_or_default(),
+            program: std::env::current_exe().ok(),
+            coalesce: args.and_then(|a| a.coalesce),
+        },
         workers,
     })
 }
@@ -548,7 +550,7 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         out: out.clone(),
         use_agents: true,
         resumed: Vec::new(),
-        generators: generators(Some(&args.generators), &scenario, false)?,
+        sources: load_sources(Some(&args.generators), &scenario, false)?,
         asked: None,
     };
     let record = execute_plan(
@@ -918,7 +920,7 @@ fn run_capacity(
             out: out.to_path_buf(),
             use_agents: !args.no_agents,
             resumed,
-            generators: generators(Some(&args.generators), scenario, true)?,
+            sources: load_sources(Some(&args.generators), scenario, true)?,
             asked: serde_json::to_value(CapacityPlan::of(args)).ok(),
         },
         controller,

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use autoperf_core::engine::{run_level, Generators, Level, LevelPlan, StopSignal, Workload};
+use autoperf_core::engine::{run_level, Level, LevelPlan, LoadSources, StopSignal, Workload};
 use autoperf_core::measure::TickSink;
 use autoperf_core::record::LevelRecord;
 use autoperf_core::scenario::Scenario;
@@ -28,7 +28,7 @@ fn run(scenario: &Arc<Scenario>, users: u32, warmup: u64, secs: u64) -> LevelRec
     let level = run_level(
         scenario,
         &level,
-        &Generators::default(),
+        &LoadSources::default(),
         &mut sinks,
         &StopSignal::default(),
     )
@@ -243,7 +243,7 @@ fn stop_signal_ends_a_level_early_and_marks_it_interrupted() {
     let level = run_level(
         &s,
         &Level::Closed(plan),
-        &Generators::default(),
+        &LoadSources::default(),
         &mut sinks,
         &stop,
     )

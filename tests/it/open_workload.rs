@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use autoperf_core::engine::{run_level, Generators, Level, LevelRun, OpenPlan, StopSignal};
+use autoperf_core::engine::{run_level, Level, LevelRun, LoadSources, OpenPlan, StopSignal};
 use autoperf_core::measure::TickSink;
 use autoperf_core::scenario::{self, Scenario};
 
@@ -102,7 +102,7 @@ fn run(s: &Arc<Scenario>, plan: &OpenPlan) -> LevelRun {
     run_level(
         s,
         &level,
-        &Generators::default(),
+        &LoadSources::default(),
         &mut sinks,
         &StopSignal::default(),
     )

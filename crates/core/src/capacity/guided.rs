@@ -40,8 +40,8 @@
 //! beside it (86, 88, 89, 90 … 99 users on a machine whose neighbour took
 //! the CPU for a minute).
 
-use super::range::{self, TierDemand};
 use super::mva;
+use super::range::{self, TierDemand};
 
 /// A finished level as the guide needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -132,16 +132,8 @@ mod tests {
         ];
         for (n, r, x, qc, qa, qb) in table {
             let p = &s[n - 1];
-            assert!(
-                close(p.response_s, r, 0.0015),
-                "N={n}: R {}",
-                p.response_s
-            );
-            assert!(
-                close(p.throughput, x, 0.0015),
-                "N={n}: X {}",
-                p.throughput
-            );
+            assert!(close(p.response_s, r, 0.0015), "N={n}: R {}", p.response_s);
+            assert!(close(p.throughput, x, 0.0015), "N={n}: X {}", p.throughput);
             for (got, want) in p.queue.iter().zip([qc, qa, qb]) {
                 assert!(close(*got, want, 0.0015), "N={n}: Q {got} against {want}");
             }

@@ -34,7 +34,7 @@ use crate::scenario::{Endpoint, Scenario};
 
 use fleet::HostPlan;
 use split::Load;
-use start::Clock;
+use start::{Clock, LevelContext};
 
 /// A finished level: what was planned and what was measured.
 #[derive(Debug, Clone)]
@@ -70,40 +70,70 @@ pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Where a run's levels run: on this host, or on workers on other hosts.
+#[derive(Debug, Clone, Default)]
+pub struct LoadSources {
+    /// This host's generator processes and source addresses (and the
+    /// wake-up coalescing of every shard, wherever it runs).
+    pub here: Generators,
+    /// Workers on other hosts that run the levels instead of this one.
+    pub workers: Option<WorkerPool>,
+}
+
+/// A level as it starts, wherever it runs.
+pub(crate) struct LevelStart {
+    pub load: Load,
+    /// The level as the collector reports it.
+    pub info: LevelInfo,
+    /// The seed of the level's random choices, the same on every host.
+    pub seed: u64,
+    /// Wake-up coalescing's nap.
+    pub nap: Duration,
+}
+
+impl LevelStart {
+    fn of(level: &Level, nap: Duration) -> LevelStart {
+        let load = match level {
+            Level::Closed(plan) => Load::Closed {
+                users: plan.users,
+                ramp: plan.ramp.clone(),
+            },
+            Level::Open(plan) => Load::Open {
+                plan: plan.clone(),
+                seed: fastrand::u64(..),
+            },
+        };
+        let info = LevelInfo {
+            index: level.index(),
+            users: level.users().unwrap_or(0),
+            warmup: level.warmup(),
+            duration: level.duration(),
+        };
+        LevelStart {
+            load,
+            info,
+            seed: fastrand::u64(..),
+            nap,
+        }
+    }
+}
+
 /// Runs `level` to its end (or until `stop`), feeding every tick to
-/// `sinks`, with its users or arrivals spread over the generator processes
-/// `generators` allows and the level needs (`Generators::default()`: this
-/// process alone, unless the level cannot fit in it).
+/// `sinks`: on the workers of `sources`, or else on this host, its users
+/// or arrivals spread over the generator processes `sources.here` allows
+/// and the level needs (`LoadSources::default()`: this process alone,
+/// unless the level cannot fit in it).
 pub fn run_level(
     scenario: &Arc<Scenario>,
     level: &Level,
-    generators: &Generators,
+    sources: &LoadSources,
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<LevelRun, EngineError> {
-    let load = match level {
-        Level::Closed(plan) => Load::Closed {
-            users: plan.users,
-            ramp: plan.ramp.clone(),
-        },
-        Level::Open(plan) => Load::Open {
-            plan: plan.clone(),
-            seed: fastrand::u64(..),
-        },
-    };
-    let info = LevelInfo {
-        index: level.index(),
-        users: level.users().unwrap_or(0),
-        warmup: level.warmup(),
-        duration: level.duration(),
-    };
-    let seed = fastrand::u64(..);
-    let nap = generators.coalesce.unwrap_or(DEFAULT_NAP);
-    let ran = match &generators.workers {
-        Some(pool) => workers::drive(scenario, level, &load, pool, &info, seed, nap, sinks, stop)?,
-        None => drive_here(
-            scenario, level, &load, generators, &info, seed, nap, sinks, stop,
-        )?,
+    let start = LevelStart::of(level, sources.here.coalesce.unwrap_or(DEFAULT_NAP));
+    let ran = match &sources.workers {
+        Some(pool) => workers::drive(scenario, level, &start, pool, sinks, stop)?,
+        None => drive_here(scenario, level, &start, &sources.here, sinks, stop)?,
     };
     Ok(LevelRun {
         level: level.clone(),
@@ -128,18 +158,20 @@ pub(crate) struct Driven {
 /// Runs the level on this host: its shards in this process, or over the
 /// generator processes the level needs, collecting their ticks until it
 /// ends.
-#[allow(clippy::too_many_arguments)]
 fn drive_here(
     scenario: &Arc<Scenario>,
     level: &Level,
-    load: &Load,
+    start: &LevelStart,
     generators: &Generators,
-    info: &LevelInfo,
-    seed: u64,
-    nap: Duration,
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<Driven, EngineError> {
+    let LevelStart {
+        load,
+        info,
+        seed,
+        nap,
+    } = start;
     let placement = fleet::place(scenario, load.connections(), generators)?;
     let host = HostPlan::whole(load, &placement);
     // Shards start a moment from now, all on the same clock; generator
@@ -150,8 +182,8 @@ fn drive_here(
     let clock = Clock {
         start,
         deadline: start + level.warmup() + level.duration(),
-        seed,
-        nap,
+        seed: *seed,
+        nap: *nap,
     };
     let collector = Collector::new(
         host.range.total,
@@ -160,10 +192,14 @@ fn drive_here(
         level.warmup(),
         clock.deadline,
     );
+    let context = LevelContext {
+        scenario,
+        workload: level.workload(),
+        load,
+        clock,
+    };
     let (totals, lost) =
-        fleet::run_host_share(scenario, level.workload(), load, &host, clock, stop, |rx| {
-            collector.run(info, rx, sinks)
-        })?;
+        fleet::run_host_share(context, &host, stop, |rx| collector.run(info, rx, sinks))?;
     Ok(Driven {
         started_at,
         totals,

@@ -25,21 +25,30 @@ pub(crate) struct Clock {
     pub nap: Duration,
 }
 
+/// A level as each of its shards runs it, in whichever process.
+#[derive(Clone, Copy)]
+pub(crate) struct LevelContext<'a> {
+    pub scenario: &'a Arc<Scenario>,
+    pub workload: &'a Workload,
+    /// The whole level's load, of which each process runs a range.
+    pub load: &'a Load,
+    pub clock: Clock,
+}
+
 /// Starts the shards of `range` in this process on threads of `scope`,
 /// each with a transport for the scenario's kind of target and sending its
 /// snapshots to `tx`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn start_shards<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
-    scenario: &Arc<Scenario>,
-    workload: &Workload,
-    load: &Load,
+    level: LevelContext<'_>,
     range: ShardRange,
-    clock: Clock,
     addresses: &[std::net::IpAddr],
     tx: mpsc::Sender<crate::measure::Snapshot>,
     stop: &StopSignal,
 ) -> Result<(), EngineError> {
+    let LevelContext {
+        scenario, clock, ..
+    } = level;
     let shards = range.first..range.first + range.count;
     match &scenario.target.endpoint {
         Endpoint::Http(base) => {
@@ -53,9 +62,7 @@ pub(crate) fn start_shards<'scope>(
                         .map(|t| move || t)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            spawn_shards(
-                scope, transports, scenario, workload, load, range, clock, tx, stop,
-            )
+            spawn_shards(scope, transports, level, range, tx, stop)
         }
         #[cfg(feature = "kafka")]
         Endpoint::Kafka(kafka) => {
@@ -70,27 +77,27 @@ pub(crate) fn start_shards<'scope>(
                     move || KafkaTransport::new(config, plans, seed)
                 })
                 .collect();
-            spawn_shards(
-                scope, transports, scenario, workload, load, range, clock, tx, stop,
-            )
+            spawn_shards(scope, transports, level, range, tx, stop)
         }
         #[cfg(not(feature = "kafka"))]
         Endpoint::Kafka(_) => unreachable!("decoding rejects Kafka targets without the feature"),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     transports: Vec<M>,
-    scenario: &Arc<Scenario>,
-    workload: &Workload,
-    load: &Load,
+    level: LevelContext<'_>,
     range: ShardRange,
-    clock: Clock,
     tx: mpsc::Sender<crate::measure::Snapshot>,
     stop: &StopSignal,
 ) -> Result<(), EngineError> {
+    let LevelContext {
+        scenario,
+        workload,
+        load,
+        clock,
+    } = level;
     let cursors = Arc::new(Feeds::new(scenario, range.first, range.count, range.total));
     for (local, transport) in transports.into_iter().enumerate() {
         let index = range.first + local;

@@ -129,7 +129,10 @@ impl CustomFormat {
                     let value = match self.parts.get(i + 1) {
                         Some(Part::Literal(next)) => {
                             let end = find_unescaped(rest, next).ok_or_else(|| {
-                                format!("expected `{next}` after a field at `{}`", excerpt(rest, 40))
+                                format!(
+                                    "expected `{next}` after a field at `{}`",
+                                    excerpt(rest, 40)
+                                )
                             })?;
                             let v = &rest[..end];
                             rest = &rest[end..];

@@ -15,8 +15,8 @@ use serde::Serialize;
 use super::classes::{
     identifier, safe_name, segments, unique_name, Template, TemplateLearner, Templates,
 };
-use super::fit::{fit, ThinkFit};
 use super::entry::LogEntry;
+use super::fit::{fit, ThinkFit};
 use super::logline::{detect, JsonFields, LogFormat};
 use super::reader::{Line, LogReader};
 use super::sessions::{client_key, SessionCounts, Sessionizer};

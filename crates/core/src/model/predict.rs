@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::capacity::mva::{self, Station};
 use super::network::Model;
+use crate::capacity::mva::{self, Station};
 use crate::record::{round3, LevelRecord};
 
 /// `prediction.json`.

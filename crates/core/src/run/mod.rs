@@ -130,7 +130,7 @@ fn scale_out(
     if !record.client_bottleneck || record.interrupted || invalid || record.incomplete.is_some() {
         return None;
     }
-    let pool = plan.generators.workers.as_ref()?;
+    let pool = plan.sources.workers.as_ref()?;
     if !pool.can_scale_out() {
         return None;
     }
@@ -166,7 +166,7 @@ fn replace_lost(
     if record.incomplete.is_none() || record.interrupted || tried || !controller.reruns() {
         return None;
     }
-    let pool = plan.generators.workers.as_ref()?;
+    let pool = plan.sources.workers.as_ref()?;
     let want = record.workers.len().max(pool.min()).max(1);
     let give_up = Instant::now() + REPLACE_WAIT;
     let mut answering = pool.answering(want);
@@ -212,8 +212,9 @@ pub struct RunPlan {
     pub use_agents: bool,
     /// Levels already measured (resuming): they are not run again.
     pub resumed: Vec<LevelRecord>,
-    /// Where each level's load comes from (processes, source addresses).
-    pub generators: engine::Generators,
+    /// Where each level's load comes from: this host's processes and
+    /// source addresses, or workers on other hosts.
+    pub sources: engine::LoadSources,
     /// What was asked, kept in run.json's `plan` for `--resume`.
     pub asked: Option<serde_json::Value>,
 }
@@ -254,7 +255,7 @@ pub fn run_levels(
     // could not be kept.
     results::check_room(&plan.out)?;
     // With workers, they load the target: each must reach it.
-    match &plan.generators.workers {
+    match &plan.sources.workers {
         Some(pool) => observer.note(&pool.wait_ready(scenario, stop)?),
         None => engine::probe_target(scenario)?,
     }
@@ -280,7 +281,7 @@ pub fn run_levels(
         // Resumed on as many workers as it had scaled out to.
         let had = record.levels.iter().chain(&record.superseded);
         if let (Some(pool), Some(n)) = (
-            plan.generators.workers.as_ref(),
+            plan.sources.workers.as_ref(),
             had.map(|l| l.workers.len()).max(),
         ) {
             pool.use_at_least(n);
@@ -317,7 +318,7 @@ pub fn run_levels(
                 break StopReason::Interrupted;
             }
         }
-        match &plan.generators.workers {
+        match &plan.sources.workers {
             Some(pool) if pool.active() != usize::MAX => observer.note(&format!(
                 "level {}: on {} worker{} of the pool",
                 level.index(),
@@ -327,7 +328,7 @@ pub fn run_levels(
             Some(_) => {}
             None => {
                 let placement =
-                    engine::fleet::place(scenario, level.connections(), &plan.generators)?;
+                    engine::fleet::place(scenario, level.connections(), &plan.sources.here)?;
                 if let Some(note) = placement.note() {
                     observer.note(&format!("level {}: {note}", level.index()));
                 }
@@ -344,7 +345,7 @@ pub fn run_levels(
             };
             let mut sinks: [&mut dyn TickSink; 4] =
                 [&mut dir, &mut *observer, &mut watcher, &mut completions];
-            engine::run_level(scenario, &level, &plan.generators, &mut sinks, &level_stop)?
+            engine::run_level(scenario, &level, &plan.sources, &mut sinks, &level_stop)?
         };
         let mut level_record = LevelRecord::from_run(&run, scenario);
         for w in &run.warnings {

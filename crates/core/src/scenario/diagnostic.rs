@@ -12,7 +12,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-
 /// A problem in a template's source (a value with `${…}`): where in that
 /// text, what, and what might fix it. The decoder places it in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -28,7 +28,7 @@ pub use serve::serve;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use super::error::EngineError;
 use super::level::Workload;
 use super::split::{Load, ShardRange};
-use super::start::{start_shards, Clock};
+use super::start::{start_shards, Clock, LevelContext};
 use super::stop::StopSignal;
 use crate::measure::wire::to_monotonic_ns;
 use crate::measure::Snapshot;
@@ -58,8 +58,6 @@ pub struct Generators {
     pub program: Option<PathBuf>,
     /// Wake-up coalescing's nap (`None`: `DEFAULT_NAP`; zero: off).
     pub coalesce: Option<Duration>,
-    /// Workers on other hosts that run the levels instead of this one.
-    pub workers: Option<super::workers::WorkerPool>,
 }
 
 /// One host's share of a level.
@@ -209,34 +207,20 @@ impl Job {
 /// over generator processes — and hands their snapshots to `consume`
 /// until every shard has ended. Returns what `consume` returned and what
 /// went wrong with generator processes (each a sentence).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_host_share<R>(
-    scenario: &Arc<Scenario>,
-    workload: &Workload,
-    load: &Load,
+    level: LevelContext<'_>,
     host: &HostPlan,
-    clock: Clock,
     stop: &StopSignal,
     consume: impl FnOnce(mpsc::Receiver<Snapshot>) -> R,
 ) -> Result<(R, Vec<String>), EngineError> {
     let (tx, rx) = mpsc::channel();
     if host.process_shards.len() <= 1 {
         return std::thread::scope(|scope| {
-            start_shards(
-                scope,
-                scenario,
-                workload,
-                load,
-                host.range,
-                clock,
-                &host.addresses,
-                tx,
-                stop,
-            )?;
+            start_shards(scope, level, host.range, &host.addresses, tx, stop)?;
             Ok((consume(rx), Vec::new()))
         });
     }
-    let fleet = processes::Fleet::start(scenario, workload, load, host, clock, tx, stop)?;
+    let fleet = processes::Fleet::start(level, host, tx, stop)?;
     let out = consume(rx);
     let trouble = fleet.finish()?;
     Ok((out, trouble))

@@ -23,13 +23,11 @@ use std::time::{Duration, Instant};
 
 use super::{HostPlan, Job, ScenarioSource};
 use crate::engine::error::EngineError;
-use crate::engine::level::Workload;
-use crate::engine::split::{Load, ShardRange};
-use crate::engine::start::Clock;
+use crate::engine::split::ShardRange;
+use crate::engine::start::LevelContext;
 use crate::engine::stop::StopSignal;
 use crate::measure::wire::WireSnapshot;
 use crate::measure::{IntervalStats, Snapshot};
-use crate::scenario::Scenario;
 
 /// How long after the deadline (or a stop) a generator process may take to
 /// send its last snapshots before it is killed.
@@ -54,14 +52,17 @@ struct Heard {
 
 impl Fleet {
     pub fn start(
-        scenario: &Arc<Scenario>,
-        workload: &Workload,
-        load: &Load,
+        level: LevelContext<'_>,
         host: &HostPlan,
-        clock: Clock,
         tx: Sender<Snapshot>,
         stop: &StopSignal,
     ) -> Result<Fleet, EngineError> {
+        let LevelContext {
+            scenario,
+            workload,
+            load,
+            clock,
+        } = level;
         let program = host.program.clone().ok_or_else(|| {
             EngineError::Start("generator processes need the autoperf binary".into())
         })?;

@@ -6,7 +6,7 @@ use std::sync::{mpsc, Arc};
 
 use super::place::raise_open_file_limit;
 use super::Job;
-use crate::engine::start::{start_shards, Clock};
+use crate::engine::start::{start_shards, Clock, LevelContext};
 use crate::engine::stop::StopSignal;
 use crate::measure::collector::process_cpu_time;
 use crate::measure::wire::{from_monotonic_ns, WireSnapshot};
@@ -42,18 +42,14 @@ pub fn serve(
     let clock = job.clock();
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| -> Result<(), String> {
-        start_shards(
-            scope,
-            &scenario,
-            &job.workload,
-            &job.load,
-            job.range,
+        let level = LevelContext {
+            scenario: &scenario,
+            workload: &job.workload,
+            load: &job.load,
             clock,
-            &job.addresses,
-            tx,
-            &stop,
-        )
-        .map_err(|e| e.to_string())?;
+        };
+        start_shards(scope, level, job.range, &job.addresses, tx, &stop)
+            .map_err(|e| e.to_string())?;
         forward(rx, |wire| {
             let line = serde_json::to_string(&wire).expect("a snapshot always serialises");
             writeln!(output, "{line}").and_then(|_| output.flush())

@@ -39,8 +39,8 @@ use super::level::Level;
 use super::split::{Load, ShardRange};
 use super::start::Clock;
 use super::stop::StopSignal;
-use super::Driven;
-use crate::measure::{round6, Collector, LevelInfo, TickSink, TimerLateness};
+use super::{Driven, LevelStart};
+use crate::measure::{round6, Collector, TickSink, TimerLateness};
 use crate::protocol::HttpTransport;
 pub use crate::scenario::WorkerSpec;
 use crate::scenario::{Endpoint, Scenario};
@@ -378,18 +378,21 @@ impl WorkerShare {
 }
 
 /// Runs `level` on the pool's active workers and collects their ticks.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn drive(
     scenario: &Arc<Scenario>,
     level: &Level,
-    load: &Load,
+    start: &LevelStart,
     pool: &WorkerPool,
-    info: &LevelInfo,
-    seed: u64,
-    nap: Duration,
     sinks: &mut [&mut dyn TickSink],
     stop: &StopSignal,
 ) -> Result<Driven, EngineError> {
+    let LevelStart {
+        load,
+        info,
+        seed,
+        nap,
+    } = start;
+    let (seed, nap) = (*seed, *nap);
     let source = pool.source(scenario)?;
     let (mut addrs, mut troubles) = pool.addresses();
     // Workers that do not take their job (busy with another controller,

@@ -22,6 +22,7 @@ use super::protocol::{self, FromWorker, Role, ToWorker, MAX_HELLO, MAX_JOB_LINE,
 use super::wire::Wire;
 use crate::engine::fleet::{self, raise_open_file_limit, run_host_share, HostPlan, Job, Limits};
 use crate::engine::split::cores;
+use crate::engine::start::LevelContext;
 use crate::engine::stop::StopSignal;
 use crate::measure::wire::to_monotonic_ns;
 
@@ -474,24 +475,22 @@ fn run_level(
     );
     let mut out = writer.try_clone().map_err(|e| e.to_string())?;
     let stopper = stop.clone();
-    let ran = run_host_share(
-        &scenario,
-        &job.workload,
-        &job.load,
-        &host,
+    let level = LevelContext {
+        scenario: &scenario,
+        workload: &job.workload,
+        load: &job.load,
         clock,
-        &stop,
-        |rx| {
-            let sent = fleet::forward(rx, |snapshot| {
-                protocol::write(&mut out, &FromWorker::Snapshot { snapshot })
-            });
-            // The controller is gone: no one would count what the shards do.
-            if sent.is_err() {
-                stopper.stop();
-            }
-            sent
-        },
-    );
+    };
+    let ran = run_host_share(level, &host, &stop, |rx| {
+        let sent = fleet::forward(rx, |snapshot| {
+            protocol::write(&mut out, &FromWorker::Snapshot { snapshot })
+        });
+        // The controller is gone: no one would count what the shards do.
+        if sent.is_err() {
+            stopper.stop();
+        }
+        sent
+    });
     let result = match ran {
         Ok((Ok(()), trouble)) => {
             eprintln!(

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::super::diagnostic::TemplateError;
 use super::super::diagnostic::{did_you_mean, Diagnostic};
 use super::super::duration::parse_duration;
 use super::super::model::RequestId;
-use super::super::diagnostic::TemplateError;
 use super::super::threshold::parse_rate;
 use super::super::yaml::{Key, Node, Pos, Style};
 

@@ -37,10 +37,10 @@ pub(super) use config::Security;
 pub(super) use connection::probe_producer_id;
 pub(super) use metadata::fetch_metadata;
 
+pub use config::Config;
 use delivery::Delivery;
 use metadata::load_metadata;
 use state::*;
-pub use config::Config;
 pub use state::{Producer, Sizes};
 
 use std::cell::{RefCell, RefMut};
