@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use autoperf_core::engine::Level;
 use autoperf_core::measure::{LevelInfo, Tick, TickSink};
-use autoperf_core::record::LevelRecord;
+use autoperf_core::record::{LevelRecord, SloVerdict};
 use autoperf_core::report::prometheus::SharedMetrics;
 use autoperf_core::run::RunObserver;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -191,15 +191,14 @@ fn rate_verdict(level: &LevelRecord) -> String {
     let Some(j) = &level.rate_search else {
         return String::new();
     };
-    let why = match (&j.generator_bound, j.slos.iter().find(|r| !r.passed)) {
-        (Some(g), _) if j.verdict != "pass" => format!(" — {g}"),
-        (_, Some(slo)) => format!(" — {}", autoperf_core::report::text::failed_slo_text(slo)),
-        _ => String::new(),
+    let why = match j.why() {
+        why if why.is_empty() => why,
+        why => format!(" — {why}"),
     };
-    let verdict = match j.verdict.as_str() {
-        "pass" => "pass".to_string(),
-        "fail" => "FAIL".to_string(),
-        other => other.replace('_', " "),
+    let verdict = match j.verdict {
+        SloVerdict::Pass => "pass".to_string(),
+        SloVerdict::Fail => "FAIL".to_string(),
+        other => other.as_str().replace('_', " "),
     };
     format!(", delivered {:.1}/s: {verdict}{why}", j.delivered_rps)
 }

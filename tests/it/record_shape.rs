@@ -1,4 +1,4 @@
-//! The run record is a contract (DESIGN.md: "add, don't rename"): the keys
+//! The run record is a contract (docs/design.md 4.8: "add, don't rename"): the keys
 //! of `run.json` for a capacity analysis, a profile and a closed and an open
 //! run of the bundled demo scenario are compared with golden key lists
 //! (`tests/golden/*.keys`, one JSON path a line, arrays as `[]`), taken from

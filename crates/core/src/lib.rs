@@ -14,16 +14,18 @@
 //! record → results dir (levels.jsonl, timeseries.csv, run.json) → report (text, csv, html, svg)
 //! ```
 //!
-//! Layers, lowest first; a module imports only from layers below it:
+//! Layers, lowest first; a module imports only from layers below it (or
+//! beside it, on the same layer), which `scripts/seams.py` checks:
 //! `scenario`, `load` → `measure` → `protocol` → `engine` → `capacity` (pure
 //! algorithms) → `record` (shapes, and the rules that fill them) → `profile`
-//! (the agents, turned into record shapes) → `thresholds`, `results`,
-//! `report` → `compare`, `run`.
+//! (the agents, turned into record shapes) → `model` (predictions from a
+//! record) → `thresholds`, `results`, `report`, `import` → `compare`, `run`.
 //!
 //! - `scenario`: the file format, validation with located diagnostics, templates, the CBMG.
 //! - `load`: pure load shapes: arrival pacing, rate stages.
 //! - `measure`: outcomes, mergeable interval statistics, the collector of ticks.
-//! - `protocol`: the transport trait; HTTP/1.1 and Kafka clients of our own.
+//! - `protocol`: the transport trait; HTTP/1.1, HTTP/2 and Kafka clients of
+//!   our own.
 //! - `engine`: runs one level: users or arrivals on per-thread shards, spread
 //!   over generator processes when one cannot hold them.
 //! - `capacity`: the capacity analysis's pure state machines and formulas
@@ -32,10 +34,15 @@
 //! - `profile`: the agents' client, the per-second sampler, per-tier usage,
 //!   per-process demand convergence.
 //! - `record`: the JSON shapes of level objects and `run.json` (the contract
-//!   in DESIGN.md), typed down to the analysis.
+//!   in docs/design.md, section 4), typed down to the analysis.
+//! - `model`: what the record predicts: the queueing model's throughput and
+//!   response time at untested loads (`autoperf predict`).
 //! - `thresholds`: the scenario's SLOs checked against a level.
 //! - `results`: the results directory, written as the run goes so nothing measured is lost.
-//! - `report`: text tables, levels.csv, the HTML report, Prometheus metrics.
+//! - `report`: text tables, levels.csv, the HTML report, Prometheus metrics
+//!   (written, or pushed as the run goes).
+//! - `import`: scenarios written from recorded traffic (HAR files, access
+//!   logs), `autoperf import`.
 //! - `compare`: two results directories compared, figure by figure, with
 //!   limits and a significance test (`autoperf compare`, `--baseline`).
 //! - `run`: drives levels: `run_levels` with a fixed list, the capacity

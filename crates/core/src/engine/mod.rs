@@ -1,6 +1,19 @@
 //! Runs one load level — N closed-loop users, or arrivals at a rate (open
 //! workload) — spread over one shard per core, with a warm-up, the measured
 //! window, and a stop that ends the level on time however the server behaves.
+//!
+//! - `level`: what a level is (closed users or open arrivals) and what each
+//!   user does.
+//! - `split`: how a level's load is split over processes and shards.
+//! - `fleet`: where it runs — this process, generator processes, or
+//!   (through `workers`) other hosts.
+//! - `start`, `shard`: a process's shards, one thread and runtime each.
+//! - `user`, `open`: a closed-loop user; the open workload's arrivals.
+//! - `arrival_timer`, `coalesce`: precise arrival wake-ups; coalesced
+//!   reply wake-ups.
+//! - `feed`, `extract`, `checks`: data rows in, values out of responses,
+//!   responses judged.
+//! - `stop`, `error`: how a level ends early, and why it could not run.
 
 mod arrival_timer;
 mod checks;

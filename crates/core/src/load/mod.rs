@@ -12,6 +12,8 @@
 //! evenly spaced arrivals are at Λ(t) = 0, 1, 2, …; Poisson arrivals at
 //! Λ(t) = E₁, E₁+E₂, … with Eᵢ ~ Exp(1) (time rescaling: a unit-rate
 //! Poisson process mapped through Λ⁻¹ has exactly the staged rate).
+//!
+//! `ramp`: a closed workload's users over time (`users:` stages).
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Measurement: what a request came to (`outcome`), the mergeable interval
 //! statistics a shard fills without locks (`stats`), and the collector that
-//! merges shards into per-second ticks and level totals (`collector`).
+//! merges shards into per-second ticks and level totals (`collector`);
+//! `wire`: snapshots across a process or host boundary.
 
 pub mod collector;
 pub mod outcome;
@@ -12,7 +13,7 @@ use std::time::Instant;
 pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, Tick, TickSink};
 pub use outcome::{ErrorCounts, ErrorKind};
 pub use stats::{
-    round3, round6, CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness,
+    round3, round6, round_to, CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness,
 };
 
 /// One shard's statistics for one interval, sent to the collector.

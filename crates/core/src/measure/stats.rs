@@ -18,14 +18,22 @@ pub fn new_histogram() -> Histogram<u64> {
     h
 }
 
+/// Rounded to `decimals` decimals: the one rounding of the record's
+/// figures (a power of ten up to 1e22 is exact, so `round_to(x, 3)` is
+/// exactly `(x * 1e3).round() / 1e3`).
+pub fn round_to(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round() / scale
+}
+
 /// Rounded to three decimals, as run.json keeps figures in ms or s.
 pub fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
+    round_to(x, 3)
 }
 
 /// Rounded to six decimals: a float's trailing noise left out.
 pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
+    round_to(x, 6)
 }
 
 /// How late timers (think pauses, or arrivals) fired, in milliseconds, as

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::network::Model;
 use crate::capacity::mva::{self, Station};
+use crate::measure::{round6, round_to};
 use crate::record::{round3, LevelRecord};
 
 /// `prediction.json`.
@@ -169,7 +170,7 @@ pub fn bounds(model: &Model) -> Bounds {
         },
         min_response_time_ms: round3(total * 1e3),
         n_star: if per_core > 0.0 {
-            (((model.think_s + total) / per_core) * 10.0).round() / 10.0
+            round_to((model.think_s + total) / per_core, 1)
         } else {
             0.0
         },
@@ -187,7 +188,7 @@ pub fn info(model: &Model, kind: &str) -> ModelInfo {
             .classes
             .iter()
             .cloned()
-            .zip(model.mix.iter().map(|m| (m * 1e6).round() / 1e6))
+            .zip(model.mix.iter().map(|&m| round6(m)))
             .collect(),
         tiers: model
             .tiers
@@ -383,7 +384,7 @@ pub fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
             let p = points.iter().find(|p| p.users == l.users)?;
             let rel = |model: f64, measured: f64| {
                 if measured > 0.0 {
-                    ((model - measured) / measured * 1e4).round() / 1e4
+                    round_to((model - measured) / measured, 4)
                 } else {
                     0.0
                 }

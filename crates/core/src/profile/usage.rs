@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::agents::{AgentSet, Counters};
 use super::sampler::Reading;
+use crate::measure::round_to;
 use crate::record::{ByteRates, DiskRates, TierUsage};
 use crate::scenario::ServerSpec;
 
@@ -153,37 +154,32 @@ impl Window {
         let mut cpu_ms = BTreeMap::new();
         for (name, cpu_s) in &self.cpu_s {
             let util = cpu_s / dt;
-            per_process_util.insert(name.clone(), round(util, 4));
-            cpu_ms.insert(name.clone(), round(per_request(util) * 1e3, 4));
+            per_process_util.insert(name.clone(), round_to(util, 4));
+            cpu_ms.insert(name.clone(), round_to(per_request(util) * 1e3, 4));
         }
         TierUsage {
             agent: agent.to_string(),
             cores: server.cores.unwrap_or(host_cores),
             host_cores,
-            cpu_util_cores: round(per_process_util.values().sum(), 4),
+            cpu_util_cores: round_to(per_process_util.values().sum(), 4),
             cpu_util_cores_per_process: per_process_util,
             cpu_ms_per_request: cpu_ms,
             net_bytes_per_request: ByteRates {
-                rx: round(per_request(self.net_rx / dt), 1),
-                tx: round(per_request(self.net_tx / dt), 1),
+                rx: round_to(per_request(self.net_rx / dt), 1),
+                tx: round_to(per_request(self.net_tx / dt), 1),
             },
             disk_bytes_per_request: DiskRates {
-                read: round(per_request(self.read / dt), 1),
-                write: round(per_request(self.write / dt), 1),
+                read: round_to(per_request(self.read / dt), 1),
+                write: round_to(per_request(self.write / dt), 1),
             },
             host_disk_bytes_per_request: DiskRates {
-                read: round(per_request(self.disk_read / dt), 1),
-                write: round(per_request(self.disk_write / dt), 1),
+                read: round_to(per_request(self.disk_read / dt), 1),
+                write: round_to(per_request(self.disk_write / dt), 1),
             },
-            host_cpu_util_cores: round(self.host_busy_s / dt, 4),
-            window_s: round(dt, 3),
+            host_cpu_util_cores: round_to(self.host_busy_s / dt, 4),
+            window_s: round_to(dt, 3),
         }
     }
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
 }
 
 #[cfg(test)]

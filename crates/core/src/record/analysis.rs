@@ -1,7 +1,7 @@
 //! `run.json`'s `analysis`: why the run ended and what the mode concluded —
 //! the capacity verdict, the profile's demand table, the thresholds. Typed
 //! here so the reports read fields, not string keys; serde keeps the keys
-//! DESIGN.md names (flattened, in the order the untyped map had them:
+//! docs/design.md (4.4) names (flattened, in the order the untyped map had them:
 //! alphabetical), so the record version stays 1.
 
 use std::collections::BTreeMap;
@@ -110,7 +110,7 @@ impl From<rate::RateStop> for StopReason {
     }
 }
 
-/// The open-workload search's verdict (DESIGN.md: `max_passing_rate_rps`,
+/// The open-workload search's verdict (docs/design.md 4.4: `max_passing_rate_rps`,
 /// `first_failing_rate_rps`, `failed_slo`, `stop_reason`). With `--vary`,
 /// the top-level figures are the last series'; `series` holds each one and
 /// `demand` Theodolite's resource demand per load.
@@ -152,7 +152,7 @@ pub struct RateFound {
 pub struct RateChoice {
     pub rate_rps: f64,
     pub reason: String,
-    pub verdict: String,
+    pub verdict: super::SloVerdict,
 }
 
 /// One value of `--vary` and what the search found under it.
@@ -178,7 +178,7 @@ pub struct DemandPoint {
     pub resource: Option<String>,
 }
 
-/// The capacity analysis's verdict (DESIGN.md: `n_min`, `n_star`,
+/// The capacity analysis's verdict (docs/design.md 4.4: `n_min`, `n_star`,
 /// `max_throughput_rps`, `saturation_users`, `bottleneck`, `stop_reason`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CapacityAnalysis {
@@ -233,6 +233,26 @@ pub struct ThresholdResult {
     /// Why it could not be evaluated, when `actual` is `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+impl ThresholdResult {
+    /// `p99 < 100ms failed: 412.000 ms (4.1× the bound)`.
+    pub fn failure_text(&self) -> String {
+        match self.actual {
+            Some(v) if self.bound > 0.0 => format!(
+                "{} failed: {} ({:.2}× the bound)",
+                self.source,
+                self.unit.format(v),
+                v / self.bound
+            ),
+            Some(v) => format!("{} failed: {}", self.source, self.unit.format(v)),
+            None => format!(
+                "{} failed: {}",
+                self.source,
+                self.note.as_deref().unwrap_or("not measured")
+            ),
+        }
+    }
 }
 
 /// The unit of a threshold's figure.

@@ -1,5 +1,5 @@
-//! A level object (`levels.jsonl`, `run.json`'s `levels`), as DESIGN.md
-//! specifies it, and how one is made from a finished level's totals.
+//! A level object (`levels.jsonl`, `run.json`'s `levels`), as docs/design.md
+//! (4.3) specifies it, and how one is made from a finished level's totals.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -201,9 +201,7 @@ pub struct LevelRecord {
 pub struct RateLevel {
     /// Why this rate was run.
     pub reason: String,
-    /// `pass`, `fail`, or `generator_bound` (an SLO failed, but the
-    /// generator could not keep the rate).
-    pub verdict: String,
+    pub verdict: SloVerdict,
     /// The scenario's thresholds, then the achieved-rate rule.
     pub slos: Vec<super::ThresholdResult>,
     /// Sessions delivered per second: successful requests per second over
@@ -218,6 +216,42 @@ pub struct RateLevel {
     /// `--vary`: the resource value this level ran under.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub series: BTreeMap<String, String>,
+}
+
+impl RateLevel {
+    /// Why the level did not pass, in words (empty when it passed): the
+    /// generator's limit when it explains the failure, else the first SLO
+    /// that failed.
+    pub fn why(&self) -> String {
+        match (&self.generator_bound, self.slos.iter().find(|r| !r.passed)) {
+            (Some(g), _) if self.verdict != SloVerdict::Pass => g.clone(),
+            (_, Some(slo)) => slo.failure_text(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// An open capacity level's verdict, as `rate_search.verdict` writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SloVerdict {
+    /// Every SLO held.
+    Pass,
+    /// An SLO failed: the system cannot serve this rate.
+    Fail,
+    /// An SLO failed, but the generator could not keep the rate: this
+    /// machine's limit, not the system's.
+    GeneratorBound,
+}
+
+impl SloVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SloVerdict::Pass => "pass",
+            SloVerdict::Fail => "fail",
+            SloVerdict::GeneratorBound => "generator_bound",
+        }
+    }
 }
 
 /// A capacity level's own figures: why it was run and the demands the

@@ -1,5 +1,5 @@
 //! The run record: the JSON shapes of a level object (`levels.jsonl`) and of
-//! `run.json`, as DESIGN.md specifies them. Versioned data, and the only
+//! `run.json`, as docs/design.md (section 4) specifies them. Versioned data, and the only
 //! input reports need, so a results directory can be re-rendered later.
 //!
 //! - `level`: a level object, made from a finished level's totals.
@@ -20,7 +20,7 @@ pub use analysis::{
 };
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
-    LittleCheck, PerRequestRecord, RateLevel, ThinkRecord, TimerLateness,
+    LittleCheck, PerRequestRecord, RateLevel, SloVerdict, ThinkRecord, TimerLateness,
 };
 pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
 

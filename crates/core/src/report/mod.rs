@@ -7,6 +7,8 @@
 //! - `html`: `report.html`, self-contained, charts drawn by `svg`.
 //! - `svg`: deterministic inline SVG charts, and HTML/SVG text escaping.
 //! - `prometheus`: `/metrics` during a run (`--metrics-listen`).
+//! - `push`: the same metrics pushed as the run goes (Prometheus remote
+//!   write, OTLP).
 
 pub mod csv;
 pub mod html;

@@ -358,14 +358,7 @@ pub fn rate_levels_table(levels: &[LevelRecord]) -> String {
         let Some(judged) = &l.rate_search else {
             continue;
         };
-        let why = match (
-            &judged.generator_bound,
-            judged.slos.iter().find(|r| !r.passed),
-        ) {
-            (Some(g), _) if judged.verdict != "pass" => g.clone(),
-            (_, Some(slo)) => failed_slo_text(slo),
-            _ => String::new(),
-        };
+        let why = judged.why();
         let series: String = judged
             .series
             .iter()
@@ -388,24 +381,6 @@ pub fn rate_levels_table(levels: &[LevelRecord]) -> String {
     out
 }
 
-/// `p99 < 100ms failed: 412.000 ms (4.1× the bound)`.
-pub fn failed_slo_text(slo: &crate::record::ThresholdResult) -> String {
-    match slo.actual {
-        Some(v) if slo.bound > 0.0 => format!(
-            "{} failed: {} ({:.2}× the bound)",
-            slo.source,
-            slo.unit.format(v),
-            v / slo.bound
-        ),
-        Some(v) => format!("{} failed: {}", slo.source, slo.unit.format(v)),
-        None => format!(
-            "{} failed: {}",
-            slo.source,
-            slo.note.as_deref().unwrap_or("not measured")
-        ),
-    }
-}
-
 /// The open search's verdict: the highest passing rate, the first failing
 /// one and why; with `--vary`, one line per resource value and the demand.
 pub fn rate_summary(record: &crate::record::RunRecord) -> String {
@@ -422,7 +397,7 @@ pub fn rate_summary(record: &crate::record::RunRecord) -> String {
     let rate = |r: Option<f64>| r.map_or("none".to_string(), |r| format!("{r}/s"));
     let verdict =
         |pass: Option<f64>, fail: Option<f64>, slo: Option<&crate::record::ThresholdResult>| {
-            let why = slo.map_or(String::new(), |s| format!(" — {}", failed_slo_text(s)));
+            let why = slo.map_or(String::new(), |s| format!(" — {}", s.failure_text()));
             format!(
                 "highest passing rate {}, first failing {}{why}",
                 rate(pass),

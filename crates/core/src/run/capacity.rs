@@ -14,7 +14,7 @@ use crate::capacity::range::{self, TierDemand};
 use crate::capacity::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
 use crate::capacity::steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};
 use crate::engine::{default_warmup, Level, LevelPlan, Workload};
-use crate::measure::{LevelInfo, Tick};
+use crate::measure::{round3, round_to, LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
 use crate::record::{
     Analysis, BottleneckRecord, CapacityAnalysis, CapacityLevel, LevelChoice, LevelRecord,
@@ -275,7 +275,7 @@ impl LevelController for CapacityController {
                         .and_then(|u| u.cpu_ms_per_request.get(&p.name).copied())
                 });
             if let Some(ms) = ms {
-                demand_ms.insert(format!("{}/{}", p.tier, p.name), (ms * 1e4).round() / 1e4);
+                demand_ms.insert(format!("{}/{}", p.tier, p.name), round_to(ms, 4));
             }
         }
         level.capacity = Some(CapacityLevel {
@@ -301,11 +301,8 @@ impl LevelController for CapacityController {
             self.search.record(outcome);
         }
         if let Some(cap) = &mut level.capacity {
-            cap.n_star = self
-                .search
-                .n_star_estimate()
-                .map(|n| (n * 10.0).round() / 10.0);
-            cap.bottleneck_utilisation = utilisation.map(|u| (u * 1e4).round() / 1e4);
+            cap.n_star = self.search.n_star_estimate().map(|n| round_to(n, 1));
+            cap.bottleneck_utilisation = utilisation.map(|u| round_to(u, 4));
         }
     }
 
@@ -327,10 +324,10 @@ impl LevelController for CapacityController {
                     })
                     .collect(),
                 manual: self.manual.is_some(),
-                max_throughput_rps: (s.max_throughput_rps * 1e3).round() / 1e3,
+                max_throughput_rps: round3(s.max_throughput_rps),
                 max_throughput_users: s.max_throughput_users,
                 n_min: s.n_min,
-                n_star: s.n_star.map(|n| (n * 10.0).round() / 10.0),
+                n_star: s.n_star.map(|n| round_to(n, 1)),
                 saturation_users: s.saturation_users,
                 search: self
                     .manual

@@ -9,6 +9,10 @@
 //! - `open_capacity`: the open-workload search for the highest arrival rate
 //!   that meets the SLOs, optionally per resource value (`--vary`).
 //!
+//! - `vary`: `--vary`, one open search per resource value.
+//! - `validity`: levels whose data cannot be trusted (failed requests).
+//! - `completions`: when requests completed, to divide the agents' figures.
+//!
 //! The pure algorithms these lean on live below this wing, in `capacity/`
 //! and `profile/`; nothing there imports from here.
 

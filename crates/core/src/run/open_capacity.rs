@@ -24,11 +24,11 @@ use crate::capacity::rate::{
 use crate::capacity::steady::{SteadyConfig, SteadyState, SteadyVerdict};
 use crate::engine::{default_warmup, Level, OpenPlan, DEFAULT_MAX_IN_FLIGHT};
 use crate::load::Spacing;
-use crate::measure::{LevelInfo, Tick};
+use crate::measure::{round3, round_to, LevelInfo, Tick};
 use crate::profile::Sampler;
 use crate::record::{
     Analysis, DemandPoint, LevelRecord, RateAnalysis, RateChoice, RateFound, RateLevel,
-    SeriesResult, StopReason, ThresholdResult, Unit,
+    SeriesResult, SloVerdict, StopReason, ThresholdResult, Unit,
 };
 use crate::scenario::{ArrivalSpacing, Scenario};
 use crate::thresholds;
@@ -76,7 +76,7 @@ pub struct OpenCapacityController {
     /// Finished series (with `--vary`).
     series: Vec<SeriesResult>,
     /// This series' levels: (level, rate, reason, verdict, first failed SLO).
-    levels: Vec<(u32, f64, String, String, Option<ThresholdResult>)>,
+    levels: Vec<(u32, f64, String, SloVerdict, Option<ThresholdResult>)>,
 }
 
 struct Current {
@@ -153,7 +153,7 @@ impl OpenCapacityController {
                 level.level,
                 rate,
                 judged.reason.clone(),
-                judged.verdict.clone(),
+                judged.verdict,
                 judged.slos.iter().find(|r| !r.passed).cloned(),
             ));
             self.search.record(RateOutcome {
@@ -185,7 +185,7 @@ impl OpenCapacityController {
             ),
             passed: rate > 0.0 && delivered >= self.min_achieved * rate,
             actual: Some(if rate > 0.0 {
-                (delivered / rate * 1e4).round() / 1e4
+                round_to(delivered / rate, 4)
             } else {
                 0.0
             }),
@@ -206,25 +206,25 @@ impl OpenCapacityController {
                     .all(|slo| limit.explains(slo, rate, delivered, level.duration_s))
             })
             .map(|limit| limit.why());
-        let (verdict, name) = match (failed, &generator) {
-            (None, _) => (RateVerdict::Pass, "pass"),
+        let (verdict, outcome) = match (failed, &generator) {
+            (None, _) => (RateVerdict::Pass, SloVerdict::Pass),
             (Some(_), Some(why)) => (
                 RateVerdict::GeneratorBound { why: why.clone() },
-                "generator_bound",
+                SloVerdict::GeneratorBound,
             ),
             (Some(slo), None) => (
                 RateVerdict::Fail {
                     slo: slo.source.clone(),
                     saturated_rps: saturated.then_some(delivered),
                 },
-                "fail",
+                SloVerdict::Fail,
             ),
         };
         let record = RateLevel {
             reason: String::new(),
-            verdict: name.into(),
+            verdict: outcome,
             slos,
-            delivered_rps: (delivered * 1e3).round() / 1e3,
+            delivered_rps: round3(delivered),
             saturated,
             generator_bound: generator,
             series: self.series_key(),
@@ -320,12 +320,12 @@ impl OpenCapacityController {
 
 /// The verdict a recorded level gave, for a resumed search.
 fn outcome_verdict(judged: &RateLevel) -> RateVerdict {
-    match judged.verdict.as_str() {
-        "pass" => RateVerdict::Pass,
-        "generator_bound" => RateVerdict::GeneratorBound {
+    match judged.verdict {
+        SloVerdict::Pass => RateVerdict::Pass,
+        SloVerdict::GeneratorBound => RateVerdict::GeneratorBound {
             why: judged.generator_bound.clone().unwrap_or_default(),
         },
-        _ => RateVerdict::Fail {
+        SloVerdict::Fail => RateVerdict::Fail {
             slo: judged
                 .slos
                 .iter()
@@ -405,10 +405,6 @@ pub fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
         p99_ms: late.p99,
         max_ms: late.max,
     })
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
 }
 
 impl LevelController for OpenCapacityController {
@@ -507,7 +503,7 @@ impl LevelController for OpenCapacityController {
                 level.level,
                 cur.rate,
                 cur.reason,
-                judged.verdict.clone(),
+                judged.verdict,
                 judged.slos.iter().find(|r| !r.passed).cloned(),
             ));
             self.search.record(RateOutcome {
@@ -543,7 +539,7 @@ impl LevelController for OpenCapacityController {
                     .map(|l| RateChoice {
                         rate_rps: l.1,
                         reason: l.2.clone(),
-                        verdict: l.3.clone(),
+                        verdict: l.3,
                     })
                     .collect(),
                 series,

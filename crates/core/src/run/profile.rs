@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::{LevelController, Next};
 use crate::capacity::demand::DemandConfig;
 use crate::engine::{Level, LevelPlan, Workload};
-use crate::measure::{LevelInfo, Tick};
+use crate::measure::{round_to, LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
 use crate::record::{Analysis, LevelRecord, ProfileAnalysis, StopReason, TierDemands};
 use crate::scenario::{RequestId, Scenario};
@@ -145,7 +145,7 @@ impl LevelController for ProfileController {
                 .map(|d| d * 1e3)
                 .or_else(|| usage.and_then(|u| u.cpu_ms_per_request.get(&p.name).copied()))
                 .unwrap_or(0.0);
-            let ms = (ms * 1e4).round() / 1e4;
+            let ms = round_to(ms, 4);
             entry.cpu_ms += ms;
             entry.cpu_ms_per_process.insert(p.name.clone(), ms);
             match state {
@@ -155,7 +155,7 @@ impl LevelController for ProfileController {
             }
         }
         for t in tiers.values_mut() {
-            t.cpu_ms = (t.cpu_ms * 1e4).round() / 1e4;
+            t.cpu_ms = round_to(t.cpu_ms, 4);
         }
         self.demands.insert(name, tiers);
     }

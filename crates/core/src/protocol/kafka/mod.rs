@@ -16,6 +16,11 @@
 //! (murmur2), and the wire format is checked by librdkafka and by
 //! Confluent's Python client in the tests.
 //!
+//! - `producer`: the producer, one per shard.
+//! - `wire`: the Kafka protocol's requests and responses, as bytes.
+//! - `codec`: record-batch compression (gzip, snappy, lz4, zstd).
+//! - `sasl`: SASL's client side (PLAIN, SCRAM, OAUTHBEARER).
+//!
 //! Bounds: a record unacknowledged after the target's timeout fails as
 //! `timeout`; at the end of a level the shard drops its users and its
 //! producer with them, so a dead broker cannot hold the level past its end.

@@ -9,6 +9,12 @@
 //! profile's demand table; the model's
 //! section; one section
 //! per level (its time series and per-request table); the scenario text.
+//!
+//! - `figure`: one chart under its caption, with its legend.
+//! - `charts`: the curves against users and each level's time series.
+//! - `tables`: the levels, each level's requests and tiers, the demands.
+//! - `rates`: the open search's verdicts and rate curves.
+//! - `prediction`: the queueing model's section (`prediction.json`).
 
 mod charts;
 mod figure;

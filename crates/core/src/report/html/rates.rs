@@ -9,9 +9,8 @@ use std::fmt::Write;
 
 use super::card;
 use super::figure::{figure, Key};
-use crate::record::{LevelRecord, RateAnalysis, RunRecord, Unit};
+use crate::record::{LevelRecord, RateAnalysis, RunRecord, SloVerdict, Unit};
 use crate::report::svg::{esc, fnum, BarChart, HLine, LineChart, Series, VLine};
-use crate::report::text::failed_slo_text;
 
 fn rate(r: Option<f64>) -> String {
     r.map_or("—".to_string(), |r| format!("{} /s", fnum(r, 1)))
@@ -25,7 +24,7 @@ pub(super) fn cards(h: &mut String, a: &RateAnalysis) {
         &esc(&rate(a.found.max_passing_rate_rps)),
     );
     let why = a.found.failed_slo.as_ref().map_or(String::new(), |s| {
-        format!("<br><small>{}</small>", esc(&failed_slo_text(s)))
+        format!("<br><small>{}</small>", esc(&s.failure_text()))
     });
     card(
         h,
@@ -246,7 +245,7 @@ fn scalability(h: &mut String, a: &RateAnalysis) {
     for s in &a.series {
         let why = match (&s.error, &s.found.failed_slo) {
             (Some(e), _) => e.clone(),
-            (None, Some(slo)) => failed_slo_text(slo),
+            (None, Some(slo)) => slo.failure_text(),
             (None, None) => String::new(),
         };
         let _ = writeln!(
@@ -282,17 +281,13 @@ fn levels_table(h: &mut String, levels: &[LevelRecord]) {
         let Some(j) = &l.rate_search else {
             continue;
         };
-        let why = match (&j.generator_bound, j.slos.iter().find(|r| !r.passed)) {
-            (Some(g), _) if j.verdict != "pass" => g.clone(),
-            (_, Some(slo)) => failed_slo_text(slo),
-            _ => String::new(),
-        };
+        let why = j.why();
         let series: String = j.series.iter().map(|(k, v)| format!("{k}={v} ")).collect();
-        let (class, verdict) = match (l.interrupted, j.verdict.as_str()) {
+        let (class, verdict) = match (l.interrupted, j.verdict) {
             (true, _) => ("warn", "cut short"),
-            (false, "pass") => ("ok", "pass"),
-            (false, "fail") => ("bad", "fail"),
-            (false, other) => ("warn", other),
+            (false, SloVerdict::Pass) => ("ok", "pass"),
+            (false, SloVerdict::Fail) => ("bad", "fail"),
+            (false, other) => ("warn", other.as_str()),
         };
         let _ = writeln!(
             h,

@@ -16,6 +16,14 @@
 //! shard across threads) and on one core reached only 1.2–1.3× Java's
 //! producer even without autoperf's engine around it (bench/README.md).
 //!
+//! - `config`: the producer's settings and its connections' security.
+//! - `state`: what its parts share: topics, partitions, brokers, slots.
+//! - `batch`: records into batches, batches into Produce requests.
+//! - `metadata`: partitions and their leaders, asked of the cluster.
+//! - `connection`: one connection to a broker (TCP, TLS, SASL).
+//! - `broker`: a broker's connection task (writer, reader, reconnection).
+//! - `delivery`: records' outcomes, settled or failed, and their senders.
+//!
 //! Failures: a broker that cannot be reached fails the records waiting for
 //! it (`connect_refused` / `connect`) and is retried with backoff; a
 //! connection that breaks fails the requests in flight (`reset`, `closed`);
