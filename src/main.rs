@@ -3,7 +3,7 @@
 //! 3 the run could not proceed.
 
 mod cli;
-mod commands;
+mod cmd;
 mod compare;
 mod import;
 mod outputs;
@@ -63,20 +63,20 @@ fn main() -> ExitCode {
     // Every connection is a file descriptor: use all the process may have.
     autoperf_core::engine::fleet::raise_open_file_limit();
     let result = match cli.command {
-        Command::Run(args) => commands::run(args),
+        Command::Run(args) => cmd::run(args),
         Command::Compare(args) => compare::command(args),
         Command::Import(args) => import::command(args),
-        Command::Check { scenario, set } => commands::check(&scenario, &set.overrides),
-        Command::Report { results } => commands::report(&results),
-        Command::Capacity(args) => commands::capacity(args),
-        Command::Profile(args) => commands::profile(args),
-        Command::Predict(args) => commands::predict(args),
-        Command::Demo(args) => commands::demo(args),
-        Command::Testbed(args) => commands::testbed(args),
-        Command::Agent(args) => commands::agent(args),
-        Command::Worker(args) => commands::worker(args),
-        Command::Tier(args) => commands::tier(args),
-        Command::Generator => commands::generator(),
+        Command::Check { scenario, set } => cmd::check(&scenario, &set.overrides),
+        Command::Report { results } => cmd::report(&results),
+        Command::Capacity(args) => cmd::capacity(args),
+        Command::Profile(args) => cmd::profile(args),
+        Command::Predict(args) => cmd::predict(args),
+        Command::Demo(args) => cmd::demo(args),
+        Command::Testbed(args) => cmd::testbed(args),
+        Command::Agent(args) => cmd::agent(args),
+        Command::Worker(args) => cmd::worker(args),
+        Command::Tier(args) => cmd::tier(args),
+        Command::Generator => cmd::generator(),
     };
     match result {
         Ok(code) => ExitCode::from(code),
