@@ -1,9 +1,11 @@
 //! Transports: how one rendered request reaches the target and what came
-//! back. The engine is written once against `Transport`; HTTP/1.1 (`http`,
-//! over `http1`'s connections, TLS by `tls`, with `cookies` and `redirect`)
-//! and Kafka (`kafka/`, cargo feature `kafka`) implement it. `net` opens
-//! their TCP connections and names their I/O failures; `request` renders
-//! HTTP requests; `registry` talks to a schema registry.
+//! back. The engine is written once against `Transport`; HTTP (`http/`:
+//! opening connections in `connect`, a request and its response in
+//! `exchange`; over `http1`'s or `http2`'s connections, TLS by `tls`, with
+//! `cookies`, `redirect` and `encoding`) and Kafka (`kafka/`, cargo feature
+//! `kafka`) implement it. `net` opens their TCP connections and names their
+//! I/O failures; `request` renders HTTP requests; `registry` talks to a
+//! schema registry.
 
 pub mod cookies;
 pub mod encoding;

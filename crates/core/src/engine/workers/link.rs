@@ -313,3 +313,53 @@ pub(super) fn is_timeout(e: &std::io::Error) -> bool {
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::workers::{worker_main, WorkerOptions};
+
+    #[test]
+    fn a_controller_links_to_a_worker_with_its_token_and_reads_its_clock() {
+        const TOKEN: &str = "link-test-token-0123456789";
+        let dir = std::env::temp_dir().join(format!("autoperf-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = dir.join("token");
+        std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let options = WorkerOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token_file: Some(token),
+            name: Some("w-test".into()),
+            local_addresses: Vec::new(),
+            program: None,
+            tls_cert: None,
+            tls_key: None,
+        };
+        std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
+        let addr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let link =
+            Link::connect(addr, Some(TOKEN), None).unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(link.name, "w-test");
+        assert!(link.cores >= 1);
+        // One host, one clock: the offset is the measurement's error.
+        assert!(link.offset_ns.abs() < 5_000_000, "{} ns", link.offset_ns);
+        assert!(link.rtt < Duration::from_millis(100));
+        link.bye();
+        let e = Link::connect(addr, None, None).err().unwrap();
+        assert!(
+            e.fatal && e.message.contains("requires a token"),
+            "{}",
+            e.message
+        );
+        let e = Link::connect(addr, Some("another-token-0123456789"), None)
+            .err()
+            .unwrap();
+        assert!(
+            e.fatal && e.message.contains("does not match"),
+            "{}",
+            e.message
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
