@@ -1,6 +1,7 @@
 //! `autoperf`: turns argv into typed values, calls the core, and maps the
 //! outcome to an exit code: 0 success, 1 an SLO failed, 2 bad input,
-//! 3 the run could not proceed.
+//! 3 the run could not proceed, 4 it measured nothing trustworthy, 130
+//! interrupted (the `exit` module below).
 
 mod cli;
 mod cmd;
@@ -21,7 +22,7 @@ use cli::{Cli, Command};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Exit codes of the contract (DESIGN.md "Commands").
+/// Exit codes of the contract (docs/design.md 2.3).
 pub mod exit {
     pub const OK: u8 = 0;
     pub const THRESHOLD_FAILED: u8 = 1;

@@ -71,7 +71,7 @@ fn stop_on_ctrl_c(stop: StopSignal, quiet: bool) {
                 }
                 stop.stop();
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
+                    std::process::exit(exit::INTERRUPTED.into());
                 }
             });
         });
