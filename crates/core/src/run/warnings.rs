@@ -1,0 +1,131 @@
+//! What a finished level says beyond its figures, in words: requests no
+//! one answered, a data feeder run dry, every request failed, the
+//! generator as the bottleneck.
+
+use crate::engine::Level;
+use crate::record::{LevelRecord, Mode};
+use crate::scenario::Scenario;
+
+/// Names the workers whose timers fired later than scheduling noise
+/// explains, latest first — the level's lateness merges every worker's, so
+/// one starved worker in a pool would otherwise go unnamed:
+/// `", timers late on w1 (p99 85.7 ms)"`. Empty when none was.
+pub(super) fn late_workers(level: &LevelRecord) -> String {
+    let floor_ms = crate::capacity::client::LATENESS_FLOOR_S * 1e3;
+    let mut late: Vec<(f64, &str)> = level
+        .workers
+        .iter()
+        .filter_map(|w| Some((w.lateness_p99_ms()?, w.name.as_str())))
+        .filter(|&(p99, _)| p99 > floor_ms)
+        .collect();
+    if late.is_empty() {
+        return String::new();
+    }
+    late.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let named: Vec<String> = late
+        .iter()
+        .map(|(p99, name)| format!("{name} (p99 {p99:.1} ms)"))
+        .collect();
+    format!(", timers late on {}", named.join(", "))
+}
+
+/// Says so when every request of a level failed: its response times, if
+/// any, are those of errors, and nothing it measured describes a working
+/// system, whatever the thresholds say.
+pub(super) fn all_failed(level: &LevelRecord, mode: Mode) -> Option<String> {
+    if level.requests == 0 || level.errors < level.requests {
+        return None;
+    }
+    let kinds: Vec<String> = level
+        .errors_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    // Profiling sends one request type alone: a page behind a login has
+    // no cookie unless the login is a prerequisite.
+    let hint = match mode {
+        Mode::Profile => "; a request that needs earlier steps (a login, a cookie, an extracted value) needs them listed in the scenario's `prerequisites:`",
+        _ => "",
+    };
+    Some(format!(
+        "level {}: EVERY request failed ({} of {}: {}); nothing here measures a working system{hint}",
+        level.level,
+        level.errors,
+        level.requests,
+        kinds.join(", ")
+    ))
+}
+
+/// A `unique` data feeder ran out of rows during the level: say which, how
+/// many requests found none, and the fix.
+pub(super) fn data_exhausted(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
+    let count = *level.errors_by_kind.get("data_exhausted")?;
+    let unique: Vec<String> = scenario
+        .feeders
+        .iter()
+        .filter(|f| f.mode == crate::scenario::FeederMode::Unique)
+        .map(|f| format!("`{}`, {} rows", f.name, f.rows.len()))
+        .collect();
+    Some(format!(
+        "level {}: {count} request{} found no row left in a unique data feeder ({}) and {} not sent, their users stopped; give it more rows, or `mode: sequential` to go round again",
+        level.level,
+        if count == 1 { "" } else { "s" },
+        unique.join("; "),
+        if count == 1 { "was" } else { "were" }
+    ))
+}
+
+/// Says so when requests got no answer at all (refused, reset, timed out,
+/// no broker): unlike error statuses, those mean the target itself is down,
+/// gone mid-run or overwhelmed. A stray timeout in a million is not news:
+/// it takes one request in a thousand.
+pub(super) fn unanswered(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
+    let (kinds, count) = level
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| !kind.starts_with("http_"))
+        .fold((Vec::new(), 0u64), |(mut kinds, count), (kind, n)| {
+            kinds.push(format!("{kind} {n}"));
+            (kinds, count + n)
+        });
+    if count == 0 || count * 1000 < level.requests {
+        return None;
+    }
+    Some(format!(
+        "level {}: {count} of {} requests got no answer from {} ({}): is it still up, and not overloaded?",
+        level.level,
+        level.requests,
+        scenario.target.endpoint,
+        kinds.join(", ")
+    ))
+}
+
+/// Says so when the generator, not the server, may have limited the level:
+/// arrivals started late (open), or users thought longer than configured
+/// (closed).
+pub(super) fn client_bottleneck(level_record: &LevelRecord, level: &Level) -> Option<String> {
+    if !level_record.client_bottleneck {
+        return None;
+    }
+    Some(match level {
+        Level::Open(_) => format!(
+            "level {} ({} arrivals/s): client bottleneck — arrivals started late (p99 {:.1} ms{}) or not at all; the generator, not the server, may limit throughput here",
+            level_record.level,
+            level_record.rate_rps.unwrap_or(0.0),
+            level_record
+                .client
+                .arrival_lateness_ms
+                .as_ref()
+                .map_or(0.0, |l| l.p99),
+            late_workers(level_record)
+        ),
+        Level::Closed(_) => format!(
+            "level {} ({} users): client bottleneck — achieved think time {:.3}s against {:.3}s configured{}; the generator, not the server, may limit throughput here",
+            level_record.level,
+            level.users().unwrap_or(0),
+            level_record.think_time_s.achieved,
+            level_record.think_time_s.configured,
+            late_workers(level_record)
+        ),
+    })
+}
