@@ -1,7 +1,7 @@
 //! Scenario files: from YAML text to a validated `Scenario`.
 //!
 //! ```text
-//! text ─yaml.rs→ located tree ─decode/→ Scenario (model.rs)
+//! text ─yaml.rs→ located tree ─decode/→ Scenario (model/)
 //!                      │              ├ templates (template.rs)
 //!                      │              ├ session CBMG (session.rs)
 //!                      │              ├ thresholds (threshold.rs), durations (duration.rs)

@@ -1,6 +1,8 @@
 //! The error collector and the typed accessors every decoder uses: each
 //! turns a wrong shape into a located message saying what was expected and
-//! what was found, and reports unknown keys with a close match.
+//! what was found, and reports unknown keys with a close match. Templates
+//! and regular expressions are compiled here too, their errors placed in
+//! the scalar they came from.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use super::super::diagnostic::TemplateError;
 use super::super::diagnostic::{did_you_mean, Diagnostic};
 use super::super::duration::parse_duration;
 use super::super::model::RequestId;
+use super::super::template::{Builder, Escape, Names, Template};
 use super::super::threshold::parse_rate;
 use super::super::yaml::{Key, Node, Pos, Style};
 
@@ -253,6 +256,44 @@ pub(super) fn is_name(s: &str) -> bool {
 pub(super) fn report(ctx: &mut Ctx, node: &Node, text: &str, errors: Vec<TemplateError>) {
     for e in errors {
         ctx.error_hint(offset_pos(node, text, e.offset), e.message, e.hint);
+    }
+}
+
+/// Compiles one scalar's text as a template, reporting its errors at their
+/// place in the file.
+pub(super) fn template(
+    ctx: &mut Ctx,
+    node: &Node,
+    text: &str,
+    escape: Escape,
+    literal: Escape,
+    names: &Names,
+) -> Option<Template> {
+    let mut b = Builder::new(escape);
+    let errors = b.source(text, literal, names);
+    let ok = errors.is_empty();
+    report(ctx, node, text, errors);
+    ok.then(|| b.finish())
+}
+
+/// A regular expression, or its error at `node` with the regex crate's
+/// last line of explanation.
+pub(super) fn compile_regex<R>(
+    ctx: &mut Ctx,
+    node: &Node,
+    text: &str,
+    compile: impl Fn(&str) -> Result<R, String>,
+) -> Option<R> {
+    match compile(text) {
+        Ok(re) => Some(re),
+        Err(e) => {
+            let detail = e.lines().last().unwrap_or_default().trim().to_string();
+            ctx.error(
+                node.pos(),
+                format!("expected a valid regular expression, found `{text}`: {detail}"),
+            );
+            None
+        }
     }
 }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::super::model::*;
 use super::super::yaml::{Node, Pos};
 use super::ctx::Ctx;
-use super::{pem_file, Pem, KAFKA_KEYS};
+use super::tls::{pem_file, Pem};
+
+pub const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
 
 /// `kafka: {bootstrap, acks, settings}`.
 pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<KafkaTarget> {

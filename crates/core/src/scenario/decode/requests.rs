@@ -1,14 +1,26 @@
 //! Decoding of `requests` (method, path, headers, body, extracts — or a
 //! Kafka `produce`), compiling every template against the feeders' columns
-//! and the variables bound by `extract`.
+//! and the variables bound by `extract`. This file finds the variables and
+//! decodes an HTTP request's method, path and headers; its body is
+//! `body.rs`'s, its checks `checks.rs`'s, each extract `extract.rs`'s, and a
+//! Kafka request `produce.rs`'s.
 
 use std::path::Path;
 
 use super::super::model::*;
-use super::super::template::{escape, Builder, Escape, Names, Template};
-use super::super::yaml::{Key, Node, Style};
-use super::ctx::{is_name, report, Ctx};
+use super::super::template::{Builder, Escape, Names, Template};
+use super::super::yaml::{Key, Node};
+use super::body::{decode_form, json_body};
+use super::checks::decode_checks;
+use super::ctx::{is_name, template, Ctx};
 use super::data::DecodedFeeder;
+use super::extract::decode_extract;
+use super::produce::decode_produce;
+use super::think::decode_think_time;
+// The keys of a request's parts, where they have always been named.
+pub use super::checks::CHECK_KEYS;
+pub use super::extract::EXTRACT_KEYS;
+pub use super::produce::{PRODUCE_KEYS, VALUE_KEYS};
 
 pub const REQUEST_KEYS: &[&str] = &[
     "method",
@@ -23,9 +35,6 @@ pub const REQUEST_KEYS: &[&str] = &[
     "produce",
     "think_time",
 ];
-pub const CHECK_KEYS: &[&str] = &["status", "body_contains", "body_regex", "header", "json"];
-pub const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
-pub const VALUE_KEYS: &[&str] = &["json", "raw", "avro"];
 
 /// What the target accepts, so a request of the other kind is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +42,6 @@ pub enum TargetKind {
     Http,
     Kafka,
 }
-pub const EXTRACT_KEYS: &[&str] = &["regex", "json", "header", "cookie", "on_missing", "default"];
 
 #[derive(Default)]
 pub struct DecodedRequests {
@@ -171,7 +179,7 @@ pub fn decode_requests(
             Node::Map { entries, .. } => entries
                 .iter()
                 .find(|(k, _)| k.name == "think_time")
-                .and_then(|(_, n)| super::decode_think_time(ctx, n)),
+                .and_then(|(_, n)| decode_think_time(ctx, n)),
             _ => None,
         };
         let mut request = request.unwrap_or_else(|| placeholder(&key.name));
@@ -381,211 +389,6 @@ fn decode_request(
     })
 }
 
-/// `check: {status: [200, 302], body_contains, body_regex, header: {Name:
-/// regex}, json: {"$.path": value}}`.
-fn decode_checks(ctx: &mut Ctx, node: &Node, names: &Names) -> Option<Vec<Check>> {
-    let fields = ctx.map(node, "`check`", CHECK_KEYS)?;
-    let mut checks = Vec::new();
-    for (key, value) in fields.entries {
-        match key.name.as_str() {
-            "status" => {
-                let items: Vec<&Node> = match value {
-                    Node::Seq { items, .. } => items.iter().collect(),
-                    scalar => vec![scalar],
-                };
-                let mut codes = Vec::new();
-                for item in items {
-                    let code = ctx.integer(item, 100, "an HTTP status like 200")?;
-                    if code > 599 {
-                        ctx.error(
-                            item.pos(),
-                            format!("expected an HTTP status in 100..599, found `{code}`"),
-                        );
-                        return None;
-                    }
-                    codes.push(code as u16);
-                }
-                checks.push(Check {
-                    name: "status".into(),
-                    kind: CheckKind::Status(codes),
-                });
-            }
-            "body_contains" => {
-                let text = ctx.string(value, "the text the body must contain")?;
-                let text = template(ctx, value, &text, Escape::None, Escape::None, names)?;
-                checks.push(Check {
-                    name: "body_contains".into(),
-                    kind: CheckKind::BodyContains(text),
-                });
-            }
-            "body_regex" => {
-                let text = ctx.string(value, "a regular expression")?;
-                let regex = compile_regex(ctx, value, &text, |t| {
-                    regex::bytes::Regex::new(t).map_err(|e| e.to_string())
-                })?;
-                checks.push(Check {
-                    name: "body_regex".into(),
-                    kind: CheckKind::BodyRegex(regex),
-                });
-            }
-            "header" => {
-                for (name, pattern) in ctx.named_map(value, "`check.header`")? {
-                    let text = ctx.string(pattern, "a regular expression")?;
-                    let regex = compile_regex(ctx, pattern, &text, |t| {
-                        regex::Regex::new(t).map_err(|e| e.to_string())
-                    })?;
-                    checks.push(Check {
-                        name: format!("header {}", name.name),
-                        kind: CheckKind::Header {
-                            name: name.name.clone(),
-                            regex,
-                        },
-                    });
-                }
-            }
-            "json" => {
-                for (path, expected) in ctx.named_map(value, "`check.json`")? {
-                    let parsed = match serde_json_path::JsonPath::parse(&path.name) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            ctx.error(
-                                path.pos,
-                                format!(
-                                    "expected a JSONPath like `$.user.id`, found `{}`: {e}",
-                                    path.name
-                                ),
-                            );
-                            return None;
-                        }
-                    };
-                    let Node::Scalar { value: text, .. } = expected else {
-                        ctx.error(
-                            expected.pos(),
-                            "expected the value the path must hold (a string, number or boolean)",
-                        );
-                        return None;
-                    };
-                    let expected =
-                        template(ctx, expected, text, Escape::None, Escape::None, names)?;
-                    checks.push(Check {
-                        name: format!("json {}", path.name),
-                        kind: CheckKind::Json {
-                            path: parsed,
-                            expected,
-                        },
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    Some(checks)
-}
-
-/// A regular expression, or its error at `node` with the regex crate's
-/// last line of explanation.
-fn compile_regex<R>(
-    ctx: &mut Ctx,
-    node: &Node,
-    text: &str,
-    compile: impl Fn(&str) -> Result<R, String>,
-) -> Option<R> {
-    match compile(text) {
-        Ok(re) => Some(re),
-        Err(e) => {
-            let detail = e.lines().last().unwrap_or_default().trim().to_string();
-            ctx.error(
-                node.pos(),
-                format!("expected a valid regular expression, found `{text}`: {detail}"),
-            );
-            None
-        }
-    }
-}
-
-/// `produce: {topic, key, value}`.
-fn decode_produce(
-    ctx: &mut Ctx,
-    name: &str,
-    node: &Node,
-    names: &Names,
-    base_dir: &Path,
-) -> Option<Request> {
-    let fields = ctx.map(
-        node,
-        &format!("`produce` of request `{name}`"),
-        PRODUCE_KEYS,
-    )?;
-    let errors_before = ctx.errors.len();
-    let topic = fields.required(ctx, "topic").and_then(|n| {
-        let topic = ctx.setting(n, "a topic name")?;
-        // Kafka's rule for topic names.
-        let ok = !topic.is_empty()
-            && topic.len() <= 249
-            && topic != "."
-            && topic != ".."
-            && topic
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-        if !ok {
-            ctx.error(
-                n.pos(),
-                format!(
-                    "expected a topic name of letters, digits, `.`, `_` or `-`, found `{topic}`"
-                ),
-            );
-        }
-        ok.then_some(topic)
-    });
-    let key = fields.get("key").and_then(|n| {
-        let text = ctx.string(n, "a key template")?;
-        template(ctx, n, &text, Escape::None, Escape::None, names)
-    });
-    let value = fields.required(ctx, "value").and_then(|n| {
-        let what = "`value` (one of `json`, `raw` or `avro`)";
-        let value_fields = ctx.map(n, what, VALUE_KEYS)?;
-        if value_fields.entries.len() != 1 {
-            ctx.error(
-                value_fields.pos,
-                format!(
-                    "expected exactly one of `json`, `raw` or `avro` in `value`, found {} keys",
-                    value_fields.entries.len()
-                ),
-            );
-            return None;
-        }
-        let (kind, v) = &value_fields.entries[0];
-        match kind.name.as_str() {
-            "json" => {
-                let mut b = Builder::new(Escape::Json);
-                json_body(ctx, v, &mut b, names);
-                Some(RecordValue::Json(b.finish()))
-            }
-            "raw" => ctx
-                .string(v, "a value text")
-                .and_then(|text| template(ctx, v, &text, Escape::None, Escape::None, names))
-                .map(RecordValue::Raw),
-            "avro" => super::avro::decode_avro(ctx, v, names, base_dir, topic.as_deref())
-                .map(RecordValue::Avro),
-            _ => None, // reported by `map`
-        }
-    });
-    if ctx.errors.len() > errors_before {
-        return None;
-    }
-    Some(Request {
-        name: name.to_string(),
-        action: Action::Produce(Produce {
-            topic: topic?,
-            key,
-            value: value?,
-        }),
-        extracts: Vec::new(),
-        checks: Vec::new(),
-        think_time: None,
-    })
-}
-
 /// Whether `s` is an RFC 9110 token: what a method or header name is.
 pub fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(is_token_byte)
@@ -594,209 +397,4 @@ pub fn is_token(s: &str) -> bool {
 /// RFC 9110 `tchar`: what a method or header name may be made of.
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-fn decode_extract(ctx: &mut Ctx, var: &str, node: &Node) -> Option<(ExtractFrom, OnMissing)> {
-    let what = format!("the extract of `{var}`");
-    let fields = ctx.map(node, &what, EXTRACT_KEYS)?;
-    let text = |ctx: &mut Ctx, key: &str| {
-        let n = fields.get(key)?;
-        ctx.string(n, "a text").map(|t| (t, n))
-    };
-    let regex = match text(ctx, "regex") {
-        Some((t, n)) => Some(compile_regex(ctx, n, &t, |t| {
-            regex::bytes::Regex::new(t).map_err(|e| e.to_string())
-        })?),
-        None => None,
-    };
-    let json = text(ctx, "json");
-    let header = text(ctx, "header");
-    let cookie = text(ctx, "cookie");
-    let from = match (json, header, cookie, regex) {
-        (Some((path, n)), None, None, None) => {
-            if path.is_empty() || path.starts_with('/') {
-                ExtractFrom::JsonPointer(path)
-            } else if path.starts_with('$') {
-                match serde_json_path::JsonPath::parse(&path) {
-                    Ok(p) => ExtractFrom::JsonPath(p),
-                    Err(e) => {
-                        ctx.error(
-                            n.pos(),
-                            format!("expected a JSONPath like `$.token`, found `{path}`: {e}"),
-                        );
-                        return None;
-                    }
-                }
-            } else {
-                ctx.error(
-                    n.pos(),
-                    format!("expected a JSON pointer like `/token`, found `{path}` (or a JSONPath like `$.token`)"),
-                );
-                return None;
-            }
-        }
-        (None, Some((name, _)), None, regex) => ExtractFrom::Header { name, regex },
-        (None, None, Some((name, _)), None) => ExtractFrom::Cookie(name),
-        (None, None, None, Some(regex)) => ExtractFrom::Regex(regex),
-        _ => {
-            ctx.error_hint(
-                fields.pos,
-                format!("expected one source in {what}: `regex` (on the body), `json`, `header` (with an optional `regex`) or `cookie`"),
-                None,
-            );
-            return None;
-        }
-    };
-    let default = text(ctx, "default");
-    let on_missing = match (text(ctx, "on_missing"), default) {
-        (None, None) => OnMissing::Keep,
-        (Some((m, _)), None) if m == "keep" => OnMissing::Keep,
-        (Some((m, _)), None) if m == "fail" => OnMissing::Fail,
-        (Some((m, _)), Some((d, _))) if m == "default" => OnMissing::Default(d.into_bytes()),
-        (None, Some((d, _))) => OnMissing::Default(d.into_bytes()),
-        (Some((m, n)), _) => {
-            ctx.error_hint(
-                n.pos(),
-                format!("expected `keep`, `fail` or `default` for `on_missing`, found `{m}`"),
-                Some("`default` takes its value from `default:`".into()),
-            );
-            return None;
-        }
-    };
-    Some((from, on_missing))
-}
-
-/// Form fields: keys and literal parts are encoded now, expansions at
-/// render time, so the engine joins `key=value` pairs with `&` as they are.
-fn decode_form(ctx: &mut Ctx, node: &Node, names: &Names) -> Option<Vec<(String, Template)>> {
-    let mut fields = Vec::new();
-    let mut ok = true;
-    for (key, value) in ctx.named_map(node, "`form`")? {
-        let text = match value {
-            Node::Scalar { value: v, .. } => v.clone(),
-            _ => {
-                ctx.error(
-                    value.pos(),
-                    format!(
-                        "expected a form value (a string or number), found {}",
-                        value.describe()
-                    ),
-                );
-                ok = false;
-                continue;
-            }
-        };
-        let mut encoded_key = Vec::new();
-        escape(Escape::Form, key.name.as_bytes(), &mut encoded_key);
-        match template(ctx, value, &text, Escape::Form, Escape::Form, names) {
-            Some(t) => fields.push((String::from_utf8_lossy(&encoded_key).into_owned(), t)),
-            None => ok = false,
-        }
-    }
-    ok.then_some(fields)
-}
-
-/// Writes `node` as compact JSON into `b`: strings are templates whose
-/// expansions are JSON-escaped; unquoted numbers, booleans and nulls stay
-/// JSON literals.
-fn json_body(ctx: &mut Ctx, node: &Node, b: &mut Builder, names: &Names) {
-    match node {
-        Node::Map { entries, .. } => {
-            b.literal(b"{");
-            for (i, (key, value)) in entries.iter().enumerate() {
-                if i > 0 {
-                    b.literal(b",");
-                }
-                let mut quoted = b"\"".to_vec();
-                escape(Escape::Json, key.name.as_bytes(), &mut quoted);
-                quoted.extend_from_slice(b"\":");
-                b.literal(&quoted);
-                json_body(ctx, value, b, names);
-            }
-            b.literal(b"}");
-        }
-        Node::Seq { items, .. } => {
-            b.literal(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    b.literal(b",");
-                }
-                json_body(ctx, item, b, names);
-            }
-            b.literal(b"]");
-        }
-        Node::Scalar { value, style, .. } => {
-            if *style == Style::Plain {
-                if node.is_null() {
-                    return b.literal(b"null");
-                }
-                if let Some(literal) = json_literal(value) {
-                    return b.literal(literal.as_bytes());
-                }
-                if is_numeric_expansion(value) {
-                    // Unquoted, a number-valued expansion stays a number.
-                    let errors = b.source(value, Escape::Json, names);
-                    return report(ctx, node, value, errors);
-                }
-            }
-            b.literal(b"\"");
-            let errors = b.source(value, Escape::Json, names);
-            report(ctx, node, value, errors);
-            b.literal(b"\"");
-        }
-    }
-}
-
-/// `${random(…)}` or `${now_ms()}` alone: their expansions are numbers.
-fn is_numeric_expansion(text: &str) -> bool {
-    text.trim()
-        .strip_prefix("${")
-        .and_then(|t| t.strip_suffix('}'))
-        .is_some_and(|inner| {
-            let inner = inner.trim();
-            !inner.contains(['$', '{', '}'])
-                && (inner.starts_with("random") || inner.starts_with("now_ms"))
-        })
-}
-
-/// A plain YAML scalar that is a boolean or a number, as JSON text.
-fn json_literal(text: &str) -> Option<String> {
-    match text {
-        "true" | "True" | "TRUE" => return Some("true".into()),
-        "false" | "False" | "FALSE" => return Some("false".into()),
-        _ => {}
-    }
-    if !text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
-        || !text.bytes().any(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    if serde_json::from_str::<serde_json::Number>(text).is_ok() {
-        return Some(text.to_string());
-    }
-    // YAML numbers JSON spells differently: `+1`, `1.`, `.5`, `007`.
-    if let Ok(i) = text.parse::<i64>() {
-        return Some(i.to_string());
-    }
-    let f = text.parse::<f64>().ok().filter(|f| f.is_finite())?;
-    serde_json::Number::from_f64(f).map(|n| n.to_string())
-}
-
-/// Compiles one scalar's text as a template, reporting its errors at their
-/// place in the file.
-fn template(
-    ctx: &mut Ctx,
-    node: &Node,
-    text: &str,
-    escape: Escape,
-    literal: Escape,
-    names: &Names,
-) -> Option<Template> {
-    let mut b = Builder::new(escape);
-    let errors = b.source(text, literal, names);
-    let ok = errors.is_empty();
-    report(ctx, node, text, errors);
-    ok.then(|| b.finish())
 }

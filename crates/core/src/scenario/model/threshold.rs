@@ -1,0 +1,49 @@
+//! `thresholds:`: the SLOs a run is judged by, as parsed by
+//! `scenario/threshold.rs`.
+
+use super::super::ids::RequestId;
+
+/// An SLO such as `p99 < 250ms` or `login.error_rate < 1%`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// The expression as written, for messages and reports.
+    pub source: String,
+    /// `None` for the whole run, or one request.
+    pub request: Option<RequestId>,
+    pub metric: Metric,
+    pub op: Comparison,
+    /// In the metric's unit: milliseconds for times, a fraction (0.01 for 1%)
+    /// for `error_rate`, requests per second for `throughput`.
+    pub bound: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Mean,
+    Max,
+    /// A percentile, in per-mille to keep it exact: p99 is 990, p99.9 is 999.
+    Percentile(u16),
+    ErrorRate,
+    /// The share of `check:`s that passed.
+    Checks,
+    Throughput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+}
+
+impl Comparison {
+    pub fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Comparison::Less => value < bound,
+            Comparison::LessOrEqual => value <= bound,
+            Comparison::Greater => value > bound,
+            Comparison::GreaterOrEqual => value >= bound,
+        }
+    }
+}
