@@ -78,6 +78,69 @@ fn a_run_against_a_server_answering_503_to_everything_is_not_trustworthy() {
     assert!(support::run_json(&out)["levels"][0]["invalid"].is_null());
 }
 
+/// A server that accepts and never answers, with a timeout longer than
+/// the level: not one request completes, success or failure. That level
+/// measured nothing and must not look like a clean run (it printed 0.00
+/// everywhere and exited 0), whatever its thresholds.
+#[test]
+fn a_level_against_a_hung_server_that_completes_nothing_is_not_trustworthy() {
+    let (hung, connections) = support::misbehaving_server(Misbehaviour::NeverAnswer);
+    let dir = support::scratch_dir("trust-hung");
+    for (name, thresholds) in [
+        ("plain", ""),
+        (
+            "slo",
+            "thresholds: [\"p99 < 250ms\", \"error_rate < 1%\"]\n",
+        ),
+    ] {
+        let s = dir.join(format!("{name}.yaml"));
+        std::fs::write(
+            &s,
+            format!(
+                "name: hung\ntarget: {{base_url: \"http://{hung}\", timeout: 3s}}\nrequests: {{a: {{path: /}}}}\n{thresholds}"
+            ),
+        )
+        .unwrap();
+        let out = dir.join(name);
+        let (code, stdout, stderr) = support::autoperf(&[
+            "run",
+            s.to_str().unwrap(),
+            "--users",
+            "2",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(4), "{name}: {stdout}\n{stderr}");
+        assert!(
+            stdout.starts_with("NOT TRUSTWORTHY: level 1: no request completed in 2.0 s"),
+            "{name}: {stdout}"
+        );
+        let level = &support::run_json(&out)["levels"][0];
+        assert_eq!(level["requests"], 0, "{level}");
+        assert!(level["invalid"]
+            .as_str()
+            .is_some_and(|i| i.contains("answered none")));
+        if !thresholds.is_empty() {
+            // Every threshold on it fails, saying why.
+            let checks = support::run_json(&out)["analysis"]["thresholds"].clone();
+            let checks = checks.as_array().unwrap();
+            assert_eq!(checks.len(), 2, "{checks:?}");
+            assert!(
+                checks
+                    .iter()
+                    .all(|c| c["passed"] == false && c["note"] == "no request completed"),
+                "{checks:?}"
+            );
+        }
+    }
+    // The users did reach the server: it accepted and said nothing.
+    assert!(connections.load(std::sync::atomic::Ordering::Relaxed) >= 2);
+}
+
 #[test]
 fn a_target_killed_mid_analysis_stops_it_and_keeps_the_levels_before() {
     let mut tb = support::testbed(1);

@@ -397,6 +397,76 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Strangers trickling one byte every second over 200 connections (and
+/// reconnecting when the worker closes one) held every slot before the
+/// hello, and a controller with the token was locked out for as long as
+/// the trickle lasted. Now each has a deadline from its first moment and a
+/// newcomer takes the place of the oldest stranger: the controller gets
+/// in while the trickle goes on.
+#[test]
+fn strangers_trickling_bytes_cannot_keep_a_controller_with_the_token_out() {
+    let dir = support::scratch_dir("workers-slowloris");
+    let token = write_token(&dir);
+    let (addr, seen) = support::counting::counting_server();
+    let scenario = scenario(&dir, &format!("http://{addr}"), "50ms");
+    let (_worker, listening) = loopback_worker(&["--token-file", token.to_str().unwrap()]);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let trickler = {
+        let (stop, listening) = (stop.clone(), listening.clone());
+        std::thread::spawn(move || {
+            let connect = || std::net::TcpStream::connect(&listening).ok();
+            let mut strangers: Vec<_> = (0..200).filter_map(|_| connect()).collect();
+            let mut reconnects = 0u32;
+            // Bounded: at most two minutes, however the test goes.
+            let until = Instant::now() + Duration::from_secs(120);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                for s in strangers.iter_mut() {
+                    if std::io::Write::write_all(s, b"{").is_err() {
+                        if let Some(fresh) = connect() {
+                            *s = fresh;
+                            reconnects += 1;
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            reconnects
+        })
+    };
+    // The strangers are in before the controller comes.
+    std::thread::sleep(Duration::from_secs(2));
+    let out = dir.join("out");
+    let began = Instant::now();
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        &scenario,
+        "--users",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--quiet",
+        "--workers",
+        &listening,
+        "--worker-token-file",
+        token.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let took = began.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let reconnects = trickler.join().unwrap();
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(seen.requests.load(Ordering::Relaxed) > 0);
+    // Locked out, it would have waited out the whole trickle (two
+    // minutes) and then its own 120 s; admitted, it ran its 1 s level.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // The door was full: strangers were closed to make room.
+    assert!(reconnects > 0, "no stranger was ever closed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A CA named `ca` and, signed by it, a certificate for 127.0.0.1 and its
 /// key: PEM.
 fn worker_pki(ca: &str) -> (String, String, String) {

@@ -93,7 +93,7 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
     };
     let no_success = (figures.requests <= figures.errors).then(|| {
         let what = if figures.requests == 0 {
-            "no requests were made"
+            "no request completed"
         } else {
             "no successful requests: every one failed"
         };
@@ -377,7 +377,7 @@ mod tests {
         let r = evaluate(&s, &empty);
         assert!(r.iter().all(|r| !r.passed));
         assert!(
-            r[0].to_string().contains("no requests were made"),
+            r[0].to_string().contains("no request completed"),
             "{}",
             r[0]
         );

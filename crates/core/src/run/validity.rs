@@ -7,7 +7,10 @@
 //! is gone (connections refused: nothing listens), the analysis stops there
 //! (`target_down`) instead of measuring a dead port level after level.
 //! A level that lost part of its load mid-way (a worker or generator
-//! process died: `incomplete`) is invalid too: it ran under-loaded.
+//! process died: `incomplete`) is invalid too: it ran under-loaded. And a
+//! level that completed no request at all measured nothing: a hung server
+//! (it accepts connections and never answers, or answers only with
+//! frames that are not a response) must never look like a clean run.
 
 use crate::record::LevelRecord;
 
@@ -37,10 +40,10 @@ pub fn judge(level: &LevelRecord, max_error_rate: f64) -> Option<Invalid> {
         });
     }
     if level.requests == 0 {
-        // A level without a single request measured nothing, but that is
-        // a level cut short (Ctrl-C) or an idle open workload, not a
-        // broken target: the all-failed and unanswered warnings cover it.
-        return None;
+        return Some(Invalid {
+            reason: nothing_completed(level),
+            target_down: false,
+        });
     }
     let rate = level.errors as f64 / level.requests as f64;
     let all = level.errors >= level.requests;
@@ -80,6 +83,22 @@ pub fn judge(level: &LevelRecord, max_error_rate: f64) -> Option<Invalid> {
     })
 }
 
+/// Why a level completed no request, success or failure (a level cut
+/// short by Ctrl-C is never judged).
+fn nothing_completed(level: &LevelRecord) -> String {
+    let window = format!("no request completed in {:.1} s", level.duration_s);
+    match &level.arrivals {
+        Some(a) if a.due == 0 => format!(
+            "{window}: no arrival was due in it ({} /s over {:.1} s); a higher rate or a longer --duration measures something",
+            level.rate_rps.unwrap_or(0.0),
+            level.duration_s
+        ),
+        _ => format!(
+            "{window}: the target accepted connections but answered none within the level, so nothing was measured (a hung server, or a timeout longer than the level)"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -113,7 +132,29 @@ mod tests {
             .reason
             .starts_with("every request failed (http_5xx 100)"));
         assert!(!all.target_down);
-        assert_eq!(judge(&level(0, &[]), 0.5), None);
+    }
+
+    #[test]
+    fn a_level_that_completed_nothing_is_invalid() {
+        let mut hung = level(0, &[]);
+        hung.duration_s = 2.0;
+        let i = judge(&hung, 0.5).unwrap();
+        assert!(!i.target_down, "{i:?}");
+        assert!(
+            i.reason.starts_with(
+                "no request completed in 2.0 s: the target accepted connections but answered none"
+            ),
+            "{i:?}"
+        );
+        hung.arrivals = Some(crate::record::ArrivalsRecord {
+            due: 0,
+            queued: 0,
+            unstarted: 0,
+            max_in_flight: 10,
+        });
+        hung.rate_rps = Some(0.2);
+        let idle = judge(&hung, 0.5).unwrap();
+        assert!(idle.reason.contains("no arrival was due"), "{idle:?}");
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! - `link`: the controller's connection to one worker, its clock offset.
 //! - `remote`: one level running on the linked workers.
 //! - `server`: the worker's side.
+//! - `door`: the worker's connections that have not said hello yet: a
+//!   deadline from their first moment, and room for a controller however
+//!   many strangers trickle.
 //! - `cpu`: how much CPU the worker's host gives it.
 //!
 //! A capacity analysis may start on fewer workers than it has and add
@@ -23,6 +26,7 @@
 //! machines".
 
 mod cpu;
+mod door;
 mod link;
 mod plan;
 mod pool;

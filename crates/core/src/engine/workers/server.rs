@@ -12,12 +12,12 @@
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use autoperf_agent::options::{is_loopback, token_from_text, MIN_TOKEN_CHARS};
 
+use super::door::{Door, HELLO_DEADLINE};
 use super::protocol::{self, FromWorker, Role, ToWorker, MAX_HELLO, MAX_JOB_LINE, MAX_LINE};
 use super::wire::Wire;
 use crate::engine::fleet::{self, raise_open_file_limit, run_host_share, HostPlan, Job, Limits};
@@ -25,9 +25,6 @@ use crate::engine::split::cores;
 use crate::engine::start::LevelContext;
 use crate::engine::stop::StopSignal;
 use crate::measure::wire::to_monotonic_ns;
-
-/// A controller must say hello this soon after connecting.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A write to the controller that makes no progress this long means it
 /// is gone.
@@ -64,36 +61,7 @@ struct State {
     /// The controller whose level runs now.
     busy: Mutex<Option<SocketAddr>>,
     /// Connections that have not proven the token yet.
-    strangers: AtomicUsize,
-}
-
-/// Connections a worker holds before they prove the token: a few
-/// controllers and probes at once, not a flood of idle ones.
-const MAX_STRANGERS: usize = 64;
-
-/// Counts a connection among the strangers until it is let in or goes.
-struct Stranger<'a>(Option<&'a AtomicUsize>);
-
-impl<'a> Stranger<'a> {
-    fn enter(count: &'a AtomicUsize) -> Option<Stranger<'a>> {
-        if count.fetch_add(1, Ordering::Relaxed) >= MAX_STRANGERS {
-            count.fetch_sub(1, Ordering::Relaxed);
-            return None;
-        }
-        Some(Stranger(Some(count)))
-    }
-
-    fn admitted(&mut self) {
-        if let Some(count) = self.0.take() {
-            count.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Drop for Stranger<'_> {
-    fn drop(&mut self) {
-        self.admitted();
-    }
+    door: Arc<Door>,
 }
 
 /// Serves controllers until the process ends. `bound` hears the address
@@ -136,7 +104,7 @@ pub fn worker_main(options: WorkerOptions, bound: impl FnOnce(SocketAddr)) -> Re
         local_addresses: options.local_addresses.clone(),
         program: options.program.clone(),
         busy: Mutex::new(None),
-        strangers: AtomicUsize::new(0),
+        door: Door::open(),
     });
     bound(addr);
     for stream in listener.incoming() {
@@ -202,16 +170,12 @@ fn hostname() -> String {
 /// readings, probes and at most one level.
 fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
     let peer = stream.peer_addr().map_err(|e| e.to_string())?;
-    let Some(mut stranger) = Stranger::enter(&state.strangers) else {
-        return Err(format!(
-            "{MAX_STRANGERS} connections are already waiting to say hello; closed this one"
-        ));
-    };
+    let ticket = state.door.enter(&stream).map_err(|e| e.to_string())?;
     let _ = stream.set_nodelay(true);
     // A controller that vanished without closing (its host gone) must not
     // hold the worker: writes give up, and the level stops.
     stream
-        .set_read_timeout(Some(HELLO_TIMEOUT))
+        .set_read_timeout(Some(HELLO_DEADLINE))
         .and_then(|_| stream.set_write_timeout(Some(WRITE_TIMEOUT)))
         .map_err(|e| e.to_string())?;
     let stream = match &state.tls {
@@ -298,7 +262,7 @@ fn serve_connection(stream: TcpStream, state: &State) -> Result<(), String> {
         Some(_) => return refuse(&mut writer, "expected a hello first".into()),
         None => return Ok(()),
     }
-    stranger.admitted();
+    ticket.admitted();
     send(
         &mut writer,
         &FromWorker::Welcome {
