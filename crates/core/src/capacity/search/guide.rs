@@ -1,0 +1,111 @@
+//! The model-guided search's questions to the model fitted to the levels
+//! so far (`guided.rs`): which level next inside a range, whether a station
+//! the agents do not see caps the curve, and whether the plateau past the
+//! top is shown.
+
+use super::{LevelSearch, Strategy};
+use crate::capacity::guided::{Guide, Point, Proposal};
+
+impl LevelSearch {
+    /// Asks the model, fitted to every level so far that the client did not
+    /// limit, for the next level in `[lo, hi]`.
+    pub(super) fn guide(&self, lo: u32, hi: u32) -> Guidance {
+        match self.fitted(hi) {
+            None => Guidance::NoModel,
+            Some((guide, points)) => {
+                match guide.next_level(&points, lo, hi, self.config.tolerance) {
+                    Some(p) => Guidance::Run(p),
+                    None => Guidance::Satisfied,
+                }
+            }
+        }
+    }
+
+    /// The model fitted to the levels up to `up_to` users that the client
+    /// did not limit, solved to `up_to`, with those levels; `None` without
+    /// measured CPU demands.
+    fn fitted(&self, up_to: u32) -> Option<(Guide, Vec<Point>)> {
+        // Demands the tracker gave up on (a process too idle to tick, as
+        // the web tier in front of a lock is) still say the CPUs are not
+        // what limits: the model takes the highest level's.
+        let best = self.best_measured().or_else(|| {
+            self.outcomes()
+                .filter(|o| !o.demands.is_empty())
+                .max_by_key(|o| o.users)
+        })?;
+        let points: Vec<Point> = self
+            .outcomes()
+            .filter(|o| !o.client_bottleneck && o.users <= up_to)
+            .map(|o| Point {
+                users: o.users,
+                throughput_rps: o.throughput_rps,
+                requests: o.requests,
+            })
+            .collect();
+        let guide = Guide::fit(&points, &best.demands, best.think_time_s, up_to)?;
+        Some((guide, points))
+    }
+
+    /// In the model's search: the model fitted to the levels so far needs a
+    /// station the agents do not see, and its `N*` lies below `users` — a
+    /// lock or pool saturated before the CPUs reached `ρ_min`, more surely
+    /// than the stall test sees it (throughput 100× for 162× the users
+    /// passes that test, though the knee was at 101).
+    pub(super) fn model_past_knee(&self, users: u32) -> bool {
+        self.hidden_n_star(users).is_some_and(|n| n < users as f64)
+    }
+
+    /// In the model's search, `N*` of the fitted model when it found a
+    /// station the agents do not see.
+    pub(super) fn hidden_n_star(&self, top: u32) -> Option<f64> {
+        if self.config.strategy != Strategy::Model {
+            return None;
+        }
+        let (guide, _) = self.fitted(top)?;
+        (guide.hidden_demand_s > 0.0).then(|| guide.n_star())
+    }
+
+    /// The level `last`, past the top, measured what the model predicts
+    /// there (within the tolerance), and the model says the next planned
+    /// level, `next`, would measure the same again: the plateau is shown.
+    pub(super) fn plateau_confirmed(&self, last: u32, next: u32) -> bool {
+        let (Some(measured), Some((guide, _))) = (self.outcome(last), self.fitted(next)) else {
+            return false;
+        };
+        let tolerance = self.config.tolerance;
+        let (at_last, at_next) = (guide.throughput(last), guide.throughput(next));
+        (measured.throughput_rps / at_last - 1.0).abs() <= tolerance
+            && (at_next / at_last - 1.0).abs() <= tolerance
+    }
+
+    /// In the model's search, with a hidden queue fitted: the range already
+    /// holds levels well past the model's `N*` (the top at least 1.5 `N*`,
+    /// and at least two above `N*`), all on the model's plateau within the
+    /// tolerance. Levels past the top would show the plateau again: on the
+    /// testbed's lock, 289 to 368 users after 112 and 263 had shown it.
+    pub(super) fn plateau_inside(&self, top: u32) -> bool {
+        if self.config.strategy != Strategy::Model {
+            return false;
+        }
+        let Some((guide, points)) = self.fitted(top) else {
+            return false;
+        };
+        let n_star = guide.n_star();
+        if guide.hidden_demand_s <= 0.0 || (top as f64) < 1.5 * n_star {
+            return false;
+        }
+        let past: Vec<&Point> = points.iter().filter(|p| p.users as f64 > n_star).collect();
+        past.len() >= 2
+            && past.iter().all(|p| {
+                (p.throughput_rps / guide.throughput(p.users) - 1.0).abs() <= self.config.tolerance
+            })
+    }
+}
+
+/// The model's answer for a range.
+pub(super) enum Guidance {
+    Run(Proposal),
+    Satisfied,
+    /// No CPU demands to build a model from: bisect instead.
+    NoModel,
+}

@@ -1,0 +1,83 @@
+//! The processes that serve until stopped: the testbed and its tiers, the
+//! profiler agent and the load generator worker.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct TestbedArgs {
+    /// Address of the web tier.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Workers of the web tier: event loops on threads of their own, each
+    /// serving its share of the connections and burning one request at a time.
+    #[arg(long, default_value_t = 2)]
+    pub web_workers: usize,
+    /// Workers of the db tier, like the web tier's.
+    #[arg(long, default_value_t = 2)]
+    pub db_workers: usize,
+    /// Also serve a stub Confluent schema registry here (for Kafka scenarios).
+    #[arg(long, value_name = "ADDR")]
+    pub schema_registry: Option<SocketAddr>,
+    /// Name the tiers tb-web-TAG and tb-db-TAG (at most 8 bytes), so that
+    /// agents tell this testbed from another on the same host.
+    #[arg(long, value_name = "TAG")]
+    pub name_tag: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Address to take controllers' connections on; off loopback a token
+    /// file is required.
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    pub listen: SocketAddr,
+    /// File whose first line is the secret controllers must prove they
+    /// hold (at least 16 characters; it never crosses the wire).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The name controllers report this worker by [default: the host name].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Local addresses this worker's connections come from, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "ADDRS")]
+    pub local_addresses: Vec<std::net::IpAddr>,
+    /// Speak TLS only, with this PEM certificate (chain); with --tls-key.
+    /// Controllers then need --worker-ca-file.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address to serve counters on; off loopback a token file is required.
+    #[arg(long, default_value = "127.0.0.1:9870")]
+    pub listen: SocketAddr,
+    /// File whose first line is the bearer token clients must send.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// Allow `match=cmdline` queries for exactly this name (repeatable).
+    /// Off by default: command lines hold other programs' arguments.
+    #[arg(long, value_name = "NAME")]
+    pub allow_cmdline: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TierArgs {
+    /// web or db
+    pub tier: String,
+    #[arg(long)]
+    pub listen: SocketAddr,
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Address of the db tier (web only).
+    #[arg(long)]
+    pub db: Option<SocketAddr>,
+    /// Appended to the process name (tb-web-TAG).
+    #[arg(long)]
+    pub name_tag: Option<String>,
+}
