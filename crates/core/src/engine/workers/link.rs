@@ -14,6 +14,9 @@ use crate::engine::fleet::{Limits, ScenarioSource};
 use crate::measure::wire::to_monotonic_ns;
 use crate::protocol::tls::{self as target_tls, SettingNames};
 
+/// More cores than any host a worker runs on has.
+const MAX_CORES: usize = 1 << 16;
+
 /// How long connecting and each answer before a level may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -192,11 +195,20 @@ impl Link {
                         )));
                     }
                 }
-                link.cores = cores.max(1);
-                link.cpu = if cpu.is_finite() && cpu > 0.0 {
-                    cpu
+                // A worker's figures decide its share: they must be a
+                // host's (a CPU of 1e308 reached run.json as null).
+                if !(1..=MAX_CORES).contains(&cores) || !(cpu.is_finite() && cpu >= 0.0) {
+                    return Err(LinkError::fatal(format!(
+                        "{} announced {cores} cores and {cpu} CPUs: not a host's figures",
+                        link.who()
+                    )));
+                }
+                link.cores = cores;
+                // Zero: its CPU is not known; at most its cores.
+                link.cpu = if cpu > 0.0 {
+                    cpu.min(cores as f64)
                 } else {
-                    link.cores as f64
+                    cores as f64
                 };
                 link.limits = limits;
                 link.local_addresses = local_addresses;

@@ -14,6 +14,8 @@
 //! - `wire`: the byte stream under them, plain TCP or TLS.
 //! - `link`: the controller's connection to one worker, its clock offset.
 //! - `remote`: one level running on the linked workers.
+//! - `plausible`: what a worker's snapshots can be, checked before they
+//!   count.
 //! - `server`: the worker's side.
 //! - `door`: the worker's connections that have not said hello yet: a
 //!   deadline from their first moment, and room for a controller however
@@ -29,6 +31,7 @@ mod cpu;
 mod door;
 mod link;
 mod plan;
+mod plausible;
 mod pool;
 pub mod protocol;
 mod remote;

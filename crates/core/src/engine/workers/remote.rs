@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::link::{is_timeout, Link};
+use super::plausible::Expected;
 use super::protocol::{self, FromWorker, ToWorker, MAX_LINE};
 use super::wire::Wire;
 use crate::engine::error::EngineError;
@@ -165,6 +166,7 @@ impl Prepared {
             lock(&fleet.sockets).push(socket);
             let reader = Reader {
                 link,
+                expected: Expected::new(shards.clone(), clock.start, clock.deadline + GRACE),
                 shards,
                 start: clock.start,
                 tx: tx.clone(),
@@ -252,6 +254,8 @@ struct Reader {
     /// Its shards that have not ended yet.
     shards: BTreeSet<usize>,
     start: Instant,
+    /// What its snapshots can be.
+    expected: Expected,
     tx: Sender<Snapshot>,
 }
 
@@ -270,6 +274,9 @@ impl Reader {
                     snapshot.at_ns = self.link.on_our_clock(snapshot.at_ns);
                     match snapshot.into_snapshot() {
                         Ok(snapshot) => {
+                            if let Err(why) = self.expected.check(&snapshot, self.link.cores) {
+                                break why;
+                            }
                             if snapshot.last {
                                 self.shards.remove(&snapshot.shard);
                             }
