@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use autoperf_core::profile::{watched_processes, AgentSet};
-use autoperf_core::record::{LevelRecord, Mode, RunRecord, StopReason};
+use autoperf_core::record::{CapacityPlan, LevelRecord, Mode, RunRecord, StopReason};
 use autoperf_core::report::text;
 use autoperf_core::results::{read_levels, read_run};
-use autoperf_core::run::capacity::CapacityController;
+use autoperf_core::run::capacity::{AnalysisKind, CapacityController};
 use autoperf_core::run::open_capacity::{OpenCapacityController, Reconfigure, Vary};
 use autoperf_core::run::vary;
 use autoperf_core::run::{LevelController, RunPlan};
@@ -23,7 +23,7 @@ use super::sources::load_sources;
 use super::{load, out_dir, Outcome};
 use crate::cli::CapacityArgs;
 use crate::compare::Baseline;
-use crate::resume::CapacityPlan;
+use crate::resume;
 use crate::{exit, Failure};
 
 pub fn capacity(args: CapacityArgs) -> Outcome {
@@ -41,9 +41,8 @@ fn capacity_analysis(mut args: CapacityArgs) -> Result<(u8, PathBuf), Failure> {
         // Results written before plans were kept have none: the flags given
         // are the plan then.
         if let Some(plan) = saved.plan {
-            let plan: CapacityPlan = serde_json::from_value(plan)
-                .map_err(|e| bad(format!("run.json's `plan` is not one autoperf wrote ({e})")))?;
-            plan.continue_with(&mut args).map_err(bad)?;
+            let plan = CapacityPlan::from_value(plan).map_err(bad)?;
+            resume::continue_with(&plan, &mut args).map_err(bad)?;
         }
     }
     let mut scenario = load(&args.scenario, &args.set.overrides)?;
@@ -52,12 +51,7 @@ fn capacity_analysis(mut args: CapacityArgs) -> Result<(u8, PathBuf), Failure> {
     }
     let scenario = Arc::new(scenario);
     let (out, resumed) = capacity_out(&args, &scenario)?;
-    let open = args.open
-        || args.rate.is_some()
-        || args.vary.is_some()
-        || resumed.iter().any(|l| l.rate_search.is_some())
-        || (scenario.arrivals.is_some() && args.levels.is_empty() && args.search.is_none());
-    if open {
+    if AnalysisKind::of(&scenario, asked_kind(&args), &resumed) == AnalysisKind::Open {
         return capacity_open(args, scenario, out, resumed);
     }
     let (agents, first) = if args.no_agents {
@@ -102,6 +96,18 @@ fn capacity_analysis(mut args: CapacityArgs) -> Result<(u8, PathBuf), Failure> {
     Ok((capacity_exit(&record), out))
 }
 
+/// The analysis the flags ask for: open with --open, --rate or --vary;
+/// closed with --levels or --search; else the scenario says.
+fn asked_kind(args: &CapacityArgs) -> Option<AnalysisKind> {
+    if args.open || args.rate.is_some() || args.vary.is_some() {
+        Some(AnalysisKind::Open)
+    } else if !args.levels.is_empty() || args.search.is_some() {
+        Some(AnalysisKind::Closed)
+    } else {
+        None
+    }
+}
+
 /// 4 when the analysis stopped on a level that measured errors, not the
 /// system; 3 when `--apply` could not reconfigure it; 130 on Ctrl-C; else 0.
 pub(super) fn capacity_exit(record: &RunRecord) -> u8 {
@@ -141,7 +147,7 @@ fn capacity_open(
                 vary::apply(&command, &name, value, quiet)?;
                 let took = match &ready {
                     Some(url) => vary::wait_ready(url, timeout)?,
-                    None => wait_target(&target, timeout)?,
+                    None => vary::wait_target(&target, timeout)?,
                 };
                 if !quiet {
                     eprintln!(
@@ -173,27 +179,6 @@ fn capacity_open(
     );
     finish(&out, &record, &args.output, &summary)?;
     Ok((capacity_exit(&record), out))
-}
-
-/// Waits until the scenario's target accepts connections again (after
-/// `--apply` restarted it); how long that took.
-fn wait_target(
-    scenario: &Scenario,
-    timeout: std::time::Duration,
-) -> Result<std::time::Duration, String> {
-    let start = std::time::Instant::now();
-    loop {
-        match autoperf_core::engine::probe_target(scenario) {
-            Ok(()) => return Ok(start.elapsed()),
-            Err(e) if start.elapsed() >= timeout => {
-                return Err(format!(
-                    "the target did not come back within {:.0} s after --apply: {e}",
-                    timeout.as_secs_f64()
-                ))
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
-        }
-    }
 }
 
 /// Where a capacity analysis writes: `--resume DIR` and the levels it
@@ -240,7 +225,7 @@ fn run_capacity(
             use_agents: !args.no_agents,
             resumed,
             sources: load_sources(Some(&args.generators), scenario, true)?,
-            asked: serde_json::to_value(CapacityPlan::of(args)).ok(),
+            asked: resume::plan_of(args).to_value(),
         },
         controller,
         args.levels.len(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use autoperf_core::model::predict::{self, Ask};
 use autoperf_core::model::{Model, Prediction};
-use autoperf_core::record::{LevelRecord, RunRecord};
+use autoperf_core::record::RunRecord;
 use autoperf_core::report::{self, text};
 use autoperf_core::results::read_run;
 use autoperf_core::scenario::{self, Override, Scenario};
@@ -56,21 +56,19 @@ pub fn predict(args: PredictArgs) -> Outcome {
     if let Some(think) = args.think {
         model.think_s = think.as_secs_f64();
     }
-    let measured: Vec<LevelRecord> = match &args.measured {
-        Some(dir) => read_run(dir)
-            .map_err(|e| Failure::bad_input(format!("--measured: {e}")))?
-            .levels
-            .into_iter()
-            .filter(|l| l.users.is_some())
-            .collect(),
-        None if what_if || record.analysis.capacity.is_none() => Vec::new(),
-        None => record.levels.clone(),
+    let measured = match &args.measured {
+        Some(dir) => predict::closed_levels(
+            &read_run(dir)
+                .map_err(|e| Failure::bad_input(format!("--measured: {e}")))?
+                .levels,
+        ),
+        None => predict::measured_levels(&record, what_if),
     };
     let ask = if !args.rate.is_empty() {
         Ask::Rates(args.rate.clone())
     } else {
         let users = args.users.clone().map(|u| u.0);
-        Ask::Users(users.unwrap_or_else(|| default_users(&model, &measured)))
+        Ask::Users(users.unwrap_or_else(|| predict::default_users(&model, &measured)))
     };
     let prediction = predict::predict(&model, &ask, &measured);
     let out = args.out.clone().unwrap_or_else(|| args.results.clone());
@@ -94,24 +92,6 @@ pub fn predict(args: PredictArgs) -> Outcome {
         ));
     }
     Ok(exit::OK)
-}
-
-/// Users to predict for when not told: 1 to twice N* (at least the largest
-/// measured level, and 10), in at most 200 steps, and every measured level.
-fn default_users(model: &Model, measured: &[LevelRecord]) -> Vec<u32> {
-    let n_star = predict::bounds(model).n_star;
-    let top = measured
-        .iter()
-        .filter_map(|l| l.users)
-        .max()
-        .unwrap_or(0)
-        .max((2.0 * n_star).ceil().min(100_000.0) as u32)
-        .max(10);
-    let mut users = predict::user_steps(1, top, 200);
-    users.extend(measured.iter().filter_map(|l| l.users));
-    users.sort_unstable();
-    users.dedup();
-    users
 }
 
 fn write_prediction(out: &Path, prediction: &Prediction) -> Result<PathBuf, Failure> {
@@ -142,14 +122,7 @@ pub(super) fn capacity_prediction(
         }
         Err(_) => return Ok(None),
     };
-    let measured: Vec<LevelRecord> = record
-        .levels
-        .iter()
-        .filter(|l| l.users.is_some() && !l.interrupted)
-        .cloned()
-        .collect();
-    let ask = Ask::Users(default_users(&model, &measured));
-    let prediction = predict::predict(&model, &ask, &measured);
+    let prediction = predict::of_analysis(&model, &record.levels);
     let path = write_prediction(out, &prediction)?;
     Ok(Some(text::model_summary(&prediction, &path)))
 }

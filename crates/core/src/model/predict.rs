@@ -1,7 +1,9 @@
 //! What the model predicts: per user count (closed) or arrival rate (open),
 //! throughput, response time overall and per request class, utilisation
 //! per tier and process, the bottleneck; the asymptotic bounds; and, for a
-//! capacity analysis, the model against what was measured.
+//! capacity analysis, the model against what was measured. Also what a
+//! prediction covers when not told: which user counts, and which measured
+//! levels it is set against.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::network::Model;
 use crate::capacity::mva::{self, Station};
 use crate::measure::{round6, round_to};
-use crate::record::{round3, LevelRecord};
+use crate::record::{round3, LevelRecord, RunRecord};
 
 /// `prediction.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -360,6 +362,56 @@ pub fn predict(model: &Model, ask: &Ask, measured: &[LevelRecord]) -> Prediction
     }
 }
 
+/// The prediction a capacity analysis adds to its results: the default
+/// user counts, set against its closed levels that ran to the end (a level
+/// Ctrl-C cut short measured a part of itself: neither a point to predict
+/// nor one to compare).
+pub fn of_analysis(model: &Model, levels: &[LevelRecord]) -> Prediction {
+    let mut measured = closed_levels(levels);
+    measured.retain(|l| !l.interrupted);
+    let ask = Ask::Users(default_users(model, &measured));
+    predict(model, &ask, &measured)
+}
+
+/// The closed levels of `levels` (those with a user count; an open
+/// level has a rate instead), which a prediction may be set against.
+pub fn closed_levels(levels: &[LevelRecord]) -> Vec<LevelRecord> {
+    levels
+        .iter()
+        .filter(|l| l.users.is_some())
+        .cloned()
+        .collect()
+}
+
+/// What a prediction from `record`'s demands is set against unless told:
+/// its closed levels when it is a capacity analysis and the model is still
+/// the system it measured (no `what_if` changed it); else nothing.
+pub fn measured_levels(record: &RunRecord, what_if: bool) -> Vec<LevelRecord> {
+    match what_if || record.analysis.capacity.is_none() {
+        true => Vec::new(),
+        false => closed_levels(&record.levels),
+    }
+}
+
+/// User counts to predict for when not told: 1 to twice N* (at least the
+/// largest measured level, and 10), in at most 200 steps, and every
+/// measured level.
+pub fn default_users(model: &Model, measured: &[LevelRecord]) -> Vec<u32> {
+    let n_star = bounds(model).n_star;
+    let top = measured
+        .iter()
+        .filter_map(|l| l.users)
+        .max()
+        .unwrap_or(0)
+        .max((2.0 * n_star).ceil().min(100_000.0) as u32)
+        .max(10);
+    let mut users = user_steps(1, top, 200);
+    users.extend(measured.iter().filter_map(|l| l.users));
+    users.sort_unstable();
+    users.dedup();
+    users
+}
+
 /// User counts from 1 to `top`, at most `count` of them, evenly spaced.
 pub fn user_steps(from: u32, to: u32, count: u32) -> Vec<u32> {
     let (from, to) = (from.max(1), to.max(from.max(1)));
@@ -504,5 +556,44 @@ mod tests {
         // web ρ = 0.5: 8 ms; db ρ = 0.125: 1/0.875 ms.
         assert!((p[0].response_time_ms - (8.0 + 1.0 / 0.875)).abs() < 1e-3);
         assert!(p[1].saturated);
+    }
+
+    fn fixture() -> RunRecord {
+        serde_json::from_str(include_str!("../report/html/testdata/run/run.json")).unwrap()
+    }
+
+    /// The fixture's level at `users` (`None`: an open level).
+    fn level(users: Option<u32>, interrupted: bool) -> LevelRecord {
+        let mut l = fixture().levels.swap_remove(0);
+        (l.users, l.interrupted) = (users, interrupted);
+        l
+    }
+
+    #[test]
+    fn default_users_reach_twice_n_star_and_every_measured_level() {
+        let m = testbed(1);
+        // N* = 126.3: 1 to 253, in steps of 2 (at most 200 counts).
+        let users = default_users(&m, &[]);
+        assert_eq!((users[0], users[1], users.len()), (1, 3, 127));
+        // A measured level past 2·N* moves the top; each one is a point.
+        let users = default_users(&m, &[level(Some(400), false), level(Some(6), false)]);
+        assert!(users.ends_with(&[400]) && users.contains(&6), "{users:?}");
+        // N* = 2 (no think time, two equal demands): still up to 10.
+        let mut small = testbed(1);
+        (small.think_s, small.demand_s) = (0.0, vec![vec![0.004, 0.004]]);
+        assert_eq!(default_users(&small, &[]), (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_analysis_prediction_leaves_out_open_and_interrupted_levels() {
+        let levels = [10, 20, 377].map(|u| level(Some(u), u == 377));
+        let levels = [&levels[..], &[level(None, false)]].concat();
+        assert_eq!(closed_levels(&levels).len(), 3);
+        // A run that was no capacity analysis is compared with nothing.
+        assert!(measured_levels(&fixture(), false).is_empty());
+        let p = of_analysis(&testbed(1), &levels);
+        let compared: Vec<u32> = p.measured.iter().map(|c| c.users).collect();
+        assert_eq!(compared, [10, 20]);
+        assert!(!p.points.iter().any(|p| p.users == Some(377)));
     }
 }

@@ -5,9 +5,11 @@
 //! - `level`: a level object, made from a finished level's totals.
 //! - `servers`: what the agents measured: per-tier usage, per-request demands.
 //! - `analysis`: why the run ended and what its mode concluded.
+//! - `plan`: what a capacity analysis was asked for, so `--resume` goes on.
 
 mod analysis;
 mod level;
+mod plan;
 mod servers;
 
 use std::time::SystemTime;
@@ -22,6 +24,7 @@ pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
     LittleCheck, PerRequestRecord, RateLevel, SloVerdict, ThinkRecord, TimerLateness,
 };
+pub use plan::CapacityPlan;
 pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
 
 use crate::scenario::Scenario;
@@ -123,7 +126,7 @@ pub struct RunRecord {
     pub analysis: Analysis,
     pub warnings: Vec<String>,
     /// What the run was asked for (a capacity analysis's levels, duration,
-    /// search…), so `--resume` continues exactly that.
+    /// search…: a `CapacityPlan`), so `--resume` continues exactly that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<serde_json::Value>,
     /// Levels the generator limited, run again on more workers (the

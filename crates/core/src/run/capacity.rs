@@ -25,6 +25,34 @@ use crate::scenario::Scenario;
 /// Cycles (`R + Z`) a level runs at least before it may end.
 const MIN_CYCLES: f64 = 3.0;
 
+/// The two capacity analyses: closed (users per level, this module's
+/// controller) or open (the highest arrival rate, `open_capacity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnalysisKind {
+    Closed,
+    Open,
+}
+
+impl AnalysisKind {
+    /// The analysis `scenario` gets: the one `asked` for (`None`: the
+    /// command did not say); open, whatever was asked, when the levels it
+    /// resumes were a rate search's; else open when the scenario gives
+    /// `arrivals:`, closed when it gives users only.
+    pub fn of(
+        scenario: &Scenario,
+        asked: Option<AnalysisKind>,
+        resumed: &[LevelRecord],
+    ) -> AnalysisKind {
+        let open = asked == Some(AnalysisKind::Open)
+            || resumed.iter().any(|l| l.rate_search.is_some())
+            || (asked.is_none() && scenario.arrivals.is_some());
+        match open {
+            true => AnalysisKind::Open,
+            false => AnalysisKind::Closed,
+        }
+    }
+}
+
 pub struct CapacityController {
     scenario: Arc<Scenario>,
     search: LevelSearch,
@@ -348,5 +376,28 @@ impl LevelController for CapacityController {
             "level {}: {} users — {}; N* ≈ {}",
             self.index, cur.users, cur.reason, n_star
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(load: &str) -> Scenario {
+        let text = format!(
+            "name: s\ntarget: {{base_url: \"http://127.0.0.1:1\"}}\nrequests: {{a: {{path: /}}}}\n{load}"
+        );
+        crate::scenario::parse(&text, std::path::Path::new("s.yaml")).expect("a scenario")
+    }
+
+    #[test]
+    fn arrivals_make_an_open_analysis_unless_the_command_asks_for_a_closed_one() {
+        use AnalysisKind::{Closed, Open};
+        let users = scenario("users: 5\n");
+        let arrivals = scenario("arrivals: {rate: 5/s}\n");
+        assert_eq!(AnalysisKind::of(&users, None, &[]), Closed);
+        assert_eq!(AnalysisKind::of(&arrivals, None, &[]), Open);
+        assert_eq!(AnalysisKind::of(&arrivals, Some(Closed), &[]), Closed);
+        assert_eq!(AnalysisKind::of(&users, Some(Open), &[]), Open);
     }
 }

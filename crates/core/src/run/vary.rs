@@ -2,13 +2,51 @@
 //! the series of an open capacity analysis, the user's command
 //! reconfigures the system under test (restart it with more workers, scale
 //! a deployment, change a CPU limit), and the analysis waits until the
-//! system answers again before it measures.
+//! system answers again before it measures: until `--ready URL` answers
+//! 2xx, or else until the target accepts connections.
 
 use std::net::ToSocketAddrs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::engine::probe_target;
 use crate::protocol::{http1, Response};
+use crate::scenario::Scenario;
+
+/// How often readiness is polled.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+
+/// Tries `attempt` every `POLL_EVERY` until it succeeds, and returns how
+/// long that took; or, when an attempt fails once `timeout` has passed,
+/// that attempt's error. It tries at least once, so a zero timeout is one
+/// look.
+fn poll(
+    timeout: Duration,
+    mut attempt: impl FnMut() -> Result<(), String>,
+) -> Result<Duration, String> {
+    let start = Instant::now();
+    loop {
+        match attempt() {
+            Ok(()) => return Ok(start.elapsed()),
+            Err(e) if start.elapsed() >= timeout => return Err(e),
+            Err(_) => std::thread::sleep(POLL_EVERY),
+        }
+    }
+}
+
+/// Waits until the scenario's target accepts connections again (after
+/// `--apply` restarted it); how long that took.
+pub fn wait_target(scenario: &Scenario, timeout: Duration) -> Result<Duration, String> {
+    poll(timeout, || {
+        probe_target(scenario).map_err(|e| e.to_string())
+    })
+    .map_err(|e| {
+        format!(
+            "the target did not come back within {:.0} s after --apply: {e}",
+            timeout.as_secs_f64()
+        )
+    })
+}
 
 /// `NAME=v1,v2,…` → the name and its values.
 pub fn parse_vary(text: &str) -> Result<(String, Vec<String>), String> {
@@ -67,7 +105,7 @@ pub fn apply(command: &str, name: &str, value: &str, quiet: bool) -> Result<(), 
 }
 
 /// Polls `url` (plain `http://`) with GET until it answers 2xx, every
-/// 200 ms, for at most `timeout`; returns how long it took.
+/// `POLL_EVERY`, for at most `timeout`; returns how long it took.
 pub fn wait_ready(url: &str, timeout: Duration) -> Result<Duration, String> {
     let parsed = url::Url::parse(url).map_err(|e| format!("--ready `{url}`: {e}"))?;
     if parsed.scheme() != "http" {
@@ -92,43 +130,38 @@ pub fn wait_ready(url: &str, timeout: Duration) -> Result<Duration, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let start = Instant::now();
-    let mut last = String::from("not tried");
-    while start.elapsed() < timeout {
+    let attempt = || {
         let addr = (host, port)
             .to_socket_addrs()
             .ok()
-            .and_then(|mut a| a.next());
-        if let Some(addr) = addr {
-            let attempt = runtime.block_on(async {
-                let once = async {
-                    let mut conn = http1::connect(addr, None)
-                        .await
-                        .map_err(|k| k.name().replace('_', " "))?;
-                    let mut response = Response::default();
-                    conn.exchange(&request, false, Some(&mut response), &mut Vec::new())
-                        .await
-                        .map(|reply| reply.status)
-                        .map_err(|f| f.kind.name().replace('_', " "))
-                };
-                tokio::time::timeout(Duration::from_secs(2), once)
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| format!("cannot resolve {host}"))?;
+        let answer = runtime.block_on(async {
+            let once = async {
+                let mut conn = http1::connect(addr, None)
                     .await
-                    .unwrap_or_else(|_| Err("no answer within 2 s".into()))
-            });
-            match attempt {
-                Ok(status) if (200..300).contains(&status) => return Ok(start.elapsed()),
-                Ok(status) => last = format!("HTTP {status}"),
-                Err(e) => last = e,
-            }
-        } else {
-            last = format!("cannot resolve {host}");
+                    .map_err(|k| k.name().replace('_', " "))?;
+                let mut response = Response::default();
+                conn.exchange(&request, false, Some(&mut response), &mut Vec::new())
+                    .await
+                    .map(|reply| reply.status)
+                    .map_err(|f| f.kind.name().replace('_', " "))
+            };
+            tokio::time::timeout(Duration::from_secs(2), once)
+                .await
+                .unwrap_or_else(|_| Err("no answer within 2 s".into()))
+        });
+        match answer? {
+            200..=299 => Ok(()),
+            status => Err(format!("HTTP {status}")),
         }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    Err(format!(
-        "--ready {url}: not ready within {:.0} s (last answer: {last})",
-        timeout.as_secs_f64()
-    ))
+    };
+    poll(timeout, attempt).map_err(|last| {
+        format!(
+            "--ready {url}: not ready within {:.0} s (last answer: {last})",
+            timeout.as_secs_f64()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -160,6 +193,27 @@ mod tests {
         let err = apply("exit 3", "w", "7", true).unwrap_err();
         assert!(err.contains("w=7") && err.contains("failed"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn polling_tries_at_least_once_and_gives_up_with_the_last_failure() {
+        let mut tries = 0;
+        let err = poll(Duration::ZERO, || {
+            tries += 1;
+            Err(format!("try {tries}"))
+        })
+        .unwrap_err();
+        assert_eq!((tries, err.as_str()), (1, "try 1"));
+        let mut tries = 0;
+        poll(Duration::from_secs(5), || {
+            tries += 1;
+            if tries < 2 {
+                return Err("not yet".into());
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(tries, 2);
     }
 
     #[test]

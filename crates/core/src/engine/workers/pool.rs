@@ -1,11 +1,13 @@
-//! The workers a run may use: their specs (addresses, or a DNS name a
-//! Kubernetes service answers for), the token and TLS the controller speaks
-//! to them with, waiting for enough of them to answer before the first
+//! The workers a run may use: which ones (the controller's own options
+//! first, then the scenario's `workers:`), their specs (addresses, or a
+//! DNS name a Kubernetes service answers for), the token and TLS the
+//! controller speaks to them with, waiting for enough of them to answer before the first
 //! level, connecting to those a level runs on, and scaling out to more of
 //! them when the generator was the bottleneck.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,9 +15,9 @@ use std::time::{Duration, Instant};
 use super::link::{self, Link, WorkerTls};
 use super::WorkerSpec;
 use crate::engine::error::EngineError;
-use crate::engine::fleet::ScenarioSource;
+use crate::engine::fleet::{Generators, ScenarioSource};
 use crate::engine::stop::StopSignal;
-use crate::scenario::Scenario;
+use crate::scenario::{PemFile, Scenario, WorkerSettings};
 
 /// How long a run waits for its workers to answer before the first level.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -51,6 +53,52 @@ fn resolve(spec: &WorkerSpec) -> Result<Vec<SocketAddr>, String> {
     }
 }
 
+/// The first of `given`'s options that only means something with workers.
+fn about_workers(given: &WorkerSettings) -> Option<&'static str> {
+    [
+        (given.token_file.is_some(), "--worker-token-file"),
+        (given.ca_file.is_some(), "--worker-ca-file"),
+        (given.min.is_some(), "--min-workers"),
+        (given.start.is_some(), "--start-workers"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+}
+
+/// A file option of the workers': `given`'s (named `flag` in messages),
+/// else the scenario's (named `key`).
+fn file_option<'a>(
+    given: Option<&'a WorkerSettings>,
+    scenario: Option<&'a WorkerSettings>,
+    file: fn(&WorkerSettings) -> Option<&PathBuf>,
+    (flag, key): (&'static str, &'static str),
+) -> Option<(&'static str, &'a PathBuf)> {
+    match given.and_then(file) {
+        Some(path) => Some((flag, path)),
+        None => scenario.and_then(file).map(|path| (key, path)),
+    }
+}
+
+/// The workers' token: the first line of the file `name` (an option)
+/// gives, checked as the workers check it.
+fn read_token(name: &str, path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{name}: cannot read {}: {e}", path.display()))?;
+    autoperf_agent::options::token_from_text(&text, path).map_err(|e| format!("{name}: {e}"))
+}
+
+/// Refuses this host's generator options when the levels run on workers.
+fn refuse_here(here: &Generators) -> Result<(), String> {
+    let flag = match (here.processes, here.local_addresses.is_empty()) {
+        (Some(_), _) => "--generators",
+        (None, false) => "--local-addresses",
+        (None, true) => return Ok(()),
+    };
+    Err(format!(
+        "{flag} is about this host's generator processes, but the levels run on workers: give each worker its own (`autoperf worker --local-addresses …`; workers start the processes they need by themselves)"
+    ))
+}
+
 /// The workers a run may use, and how many its levels use now.
 #[derive(Clone)]
 pub struct WorkerPool {
@@ -82,6 +130,74 @@ impl std::fmt::Debug for WorkerPool {
 }
 
 impl WorkerPool {
+    /// The workers a run uses: those `given` names (the controller's
+    /// own options: `autoperf`'s `--workers`, `--worker-token-file`,
+    /// `--worker-ca-file`, `--min-workers`, `--start-workers`), else those
+    /// of the scenario's `workers:`, each option taken from `given` first;
+    /// `None` when neither names any. `here`: this host's generator
+    /// options, which mean nothing when the levels run on workers.
+    /// `scale_out`: a capacity analysis, which starts on one worker unless
+    /// told otherwise and adds more when the generator limits a level.
+    /// Errors are sentences naming the option at fault.
+    pub fn from_settings(
+        given: Option<&WorkerSettings>,
+        scenario: Option<&WorkerSettings>,
+        here: &Generators,
+        scale_out: bool,
+    ) -> Result<Option<WorkerPool>, String> {
+        let specs = match given.filter(|g| !g.addresses.is_empty()) {
+            Some(g) => g.addresses.clone(),
+            None => scenario.map(|s| s.addresses.clone()).unwrap_or_default(),
+        };
+        if specs.is_empty() {
+            return match given.and_then(about_workers) {
+                Some(flag) => Err(format!(
+                    "{flag} is about workers, but none are named: give them with --workers host:port,… or `workers:` in the scenario"
+                )),
+                None => Ok(None),
+            };
+        }
+        let token_file = file_option(
+            given,
+            scenario,
+            |s| s.token_file.as_ref(),
+            ("--worker-token-file", "workers.token_file"),
+        );
+        let token = match token_file {
+            Some((name, path)) => Some(read_token(name, path)?),
+            None => None,
+        };
+        let min = given
+            .and_then(|g| g.min)
+            .or(scenario.and_then(|s| s.min))
+            .map(|n| n as usize);
+        let start = given
+            .and_then(|g| g.start)
+            .or(scenario.and_then(|s| s.start))
+            .map(|n| n as usize)
+            .or(scale_out.then_some(1));
+        refuse_here(here)?;
+        let pool = WorkerPool::new(specs, token, min, start)?;
+        let ca_file = file_option(
+            given,
+            scenario,
+            |s| s.ca_file.as_ref(),
+            ("--worker-ca-file", "workers.ca_file"),
+        );
+        let Some((name, path)) = ca_file else {
+            return Ok(Some(pool));
+        };
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("{name}: cannot read {}: {e}", path.display()))?;
+        let file = PemFile {
+            path: path.clone(),
+            pem,
+        };
+        pool.with_tls(file)
+            .map(Some)
+            .map_err(|e| format!("{name}: {e}"))
+    }
+
     /// `min`: workers to wait for (default: every address listed, or one
     /// behind a DNS name); `start`: workers the first level runs on
     /// (default: all).
@@ -115,7 +231,7 @@ impl WorkerPool {
 
     /// Speaks TLS to the workers, trusting the CA certificates of
     /// `ca_file` (PEM; its path for messages) for their `--tls-cert`.
-    pub fn with_tls(mut self, ca_file: crate::scenario::PemFile) -> Result<WorkerPool, String> {
+    pub fn with_tls(mut self, ca_file: PemFile) -> Result<WorkerPool, String> {
         let settings = crate::scenario::TlsSettings {
             ca_file: Some(ca_file),
             ..Default::default()
@@ -349,5 +465,63 @@ mod tests {
         assert_eq!(pool.scale_out(), Some((1, 2)));
         assert_eq!(pool.scale_out(), Some((2, 3)));
         assert_eq!(pool.scale_out(), None);
+    }
+
+    fn settings(addresses: &[&str]) -> WorkerSettings {
+        WorkerSettings {
+            addresses: addresses
+                .iter()
+                .map(|a| WorkerSpec::parse(a).unwrap())
+                .collect(),
+            token_file: None,
+            ca_file: None,
+            min: None,
+            start: None,
+        }
+    }
+
+    #[test]
+    fn workers_come_from_the_flags_before_the_scenario() {
+        let here = Generators::default();
+        let flags = settings(&["127.0.0.1:1", "127.0.0.1:2"]);
+        let scenario = settings(&["127.0.0.1:3"]);
+        let pool = WorkerPool::from_settings(Some(&flags), Some(&scenario), &here, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(pool.specs, flags.addresses);
+        assert_eq!((pool.min(), pool.active()), (2, usize::MAX));
+        // No flags: the scenario's; a capacity analysis starts on one.
+        let pool = WorkerPool::from_settings(None, Some(&scenario), &here, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(pool.specs, scenario.addresses);
+        assert_eq!(pool.active(), 1);
+        // Neither: this host.
+        assert!(WorkerPool::from_settings(None, None, &here, true)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn worker_options_without_workers_and_host_options_with_them_are_refused() {
+        let here = Generators::default();
+        let mut flags = settings(&[]);
+        flags.min = Some(2);
+        let err = WorkerPool::from_settings(Some(&flags), None, &here, false).unwrap_err();
+        assert!(err.starts_with("--min-workers is about workers"), "{err}");
+        let generators = Generators {
+            processes: Some(2),
+            ..Generators::default()
+        };
+        let scenario = settings(&["127.0.0.1:1"]);
+        let err = WorkerPool::from_settings(None, Some(&scenario), &generators, false).unwrap_err();
+        assert!(err.starts_with("--generators is about this host"), "{err}");
+        let mut scenario = scenario;
+        scenario.token_file = Some("/nonexistent/autoperf-token".into());
+        let err = WorkerPool::from_settings(None, Some(&scenario), &here, false).unwrap_err();
+        assert!(
+            err.starts_with("workers.token_file: cannot read /nonexistent/autoperf-token"),
+            "{err}"
+        );
     }
 }
