@@ -4,7 +4,7 @@
 //! `agent` (the profiler on a measured host).
 
 use autoperf_core::engine::fleet;
-use autoperf_core::engine::workers::{worker_main, WorkerOptions};
+use autoperf_core::engine::workers::{worker_main, WorkerError, WorkerOptions};
 
 use super::Outcome;
 use crate::cli::{AgentArgs, TestbedArgs, TierArgs, WorkerArgs};
@@ -31,7 +31,10 @@ pub fn worker(args: WorkerArgs) -> Outcome {
             fleet::open_file_limit()
         );
     })
-    .map_err(Failure::cannot_proceed)?;
+    .map_err(|e| match e {
+        WorkerError::BadInput(e) => Failure::bad_input(e),
+        WorkerError::CannotStart(e) => Failure::cannot_proceed(e),
+    })?;
     Ok(exit::OK)
 }
 

@@ -390,10 +390,16 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
     assert_eq!(status.code(), Some(130), "{e}");
     assert!(e.contains("interrupted while waiting for workers"), "{e}");
     assert!(!out.join("run.json").exists());
-    // Off loopback, a worker will not listen without a token.
+    // Off loopback, a worker will not listen without a token, nor with
+    // one too short to be a secret: bad input, exit 2.
     let (code, _, e) = support::autoperf(&["worker", "--listen", "0.0.0.0:0"]);
-    assert_eq!(code, Some(3), "{e}");
+    assert_eq!(code, Some(2), "{e}");
     assert!(e.contains("--token-file"), "{e}");
+    let short = dir.join("short-token");
+    std::fs::write(&short, "short\n").unwrap();
+    let (code, _, e) = support::autoperf(&["worker", "--token-file", short.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("16"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use super::completions::Completions;
 use super::redo::{replace_lost, scale_out};
 use super::validity::{self, Invalid};
-use super::warnings::{all_failed, client_bottleneck, data_exhausted, late_workers, unanswered};
+use super::warnings::{
+    all_failed, answered_wrong, client_bottleneck, data_exhausted, late_workers, unanswered,
+};
 use super::{LevelController, Next, RunError, RunObserver, RunPlan, SAMPLE_PERIOD};
 use crate::engine::{self, Level, LevelRun, StopSignal};
 use crate::measure::{LevelInfo, Tick, TickSink};
@@ -237,6 +239,9 @@ impl<'a> Session<'a> {
             }
         }
         if let Some(w) = unanswered(&record, scenario) {
+            self.warn(w);
+        }
+        if let Some(w) = answered_wrong(&record) {
             self.warn(w);
         }
         if let Some(w) = data_exhausted(&record, scenario) {

@@ -75,15 +75,58 @@ pub(super) fn data_exhausted(level: &LevelRecord, scenario: &Scenario) -> Option
     ))
 }
 
-/// Says so when requests got no answer at all (refused, reset, timed out,
-/// no broker): unlike error statuses, those mean the target itself is down,
-/// gone mid-run or overwhelmed. A stray timeout in a million is not news:
-/// it takes one request in a thousand.
+/// Error kinds that mean no answer came at all: refused, reset, timed
+/// out, closed before a byte.
+const NO_ANSWER: [&str; 5] = ["connect_refused", "connect", "reset", "timeout", "closed"];
+
+/// Error kinds the engine gives a request the target did answer, though
+/// not as it should: a redirect loop or off the target, a failed check or
+/// extraction, bytes that are not a response, a TLS handshake refused, a
+/// broker's error. (`http_*` are the server's own words, and
+/// `data_exhausted` has its warning.)
+const ANSWERED_WRONG: [&str; 8] = [
+    "malformed",
+    "redirect_limit",
+    "redirect_off_target",
+    "check_failed",
+    "extract_missing",
+    "encode",
+    "tls",
+    "kafka_broker",
+];
+
+/// Says so when requests got no answer at all: unlike error statuses,
+/// those mean the target itself is down, gone mid-run or overwhelmed. A
+/// stray timeout in a million is not news: it takes one request in a
+/// thousand.
 pub(super) fn unanswered(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
+    let (kinds, count) = errors_of(level, &NO_ANSWER)?;
+    Some(format!(
+        "level {}: {count} of {} requests got no answer from {} ({kinds}): is it still up, and not overloaded?",
+        level.level,
+        level.requests,
+        scenario.target.endpoint,
+    ))
+}
+
+/// Says so when requests failed though the target answered them: what
+/// failed is named (a redirect, a check, a malformed answer), not taken
+/// for a target that is down.
+pub(super) fn answered_wrong(level: &LevelRecord) -> Option<String> {
+    let (kinds, count) = errors_of(level, &ANSWERED_WRONG)?;
+    Some(format!(
+        "level {}: {count} of {} requests failed though the target answered them ({kinds})",
+        level.level, level.requests,
+    ))
+}
+
+/// The errors of `level` of these kinds, named with their counts, and how
+/// many; `None` when they are fewer than one request in a thousand.
+fn errors_of(level: &LevelRecord, of: &[&str]) -> Option<(String, u64)> {
     let (kinds, count) = level
         .errors_by_kind
         .iter()
-        .filter(|(kind, _)| !kind.starts_with("http_"))
+        .filter(|(kind, _)| of.contains(&kind.as_str()))
         .fold((Vec::new(), 0u64), |(mut kinds, count), (kind, n)| {
             kinds.push(format!("{kind} {n}"));
             (kinds, count + n)
@@ -91,13 +134,7 @@ pub(super) fn unanswered(level: &LevelRecord, scenario: &Scenario) -> Option<Str
     if count == 0 || count * 1000 < level.requests {
         return None;
     }
-    Some(format!(
-        "level {}: {count} of {} requests got no answer from {} ({}): is it still up, and not overloaded?",
-        level.level,
-        level.requests,
-        scenario.target.endpoint,
-        kinds.join(", ")
-    ))
+    Some((kinds.join(", "), count))
 }
 
 /// Says so when the generator, not the server, may have limited the level:
@@ -128,4 +165,30 @@ pub(super) fn client_bottleneck(level_record: &LevelRecord, level: &Level) -> Op
             late_workers(level_record)
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::ErrorKind;
+
+    /// Every error kind is either no answer, a wrong answer, the server's
+    /// own status, or data run dry: a new kind must be placed.
+    #[test]
+    fn every_error_kind_is_either_unanswered_or_answered() {
+        for kind in ErrorKind::ALL {
+            let name = kind.name();
+            let places = [
+                NO_ANSWER.contains(&name),
+                ANSWERED_WRONG.contains(&name),
+                name.starts_with("http_"),
+                name == "data_exhausted",
+            ];
+            assert_eq!(
+                places.iter().filter(|&&p| p).count(),
+                1,
+                "{name} must be in exactly one place"
+            );
+        }
+    }
 }

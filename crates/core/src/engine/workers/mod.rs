@@ -40,7 +40,7 @@ mod wire;
 
 pub use crate::scenario::WorkerSpec;
 pub use pool::{WorkerPool, READY_TIMEOUT};
-pub use server::{worker_main, WorkerOptions};
+pub use server::{worker_main, WorkerError, WorkerOptions};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -64,39 +64,63 @@ struct State {
     door: Arc<Door>,
 }
 
+/// Why a worker did not start: what it was given (exit 2), or what this
+/// host would not do (exit 3).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkerError {
+    #[error("{0}")]
+    BadInput(String),
+    #[error("{0}")]
+    CannotStart(String),
+}
+
 /// Serves controllers until the process ends. `bound` hears the address
 /// it listens on (a port of 0 becomes a real one) before the first accept.
-pub fn worker_main(options: WorkerOptions, bound: impl FnOnce(SocketAddr)) -> Result<(), String> {
+pub fn worker_main(
+    options: WorkerOptions,
+    bound: impl FnOnce(SocketAddr),
+) -> Result<(), WorkerError> {
     let token = match &options.token_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
-            Some(token_from_text(&text, path).map_err(|e| e.to_string())?)
+                .map_err(|e| {
+                    WorkerError::BadInput(format!("cannot read token file {}: {e}", path.display()))
+                })?;
+            Some(token_from_text(&text, path).map_err(|e| WorkerError::BadInput(e.to_string()))?)
         }
         None if is_loopback(&options.listen) => None,
         None => {
-            return Err(format!(
+            return Err(WorkerError::BadInput(format!(
                 "refusing to listen on {} without a token: off loopback a worker requires --token-file FILE (its first line: a secret of at least {MIN_TOKEN_CHARS} characters, the same file the controller gets with --worker-token-file)",
                 options.listen
-            ))
+            )))
         }
     };
     for &ip in &options.local_addresses {
         std::net::TcpListener::bind((ip, 0)).map_err(|e| {
-            format!(
+            WorkerError::BadInput(format!(
                 "cannot connect from {ip}: {e} (--local-addresses takes addresses of this host)"
-            )
+            ))
         })?;
     }
     let tls = match (&options.tls_cert, &options.tls_key) {
-        (Some(cert), Some(key)) => Some(Arc::new(server_tls(cert, key)?)),
+        (Some(cert), Some(key)) => Some(Arc::new(
+            server_tls(cert, key).map_err(WorkerError::BadInput)?,
+        )),
         (None, None) => None,
-        _ => return Err("--tls-cert and --tls-key go together: give both, or neither".into()),
+        _ => {
+            return Err(WorkerError::BadInput(
+                "--tls-cert and --tls-key go together: give both, or neither".into(),
+            ))
+        }
     };
     raise_open_file_limit();
-    let listener = TcpListener::bind(options.listen)
-        .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind(options.listen).map_err(|e| {
+        WorkerError::CannotStart(format!("cannot listen on {}: {e}", options.listen))
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| WorkerError::CannotStart(e.to_string()))?;
     let state = Arc::new(State {
         token,
         tls,
