@@ -20,21 +20,28 @@ pub const MAX_HOPS: u8 = 10;
 /// scheme.
 pub fn same_origin_target(location: &str, base: &BaseUrl, current: &str) -> Option<String> {
     let location = location.trim();
-    let scheme = if base.tls { "https://" } else { "http://" };
-    if let Some(rest) = location.strip_prefix(scheme) {
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    // Bytes a request line cannot carry are no place to go.
+    if location.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return None;
+    }
+    // With a scheme (RFC 3986 3.1: `javascript:`, `mailto:`, `HTTP:`) it
+    // is absolute: the target's own scheme and origin, or nowhere.
+    if let Some(scheme) = scheme_of(location) {
+        let ours = if base.tls { "https" } else { "http" };
+        let rest = location[scheme.len() + 1..].strip_prefix("//")?;
+        if !scheme.eq_ignore_ascii_case(ours) {
+            return None;
+        }
+        let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
         let default_port = if base.tls { 443 } else { 80 };
         let same = authority == base.authority()
             || (base.port == default_port && authority == bracketed(&base.host));
-        return same.then(|| {
-            if path.is_empty() {
-                "/".into()
-            } else {
-                path.into()
-            }
+        return same.then(|| match path.strip_prefix('/') {
+            Some(_) => path.into(),
+            None => format!("/{path}"),
         });
     }
-    if location.contains("://") || location.starts_with("//") {
+    if location.starts_with("//") {
         return None;
     }
     if location.starts_with('/') {
@@ -47,6 +54,20 @@ pub fn same_origin_target(location: &str, base: &BaseUrl, current: &str) -> Opti
         "{}{location}",
         if dir.is_empty() { "/" } else { dir }
     ))
+}
+
+/// The scheme a URI reference starts with, if it has one: letters,
+/// digits, `+`, `-`, `.`, starting with a letter, before the first `:`
+/// that comes before any `/`, `?` or `#`.
+fn scheme_of(location: &str) -> Option<&str> {
+    let end = location.find([':', '/', '?', '#'])?;
+    let scheme = &location[..end];
+    let valid = location[end..].starts_with(':')
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
 }
 
 fn bracketed(host: &str) -> String {
@@ -164,6 +185,24 @@ mod tests {
             None
         );
         assert_eq!(same_origin_target("//evil.example/x", &b, "/"), None);
+        // Another scheme is never a path on the target.
+        assert_eq!(same_origin_target("javascript:alert(1)", &b, "/"), None);
+        assert_eq!(same_origin_target("mailto:a@b.example", &b, "/"), None);
+        assert_eq!(same_origin_target("ftp://127.0.0.1:8080/x", &b, "/"), None);
+        // The scheme's case does not matter; a query right after the
+        // authority keeps its path.
+        assert_eq!(
+            same_origin_target("HTTP://127.0.0.1:8080/home", &b, "/x"),
+            Some("/home".into())
+        );
+        assert_eq!(
+            same_origin_target("http://127.0.0.1:8080?q=1", &b, "/x"),
+            Some("/?q=1".into())
+        );
+        // A colon after the first slash is a path's.
+        assert_eq!(same_origin_target("/a:b", &b, "/x"), Some("/a:b".into()));
+        // Control bytes never reach a request line.
+        assert_eq!(same_origin_target("/a\r\nX: 1", &b, "/x"), None);
         let https = base(true, 443);
         assert_eq!(
             same_origin_target("https://127.0.0.1/home", &https, "/"),
