@@ -171,3 +171,50 @@ fn bad_limits_and_directories_are_refused_naming_the_fix() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Results that no run wrote are refused, naming the file, the key and
+/// what is wrong (exit 2), by `compare`, `report` and `predict` alike:
+/// a negative throughput once came out as a −2664% change, and a run.json
+/// linked to /dev/zero was read until memory ran out.
+#[test]
+fn tampered_or_broken_results_are_refused_naming_the_key() {
+    let dir = scratch_dir("compare-tampered");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src/report/html/testdata/run");
+    let copy = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let out = dir.join(name);
+        std::fs::create_dir_all(&out).unwrap();
+        let mut run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(fixture.join("run.json")).unwrap()).unwrap();
+        edit(&mut run);
+        std::fs::write(out.join("run.json"), run.to_string()).unwrap();
+        out.to_str().unwrap().to_string()
+    };
+    let good = copy("good", &|_| {});
+    let negative = copy("negative", &|r| {
+        r["levels"][0]["throughput_rps"] = (-26.6).into()
+    });
+    let future = copy("future", &|r| r["record_version"] = 999.into());
+    let zero = dir.join("zero");
+    std::fs::create_dir_all(&zero).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero.join("run.json")).unwrap();
+    let zero = zero.to_str().unwrap().to_string();
+    let (code, _, e) = autoperf(&["compare", &good, &good]);
+    assert_eq!(code, Some(0), "{e}");
+    for (bad, said) in [
+        (&negative, "levels[0].throughput_rps is -26.6"),
+        (&future, "record_version is 999"),
+        (&zero, "not a regular file"),
+    ] {
+        for args in [
+            vec!["compare", good.as_str(), bad.as_str()],
+            vec!["report", bad.as_str()],
+            vec!["predict", bad.as_str()],
+        ] {
+            let (code, _, e) = autoperf(&args);
+            assert_eq!(code, Some(2), "{args:?}: {e}");
+            assert!(e.contains(said) && e.contains("run.json"), "{args:?}: {e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

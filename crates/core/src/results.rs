@@ -6,7 +6,7 @@
 //! the level in progress.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -340,31 +340,81 @@ pub fn write_run_file(dir: &Path, run: &RunRecord) -> Result<(), ResultsError> {
     fs::rename(&tmp, &path).map_err(at(&path))
 }
 
-/// Reads `dir/run.json`.
+/// The largest results file read back: far past any run's (a run.json of
+/// thousands of levels is a few MiB), short of a reader's memory.
+pub const MAX_RESULTS_FILE: u64 = 256 << 20;
+
+/// Reads a results file, refusing what no run wrote: not a regular file
+/// (a link to /dev/zero was read until memory ran out), or larger than
+/// `MAX_RESULTS_FILE`.
+pub fn read_results_file(path: &Path) -> Result<String, ResultsError> {
+    let invalid = |what: String| ResultsError {
+        path: path.to_path_buf(),
+        source: io::Error::new(io::ErrorKind::InvalidData, what),
+        reading: true,
+    };
+    let meta = fs::metadata(path).map_err(reading(path))?;
+    if !meta.is_file() {
+        return Err(invalid("not a regular file".into()));
+    }
+    if meta.len() > MAX_RESULTS_FILE {
+        return Err(invalid(format!(
+            "{} MiB, more than the {} MiB any run writes",
+            meta.len() >> 20,
+            MAX_RESULTS_FILE >> 20
+        )));
+    }
+    let mut text = String::new();
+    File::open(path)
+        .and_then(|f| f.take(MAX_RESULTS_FILE + 1).read_to_string(&mut text))
+        .map_err(reading(path))?;
+    if text.len() as u64 > MAX_RESULTS_FILE {
+        return Err(invalid(
+            "grew past the size any run writes while read".into(),
+        ));
+    }
+    Ok(text)
+}
+
+/// Reads `dir/run.json`, refusing a record autoperf cannot have written
+/// (see `RunRecord::implausible`).
 pub fn read_run(dir: &Path) -> Result<RunRecord, ResultsError> {
     let path = dir.join("run.json");
-    let text = fs::read_to_string(&path).map_err(reading(&path))?;
-    serde_json::from_str(&text).map_err(|e| ResultsError {
-        path,
-        source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
+    let text = read_results_file(&path)?;
+    let invalid = |what: String| ResultsError {
+        path: path.clone(),
+        source: io::Error::new(io::ErrorKind::InvalidData, what),
         reading: true,
-    })
+    };
+    let record: RunRecord = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    match record.implausible() {
+        Some(why) => Err(invalid(why)),
+        None => Ok(record),
+    }
 }
 
 /// Reads every level of an existing `levels.jsonl` (for resuming and
 /// re-rendering reports).
 pub fn read_levels(dir: &Path) -> Result<Vec<LevelRecord>, ResultsError> {
     let path = dir.join("levels.jsonl");
-    let text = fs::read_to_string(&path).map_err(reading(&path))?;
+    let text = read_results_file(&path)?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ResultsError {
+            let invalid = |what: String| ResultsError {
                 path: path.clone(),
-                source: io::Error::new(io::ErrorKind::InvalidData, format!("line {}: {e}", i + 1)),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("line {}: {what}", i + 1),
+                ),
                 reading: true,
-            })
+            };
+            let level: LevelRecord = serde_json::from_str(l).map_err(|e| invalid(e.to_string()))?;
+            match level.implausible() {
+                Some(why) => Err(invalid(why)),
+                None => Ok(level),
+            }
         })
         .collect()
 }

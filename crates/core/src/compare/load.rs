@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::record::RunRecord;
-use crate::results::{read_run, ResultsError};
+use crate::record::{RunRecord, MAX_FIGURE};
+use crate::results::{read_results_file, read_run, ResultsError};
 
 /// One row of `request_series.csv`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -37,8 +37,40 @@ pub struct Results {
     pub seconds: Vec<RequestSecond>,
 }
 
+impl RequestSecond {
+    /// Why this row cannot be a measured second, if it cannot: a figure
+    /// that is not finite (NaN, inf) or negative, more errors than
+    /// requests.
+    fn implausible(&self) -> Option<String> {
+        let figures = [
+            ("t_s", self.t_s),
+            ("throughput_rps", self.throughput_rps),
+            ("mean_ms", self.mean_ms),
+            ("p50_ms", self.p50_ms),
+            ("p90_ms", self.p90_ms),
+            ("p95_ms", self.p95_ms),
+            ("p99_ms", self.p99_ms),
+        ];
+        if let Some((key, v)) = figures
+            .iter()
+            .find(|(_, v)| !(0.0..=MAX_FIGURE).contains(v))
+        {
+            return Some(format!(
+                "{key} is {v}: a measurement is a finite number, not negative, and short of 1e15"
+            ));
+        }
+        (self.errors > self.requests).then(|| {
+            format!(
+                "errors is {}, more than its {} requests",
+                self.errors, self.requests
+            )
+        })
+    }
+}
+
 /// The rows of `request_series.csv`. A last line cut short (the process
-/// was killed mid-write) is left out; any other bad row is an error.
+/// was killed mid-write) is left out; any other bad row is an error, and
+/// so is a row no measurement gives.
 fn parse_seconds(text: &str) -> Result<Vec<RequestSecond>, String> {
     let mut rows = Vec::new();
     let records: Vec<_> = ::csv::Reader::from_reader(text.as_bytes())
@@ -47,7 +79,11 @@ fn parse_seconds(text: &str) -> Result<Vec<RequestSecond>, String> {
     let last = records.len().saturating_sub(1);
     for (i, record) in records.into_iter().enumerate() {
         match record {
-            Ok(row) => rows.push(row),
+            Ok(row) => match row.implausible() {
+                // Row 1 is the header.
+                Some(why) => return Err(format!("row {}: {why}", i + 2)),
+                None => rows.push(row),
+            },
             Err(_) if i == last && !text.ends_with('\n') => {}
             Err(e) => return Err(e.to_string()),
         }
@@ -64,11 +100,10 @@ impl Results {
             source,
             reading: true,
         };
-        let seconds = match fs::read_to_string(&path) {
-            Ok(text) => parse_seconds(&text)
-                .map_err(|e| bad(io::Error::new(io::ErrorKind::InvalidData, e)))?,
+        let seconds = match fs::symlink_metadata(&path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(bad(e)),
+            _ => parse_seconds(&read_results_file(&path)?)
+                .map_err(|e| bad(io::Error::new(io::ErrorKind::InvalidData, e)))?,
         };
         Ok(Results {
             dir: dir.to_path_buf(),
@@ -101,5 +136,23 @@ mod tests {
         assert_eq!(parse_seconds(&cut).unwrap().len(), 1);
         let bad = format!("{header}1.0,1,a,x,0,5.0,1.0,1.0,1.0,1.0,1.0\n{row}");
         assert!(parse_seconds(&bad).is_err());
+        // Figures no measurement gives: named with their row.
+        for (figures, key) in [
+            ("1.0,1,a,5,0,5.0,1.0,1.0,1.0,1.0,-4.0", "p99_ms is -4"),
+            (
+                "1.0,1,a,5,0,NaN,1.0,1.0,1.0,1.0,1.0",
+                "throughput_rps is NaN",
+            ),
+            ("1.0,1,a,5,0,5.0,inf,1.0,1.0,1.0,1.0", "mean_ms is inf"),
+            ("1.0,1,a,5,0,5.0,1e308,1.0,1.0,1.0,1.0", "mean_ms is 1000"),
+            (
+                "1.0,1,a,5,9,5.0,1.0,1.0,1.0,1.0,1.0",
+                "errors is 9, more than its 5",
+            ),
+        ] {
+            let text = format!("{header}{row}{figures}\n");
+            let e = parse_seconds(&text).unwrap_err();
+            assert!(e.starts_with(&format!("row 3: {key}")), "{e}");
+        }
     }
 }

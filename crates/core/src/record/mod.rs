@@ -6,8 +6,10 @@
 //! - `servers`: what the agents measured: per-tier usage, per-request demands.
 //! - `analysis`: why the run ended and what its mode concluded.
 //! - `plan`: what a capacity analysis was asked for, so `--resume` goes on.
+//! - `check`: whether a record read back can be what autoperf wrote.
 
 mod analysis;
+mod check;
 mod level;
 mod plan;
 mod servers;
@@ -20,6 +22,7 @@ pub use analysis::{
     Analysis, BottleneckRecord, CapacityAnalysis, DemandPoint, LevelChoice, ProfileAnalysis,
     RateAnalysis, RateChoice, RateFound, SeriesResult, StopReason, ThresholdResult, Unit,
 };
+pub use check::MAX_FIGURE;
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
     LittleCheck, PerRequestRecord, RateLevel, SloVerdict, ThinkRecord, TimerLateness,

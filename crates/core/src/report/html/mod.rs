@@ -46,13 +46,9 @@ pub enum ReportError {
         #[source]
         source: io::Error,
     },
-    /// `run.json` is not a run record.
-    #[error("{path} is not a run record: {source}")]
-    Record {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
+    /// `run.json` is not a run record autoperf can have written.
+    #[error(transparent)]
+    Record(#[from] crate::results::ResultsError),
     /// `prediction.json` is not a prediction (remove it, or run `autoperf
     /// predict` again).
     #[error("{path} is not a prediction ({source}): run `autoperf predict` on the directory again, or remove the file")]
@@ -95,15 +91,7 @@ pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
 /// Reads `run.json` and `timeseries.csv` from `dir` and writes
 /// `dir/report.html`, returning its path.
 pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
-    let run_path = dir.join("run.json");
-    let text = fs::read_to_string(&run_path).map_err(|source| ReportError::Io {
-        path: run_path.clone(),
-        source,
-    })?;
-    let record: RunRecord = serde_json::from_str(&text).map_err(|source| ReportError::Record {
-        path: run_path,
-        source,
-    })?;
+    let record = crate::results::read_run(dir)?;
     let series = read_series(&dir.join("timeseries.csv"))?;
     let prediction = read_prediction(dir)?;
     let out = dir.join("report.html");
