@@ -77,11 +77,17 @@ impl LiveOutputs {
         self.metrics.as_ref()
     }
 
-    /// After the run: the last push goes out, and an endpoint that failed
-    /// joins the run's warnings.
+    /// After the run: the last push goes out (within a few seconds,
+    /// whatever the endpoints do), and an endpoint that failed joins the
+    /// run's warnings — and stderr, even with `--quiet`: metrics a
+    /// dashboard never got are news.
     pub fn finish(self, record: &mut RunRecord) {
         if let Some(pusher) = self.pusher {
-            record.warnings.extend(pusher.finish().warnings());
+            let warnings = pusher.finish().warnings();
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
+            record.warnings.extend(warnings);
         }
     }
 }

@@ -121,6 +121,11 @@ fn remote_write_and_otlp_get_the_runs_metrics_and_a_dead_endpoint_is_a_warning()
         warnings.contains(&format!("pushing metrics to {dead}")),
         "{warnings}"
     );
+    // Even with --quiet, a failing push is on the screen.
+    assert!(
+        stderr.contains(&format!("warning: pushing metrics to {dead}")),
+        "{stderr}"
+    );
 
     let prom_got = prom_got.lock().unwrap();
     assert!(
@@ -238,5 +243,66 @@ fn a_bad_push_url_or_header_is_refused_before_any_load() {
         stderr.contains("--push-header `nocolon`: expected NAME: VALUE"),
         "{stderr}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An endpoint that accepts and never answers holds no finished run: a
+/// 4 s run exits within a few seconds of its end (it once took 21 s,
+/// the stuck push's timeout and then the last push's own), and says so.
+#[test]
+fn a_push_endpoint_that_never_answers_does_not_hold_the_end_of_the_run() {
+    let tb = support::testbed(1);
+    let dir = support::scratch_dir("push-stuck");
+    let scenario = dir.join("s.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: push-stuck\ntarget: {{base_url: \"{}\"}}\nthink_time: 50ms\nrequests:\n  home: {{path: /health}}\n",
+            tb.web_url
+        ),
+    )
+    .unwrap();
+    // Accepts, reads, never answers; holds every connection.
+    let stuck = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/api/v1/write", stuck.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in stuck.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let out = dir.join("out");
+    let began = std::time::Instant::now();
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--users",
+        "2",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0s",
+        "--no-agents",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--push-remote-write",
+        &url,
+        "--push-interval",
+        "1s",
+    ]);
+    let took = began.elapsed();
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    // 4 s of load, the final wait of 2.5 s at most, and a start and a
+    // finish that take well under a second each (6.6 s on a quiet
+    // machine): 12 s leaves room for a busy one, and not for waiting out
+    // a push's own 10 s timeout.
+    assert!(took < std::time::Duration::from_secs(12), "took {took:?}");
+    assert!(
+        stderr.contains(&format!("pushing metrics to {url}")),
+        "{stderr}"
+    );
+    let warnings = support::run_json(&out)["warnings"].to_string();
+    assert!(warnings.contains("no answer"), "{warnings}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,7 +12,7 @@
 mod otlp;
 mod remote_write;
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -143,17 +143,22 @@ impl PushTarget {
 }
 
 /// What the pushes came to, for the run's warnings.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct PushReport {
     /// Per endpoint: its URL, pushes that succeeded and failed, the first
     /// failure.
     pub endpoints: Vec<(String, u64, u64, Option<String>)>,
+    /// The endpoint whose push had no answer `FINAL_WAIT` after the
+    /// run's end, when one had not.
+    pub unfinished: Option<String>,
 }
 
 impl PushReport {
-    /// One warning per endpoint that failed at least once.
+    /// One warning per endpoint that failed at least once, and one when
+    /// the last push was still going when the run ended.
     pub fn warnings(&self) -> Vec<String> {
-        self.endpoints
+        let mut warnings: Vec<String> = self
+            .endpoints
             .iter()
             .filter(|(_, _, failed, _)| *failed > 0)
             .map(|(url, ok, failed, first)| {
@@ -163,14 +168,33 @@ impl PushReport {
                     first.as_deref().unwrap_or("?")
                 )
             })
-            .collect()
+            .collect();
+        if let Some(url) = &self.unfinished {
+            warnings.push(format!(
+                "pushing metrics to {url}: no answer to a push {} s after the run ended; it may lack the last values",
+                FINAL_WAIT.as_secs()
+            ));
+        }
+        warnings
     }
 }
+
+/// How long one push may take while the run goes on.
+const PUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the run's end waits for the pushes: a stuck endpoint must not
+/// hold a finished run (a 4 s run once took 21 s to exit).
+const FINAL_WAIT: Duration = Duration::from_secs(2);
 
 /// The pushing thread; `finish` pushes a last time and reports.
 pub struct Pusher {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<PushReport>>,
+    thread: Option<JoinHandle<()>>,
+    /// The report, once the thread ends.
+    done: mpsc::Receiver<PushReport>,
+    /// The report as of the last round of pushes (what is known when the
+    /// thread does not end in time).
+    so_far: Arc<Mutex<PushReport>>,
 }
 
 impl Pusher {
@@ -185,25 +209,53 @@ impl Pusher {
     ) -> std::io::Result<Pusher> {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let flag = stop.clone();
+        let so_far = Arc::new(Mutex::new(PushReport::default()));
+        let progress = so_far.clone();
+        let (tx, done) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("autoperf-push".into())
-            .spawn(move || push_loop(targets, metrics, run, interval, quiet, flag))?;
+            .spawn(move || {
+                let report = push_loop(targets, metrics, run, interval, quiet, flag, &progress);
+                let _ = tx.send(report);
+            })?;
         Ok(Pusher {
             stop,
             thread: Some(thread),
+            done,
+            so_far,
         })
     }
 
-    /// Pushes the final values, stops the thread and reports.
+    /// Pushes the final values, stops the thread and reports — within
+    /// `FINAL_WAIT` (and a moment), whatever the endpoints do.
     pub fn finish(mut self) -> PushReport {
-        self.stop_thread().unwrap_or_default()
+        self.stop_thread()
     }
 
-    fn stop_thread(&mut self) -> Option<PushReport> {
+    fn stop_thread(&mut self) -> PushReport {
         let (lock, wake) = &*self.stop;
         *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
         wake.notify_all();
-        self.thread.take()?.join().ok()
+        let Some(thread) = self.thread.take() else {
+            return PushReport::default();
+        };
+        // A push in flight when the run ended may wait out its own
+        // timeout: the thread is left to it (it ends with the process).
+        match self
+            .done
+            .recv_timeout(FINAL_WAIT + Duration::from_millis(500))
+        {
+            Ok(report) => {
+                let _ = thread.join();
+                report
+            }
+            // `so_far.unfinished` names the endpoint of the push in flight.
+            Err(_) => self
+                .so_far
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        }
     }
 }
 
@@ -231,6 +283,7 @@ fn push_loop(
     interval: Duration,
     quiet: bool,
     stop: Arc<(Mutex<bool>, Condvar)>,
+    so_far: &Mutex<PushReport>,
 ) -> PushReport {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -286,7 +339,9 @@ fn push_loop(
                 ),
             };
             let request = e.target.request(content_type, extra, &body);
-            match runtime.block_on(send(e, &request)) {
+            let timeout = if stopping { FINAL_WAIT } else { PUSH_TIMEOUT };
+            so_far.lock().unwrap_or_else(|e| e.into_inner()).unfinished = Some(e.target.url());
+            match runtime.block_on(send(e, &request, timeout)) {
                 Ok(()) => e.ok += 1,
                 Err(why) => {
                     e.failed += 1;
@@ -304,21 +359,27 @@ fn push_loop(
                 }
             }
         }
+        *so_far.lock().unwrap_or_else(|e| e.into_inner()) = report(&endpoints);
         if stopping {
             break;
         }
     }
+    report(&endpoints)
+}
+
+fn report(endpoints: &[Endpoint]) -> PushReport {
     PushReport {
         endpoints: endpoints
-            .into_iter()
-            .map(|e| (e.target.url(), e.ok, e.failed, e.first_failure))
+            .iter()
+            .map(|e| (e.target.url(), e.ok, e.failed, e.first_failure.clone()))
             .collect(),
+        unfinished: None,
     }
 }
 
 /// One POST on the endpoint's kept-alive connection (opened when needed);
 /// a 2xx answer is success.
-async fn send(e: &mut Endpoint, request: &[u8]) -> Result<(), String> {
+async fn send(e: &mut Endpoint, request: &[u8], timeout: Duration) -> Result<(), String> {
     let attempt = async {
         if e.conn.is_none() {
             let addr = tokio::net::lookup_host((e.target.base.host.as_str(), e.target.base.port))
@@ -361,9 +422,9 @@ async fn send(e: &mut Endpoint, request: &[u8]) -> Result<(), String> {
             )),
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), attempt)
+    tokio::time::timeout(timeout, attempt)
         .await
-        .unwrap_or_else(|_| Err("no answer within 10 s".into()))
+        .unwrap_or_else(|_| Err(format!("no answer within {} s", timeout.as_secs())))
 }
 
 fn unix_nanos() -> u64 {
