@@ -20,8 +20,8 @@ mod place;
 mod processes;
 mod serve;
 
-pub(crate) use place::plan;
 pub use place::{open_file_limit, place, raise_open_file_limit, Limits, Placement};
+pub(crate) use place::{plan, MAX_PROCESSES};
 pub(crate) use processes::end_shards;
 pub(crate) use serve::forward;
 pub use serve::serve;

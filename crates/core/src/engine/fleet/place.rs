@@ -110,7 +110,7 @@ impl Limits {
 }
 
 /// Generator processes started by themselves at most.
-const MAX_PROCESSES: u32 = 64;
+pub(crate) const MAX_PROCESSES: u32 = 64;
 
 /// Chooses processes and source addresses for `connections` on a host
 /// bounded by `limits` (the target's address decides whether loopback

@@ -374,4 +374,66 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A job past what the worker's host holds (10^9 users made a worker
+    /// abort out of memory) is refused before anything of it runs, with a
+    /// reason the controller shows.
+    #[test]
+    fn a_worker_refuses_a_job_past_its_hosts_limits_saying_why() {
+        use crate::engine::fleet::{Job, ScenarioSource};
+        use crate::engine::level::Workload;
+        use crate::engine::split::{Load, ShardRange};
+        use crate::engine::start::Clock;
+        use crate::engine::workers::protocol::{self, FromWorker, MAX_LINE};
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let options = WorkerOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token_file: None,
+            name: Some("w-limits".into()),
+            local_addresses: Vec::new(),
+            program: None,
+            tls_cert: None,
+            tls_key: None,
+        };
+        std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
+        let addr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let mut link = Link::connect(addr, None, None).unwrap_or_else(|e| panic!("{}", e.message));
+        let job = Job::new(
+            ScenarioSource {
+                path: "s.yaml".into(),
+                text: "requests: {a: {path: /}}\n".into(),
+                overrides: Vec::new(),
+                base_url: None,
+                shipped: None,
+            },
+            &Workload::Session,
+            &Load::Closed {
+                users: 1_000_000_000,
+                ramp: None,
+            },
+            ShardRange::whole(2),
+            Vec::new(),
+            Clock {
+                start: Instant::now(),
+                deadline: Instant::now(),
+                seed: 0,
+                nap: Duration::ZERO,
+            },
+        );
+        link.send(&ToWorker::Run {
+            job,
+            process_shards: vec![2],
+        })
+        .unwrap();
+        match protocol::read::<FromWorker>(&mut link.reader, MAX_LINE) {
+            Ok(Some(FromWorker::Failed { reason })) => assert!(
+                reason.starts_with(
+                    "worker w-limits refused the job: the job asks for 1000000000 connections"
+                ),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }

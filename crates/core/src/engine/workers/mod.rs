@@ -17,6 +17,7 @@
 //! - `plausible`: what a worker's snapshots can be, checked before they
 //!   count.
 //! - `server`: the worker's side.
+//! - `job_limits`: a job checked against this host before it runs.
 //! - `door`: the worker's connections that have not said hello yet: a
 //!   deadline from their first moment, and room for a controller however
 //!   many strangers trickle.
@@ -29,6 +30,7 @@
 
 mod cpu;
 mod door;
+mod job_limits;
 mod link;
 mod plan;
 mod plausible;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use autoperf_agent::options::{is_loopback, token_from_text, MIN_TOKEN_CHARS};
 
 use super::door::{Door, HELLO_DEADLINE};
+use super::job_limits;
 use super::protocol::{self, FromWorker, Role, ToWorker, MAX_HELLO, MAX_JOB_LINE, MAX_LINE};
 use super::wire::Wire;
 use crate::engine::fleet::{self, raise_open_file_limit, run_host_share, HostPlan, Job, Limits};
@@ -408,6 +409,18 @@ fn run_level(
             "the job's processes do not add up to its shards".into(),
         );
     }
+    let limits = Limits::here();
+    if let Some(why) = job_limits::refuse(
+        &job,
+        &process_shards,
+        &limits,
+        job_limits::available_memory(),
+    ) {
+        return fail(
+            &mut writer,
+            format!("worker {} refused the job: {why}", state.name),
+        );
+    }
     let scenario = match job.scenario.decode() {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&mut writer, e),
@@ -449,8 +462,9 @@ fn run_level(
     });
     let began = Instant::now();
     eprintln!(
-        "worker {}: level from {peer}: shards {}..{} of {}, {} process{}",
+        "worker {}: level from {peer} against {}: shards {}..{} of {}, {} process{}",
         state.name,
+        scenario.target.endpoint,
         job.range.first,
         job.range.first + job.range.count,
         job.range.total,
