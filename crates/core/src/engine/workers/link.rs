@@ -197,7 +197,7 @@ impl Link {
                 }
                 // A worker's figures decide its share: they must be a
                 // host's (a CPU of 1e308 reached run.json as null).
-                if !(1..=MAX_CORES).contains(&cores) || !(cpu.is_finite() && cpu >= 0.0) {
+                if !((1..=MAX_CORES).contains(&cores) && cpu.is_finite() && cpu >= 0.0) {
                     return Err(LinkError::fatal(format!(
                         "{} announced {cores} cores and {cpu} CPUs: not a host's figures",
                         link.who()
