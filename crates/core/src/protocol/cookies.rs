@@ -3,9 +3,18 @@
 //! `Set-Cookie` headers of responses and asked for the `Cookie` header of
 //! each request. A user that never received a cookie has no jar, and its
 //! requests cost nothing more.
+//!
+//! A cookie with a control character is dropped (RFC 6265bis 5.6: it could
+//! smuggle a header into the next request), and a jar keeps at most
+//! `MAX_COOKIES` (a response of 5,000 `Set-Cookie`s once became a 62 KB
+//! `Cookie:` header): the ones past it are dropped, every time alike.
 
 use cookie_store::CookieStore;
 use url::Url;
+
+/// Cookies one user keeps at most (browsers keep 180 per domain; RFC 6265
+/// asks for at least 50).
+const MAX_COOKIES: usize = 180;
 
 #[derive(Default)]
 pub struct Jar {
@@ -24,9 +33,15 @@ impl Jar {
                 continue;
             };
             if name.trim().eq_ignore_ascii_case("set-cookie") {
+                let value = value.trim();
+                if !super::request::header_value_ok(value.as_bytes())
+                    || self.store.iter_any().count() >= MAX_COOKIES
+                {
+                    continue;
+                }
                 // A cookie the rules reject (another domain, a Secure one
                 // over http) is dropped, as a browser drops it.
-                let _ = self.store.parse(value.trim(), url);
+                let _ = self.store.parse(value, url);
             }
         }
     }
@@ -102,5 +117,29 @@ mod tests {
         assert_eq!(jar.value("sid"), Some("abc"));
         jar.clear();
         assert_eq!(jar.value("sid"), None);
+    }
+
+    #[test]
+    fn cookies_with_control_characters_are_dropped_and_a_jar_holds_so_many() {
+        let mut jar = Jar::default();
+        let url = Url::parse("http://shop.example/").unwrap();
+        jar.take_from(
+            b"HTTP/1.1 200 OK\r\nSet-Cookie: bell=a\x07b\r\nSet-Cookie: ok=1\r\n\r\n",
+            &url,
+        );
+        assert_eq!(jar.value("bell"), None);
+        assert_eq!(jar.value("ok"), Some("1"));
+        let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..5_000 {
+            head.extend_from_slice(format!("Set-Cookie: c{i}=v\r\n").as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
+        for _ in 0..2 {
+            jar.take_from(&head, &url);
+            assert_eq!(jar.store.iter_any().count(), MAX_COOKIES);
+        }
+        // The first ones kept, the same every time.
+        assert_eq!(jar.value("c0"), Some("v"));
+        assert_eq!(jar.value("c4999"), None);
     }
 }

@@ -109,15 +109,35 @@ impl RequestPlan {
     }
 
     /// Writes the whole request into `out` (cleared first). `scratch` holds
-    /// the body while its length is not yet known.
-    pub fn render(&self, b: &mut impl Bindings, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    /// the body while its length is not yet known. `Err(Unsendable)` when
+    /// a value bound into the path or a header (an extracted value, a
+    /// data row, `${env.X}`) holds bytes its place cannot carry: a control
+    /// character (CR, LF: a header or request smuggled in) or, in the
+    /// path, a space.
+    pub fn render(
+        &self,
+        b: &mut impl Bindings,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), Unsendable> {
         out.clear();
         out.extend_from_slice(&self.start);
+        let from = out.len();
         self.path.render(b, out);
+        if out[from..]
+            .iter()
+            .any(|&c| c.is_ascii_control() || c == b' ')
+        {
+            return Err(Unsendable);
+        }
         out.extend_from_slice(&self.fixed_headers);
         for (name, value) in &self.templated_headers {
             out.extend_from_slice(name);
+            let from = out.len();
             value.render(b, out);
+            if !header_value_ok(&out[from..]) {
+                return Err(Unsendable);
+            }
             out.extend_from_slice(b"\r\n");
         }
         match &self.body {
@@ -141,7 +161,20 @@ impl RequestPlan {
                 out.extend_from_slice(scratch);
             }
         }
+        Ok(())
     }
+}
+
+/// A request that cannot be sent as its values make it (see `render`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsendable;
+
+/// Whether `value` may stand as a header's value (RFC 9110 5.5): no
+/// control character but horizontal tab.
+pub fn header_value_ok(value: &[u8]) -> bool {
+    !value
+        .iter()
+        .any(|&c| (c.is_ascii_control() && c != b'\t') || c == 0x7f)
 }
 
 /// application/x-www-form-urlencoded encoding of a static string.
@@ -203,8 +236,18 @@ mod tests {
             path_prefix: String::new(),
         };
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
-        RequestPlan::new(&request, &base).render(&mut Unused, &mut out, &mut scratch);
+        RequestPlan::new(&request, &base)
+            .render(&mut Unused, &mut out, &mut scratch)
+            .unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_header_value_holds_no_control_character_but_a_tab() {
+        assert!(header_value_ok(b"Bearer abc\tdef"));
+        for bad in [&b"a\rb"[..], b"a\nb", b"a\x00b", b"a\x1bb", b"a\x7fb"] {
+            assert!(!header_value_ok(bad), "{bad:?}");
+        }
     }
 
     #[test]

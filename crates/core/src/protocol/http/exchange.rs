@@ -45,7 +45,12 @@ impl HttpTransport {
         mut response: Option<&mut Response>,
     ) -> CallOutcome {
         let plan = &self.plans[id.index()];
-        plan.render(bindings, &mut session.out, &mut session.scratch);
+        if plan
+            .render(bindings, &mut session.out, &mut session.scratch)
+            .is_err()
+        {
+            return failed(ErrorKind::Encode, Duration::ZERO, None);
+        }
         self.add_cookies(session);
         let mut head_request = plan.head;
         let mut opened = None;
