@@ -82,7 +82,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            let _ = writeln!(std::io::stderr(), "error: {}", failure.message);
+            let message = autoperf_core::measure::printable(&failure.message);
+            let _ = writeln!(std::io::stderr(), "error: {message}");
             ExitCode::from(failure.code)
         }
     }
@@ -90,6 +91,7 @@ fn main() -> ExitCode {
 
 /// Writes to stdout; a closed pipe (`autoperf … | head`) is not an error.
 pub fn print_out(text: &str) {
+    let text = autoperf_core::measure::printable(text);
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use autoperf_core::engine::Level;
+use autoperf_core::measure::printable;
 use autoperf_core::measure::{LevelInfo, Tick, TickSink};
 use autoperf_core::record::{LevelRecord, SloVerdict};
 use autoperf_core::report::prometheus::SharedMetrics;
@@ -153,6 +154,7 @@ impl RunObserver for LiveView {
         if self.quiet {
             return;
         }
+        let message = printable(message);
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("{message}")),
             None => eprintln!("{message}"),
@@ -163,6 +165,7 @@ impl RunObserver for LiveView {
         if self.quiet {
             return;
         }
+        let message = printable(message);
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
             None => eprintln!("warning: {message}"),
@@ -170,6 +173,7 @@ impl RunObserver for LiveView {
     }
 
     fn alarm(&mut self, message: &str) {
+        let message = printable(message);
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("WARNING: {message}")),
             None => eprintln!("WARNING: {message}"),

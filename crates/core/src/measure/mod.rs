@@ -34,3 +34,32 @@ pub struct Snapshot {
     /// `getrusage` already covers).
     pub remote_cpu: std::time::Duration,
 }
+
+/// `text` with every control character but line feed and tab written as
+/// an escape (`\u{1b}`): text from elsewhere (a worker's name, a path from
+/// an imported log, a server's words) must not drive a terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod printable_tests {
+    #[test]
+    fn control_characters_are_escaped_and_lines_kept() {
+        assert_eq!(super::printable("a\tb\nc"), "a\tb\nc");
+        assert_eq!(super::printable("w\u{1b}[2Jx\u{7}"), "w\\u{1b}[2Jx\\u{7}");
+        assert_eq!(super::printable("é ok"), "é ok");
+    }
+}

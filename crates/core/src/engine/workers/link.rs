@@ -166,7 +166,8 @@ impl Link {
             }
             other => return Err(LinkError::fatal(link.unexpected("a greeting", &other))),
         };
-        link.name = name;
+        // A name from the wire is shown on terminals: no escapes in it.
+        link.name = crate::measure::printable(&name).into_owned();
         let ours = protocol::nonce();
         link.send(&ToWorker::Hello {
             version: protocol::VERSION,
