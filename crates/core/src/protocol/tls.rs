@@ -194,7 +194,7 @@ pub fn explain(error: &std::io::Error, host: &str, names: &SettingNames) -> Stri
     use rustls::{CertificateError, Error};
     match rustls_error {
         Some(Error::InvalidCertificate(CertificateError::UnknownIssuer)) => format!(
-            "the certificate of {host} is not signed by a trusted CA (self-signed?): {}",
+            "the certificate of {host} is not signed by a trusted CA (self-signed, or the server leaves out an intermediate certificate its chain needs — `openssl s_client -showcerts` lists what it sends): {}",
             names.untrusted
         ),
         // A trusted CA's name, another key: a CA of the same name.
