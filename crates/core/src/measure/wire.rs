@@ -182,7 +182,25 @@ fn encode(h: &Histogram<u64>) -> Vec<u8> {
     out
 }
 
+/// HdrHistogram's V2 cookie, uncompressed: what `encode` writes.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_HEADER: usize = 40;
+
 fn decode(bytes: &[u8]) -> Result<Histogram<u64>, WireError> {
+    // The deserializer allocates the payload length its header names
+    // before reading it (4 bytes saying 4 GiB took 4 GiB): only a
+    // histogram as `encode` writes it is read, its payload the rest.
+    let field = |at: usize| {
+        let b = bytes.get(at..at + 4)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    if field(0) != Some(V2_COOKIE as usize)
+        || field(4) != Some(bytes.len().saturating_sub(V2_HEADER))
+    {
+        return Err(WireError(
+            "histogram: not an uncompressed HdrHistogram V2 of its own length".into(),
+        ));
+    }
     let h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| WireError(format!("histogram: {e:?}")))?;
@@ -298,5 +316,20 @@ mod tests {
         assert_eq!(b.think, a.think);
         assert_eq!((b.sessions, b.arrivals_unstarted), (7, 3));
         assert_eq!(b.arrival_lateness.max(), a.arrival_lateness.max());
+    }
+
+    /// A header naming a payload of 4 GiB allocated it
+    /// (fuzz/regressions/worker_protocol).
+    #[test]
+    fn a_histogram_is_read_only_as_long_as_its_bytes() {
+        let mut h = new_histogram();
+        h.record(42).unwrap();
+        let bytes = encode(&h);
+        assert_eq!(decode(&bytes).unwrap(), h);
+        let mut lying = bytes.clone();
+        lying[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode(&lying).is_err());
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode(&bytes[..6]).is_err());
     }
 }

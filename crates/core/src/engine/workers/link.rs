@@ -279,8 +279,7 @@ impl Link {
             };
             let back = Instant::now();
             let rtt = back - sent;
-            let mid = to_monotonic_ns(sent + rtt / 2);
-            let offset = theirs as i64 - mid as i64;
+            let offset = clock_offset(theirs, to_monotonic_ns(sent + rtt / 2));
             if best.is_none_or(|(r, _)| rtt < r) {
                 best = Some((rtt, offset));
             }
@@ -320,6 +319,13 @@ impl Link {
     }
 }
 
+/// The worker's clock minus ours: it read `theirs` when ours read `mid`.
+/// Any reading is a difference, saturated (a reading of 2^63 ns made
+/// `theirs as i64 - mid` overflow).
+pub(super) fn clock_offset(theirs: u64, mid: u64) -> i64 {
+    (i128::from(theirs) - i128::from(mid)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+}
+
 pub(super) fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -331,6 +337,15 @@ pub(super) fn is_timeout(e: &std::io::Error) -> bool {
 mod tests {
     use super::*;
     use crate::engine::workers::{worker_main, WorkerOptions};
+
+    /// A reading of 2^63 ns overflowed (fuzz/regressions/worker_protocol).
+    #[test]
+    fn any_clock_reading_makes_an_offset() {
+        assert_eq!(clock_offset(5, 7), -2);
+        assert_eq!(clock_offset(1 << 63, 1_000), i64::MAX - 999);
+        assert_eq!(clock_offset(u64::MAX, 0), i64::MAX);
+        assert_eq!(clock_offset(0, u64::MAX), i64::MIN);
+    }
 
     #[test]
     fn a_controller_links_to_a_worker_with_its_token_and_reads_its_clock() {

@@ -196,3 +196,33 @@ pub(crate) fn drive(
         warnings: troubles,
     })
 }
+
+/// The controller's side of the protocol fed any bytes (the fuzz target
+/// `worker_protocol`): each message read as a link and a level's reader
+/// read them — a clock reading made an offset, a snapshot decoded and
+/// checked as what a worker can have measured — and none may panic.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_from_worker(bytes: &[u8]) {
+    use crate::measure::wire::{from_monotonic_ns, to_monotonic_ns};
+    use protocol::FromWorker;
+    // A level of shards 0..4 on 2 cores, the minute from 1 s on the
+    // monotonic clock: a time a snapshot can name.
+    let start = from_monotonic_ns(1_000_000_000);
+    let end = start + Duration::from_secs(60);
+    let mut expected = plausible::Expected::new((0..4).collect(), start, end);
+    let mut input = bytes;
+    while let Ok(Some(message)) = protocol::read::<FromWorker>(&mut input, protocol::MAX_LINE) {
+        match message {
+            FromWorker::Pong { now_ns } => {
+                let _ = link::clock_offset(now_ns, to_monotonic_ns(start));
+            }
+            FromWorker::Snapshot { snapshot } => {
+                if let Ok(snapshot) = snapshot.into_snapshot() {
+                    let _ = expected.check(&snapshot, 2);
+                }
+            }
+            _ => {}
+        }
+    }
+}
