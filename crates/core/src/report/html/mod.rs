@@ -69,23 +69,23 @@ pub enum ReportError {
 /// Reads `timeseries.csv`; a missing file is an empty series (a run
 /// stopped before its first second still gets a report).
 pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
-    let file = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(ReportError::Io {
-                path: path.into(),
-                source,
-            })
-        }
-    };
-    ::csv::Reader::from_reader(file)
+    if !exists(path) {
+        return Ok(Vec::new());
+    }
+    let text = crate::results::read_results_file(path)?;
+    ::csv::Reader::from_reader(text.as_bytes())
         .deserialize()
         .collect::<Result<_, _>>()
         .map_err(|source| ReportError::Series {
             path: path.into(),
             source,
         })
+}
+
+/// Whether anything is at `path` (a dangling link counts: reading it says
+/// what is wrong).
+fn exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
 }
 
 /// Reads `run.json` and `timeseries.csv` from `dir` and writes
@@ -107,11 +107,10 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
 /// Reads `prediction.json` when the directory has one.
 fn read_prediction(dir: &Path) -> Result<Option<Prediction>, ReportError> {
     let path = dir.join("prediction.json");
-    let text = match fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ReportError::Io { path, source }),
-    };
+    if !exists(&path) {
+        return Ok(None);
+    }
+    let text = crate::results::read_results_file(&path)?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|source| ReportError::Prediction { path, source })
