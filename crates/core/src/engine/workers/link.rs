@@ -347,6 +347,23 @@ mod tests {
         assert_eq!(clock_offset(0, u64::MAX), i64::MIN);
     }
 
+    /// A worker named `name` in this process, on a loopback port; its
+    /// address once it listens.
+    fn worker_here(name: &str, token_file: Option<std::path::PathBuf>) -> SocketAddr {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let options = WorkerOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token_file,
+            name: Some(name.into()),
+            local_addresses: Vec::new(),
+            program: None,
+            tls_cert: None,
+            tls_key: None,
+        };
+        std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
+        rx.recv_timeout(Duration::from_secs(5)).unwrap()
+    }
+
     #[test]
     fn a_controller_links_to_a_worker_with_its_token_and_reads_its_clock() {
         const TOKEN: &str = "link-test-token-0123456789";
@@ -354,18 +371,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let token = dir.join("token");
         std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let options = WorkerOptions {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            token_file: Some(token),
-            name: Some("w-test".into()),
-            local_addresses: Vec::new(),
-            program: None,
-            tls_cert: None,
-            tls_key: None,
-        };
-        std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
-        let addr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let addr = worker_here("w-test", Some(token));
         let link =
             Link::connect(addr, Some(TOKEN), None).unwrap_or_else(|e| panic!("{}", e.message));
         assert_eq!(link.name, "w-test");
@@ -402,18 +408,7 @@ mod tests {
         use crate::engine::start::Clock;
         use crate::engine::workers::protocol::{self, FromWorker, MAX_LINE};
 
-        let (tx, rx) = std::sync::mpsc::channel();
-        let options = WorkerOptions {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            token_file: None,
-            name: Some("w-limits".into()),
-            local_addresses: Vec::new(),
-            program: None,
-            tls_cert: None,
-            tls_key: None,
-        };
-        std::thread::spawn(move || worker_main(options, |a| tx.send(a).unwrap()));
-        let addr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let addr = worker_here("w-limits", None);
         let mut link = Link::connect(addr, None, None).unwrap_or_else(|e| panic!("{}", e.message));
         let job = Job::new(
             ScenarioSource {
