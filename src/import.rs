@@ -1,12 +1,14 @@
-//! `autoperf import`: the core's importers, with a progress bar over the
-//! log's bytes (both passes) and a summary of what was written.
+//! `autoperf import`: the core's importers, with a progress bar (over the
+//! log's bytes, both passes; over a HAR's entries, then its steps) and a
+//! summary of what was written. The bar is drawn on a terminal only, and
+//! not with --quiet.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use autoperf_core::import::{
-    self, CustomFormat, HarOptions, ImportError, JsonFields, LogFormat, LogOptions, Model, Outputs,
-    Progress, DEFAULT_BOTS, DEFAULT_STATIC,
+    self, CustomFormat, HarOptions, HarProgress, HarStage, ImportError, JsonFields, LogFormat,
+    LogOptions, Model, Outputs, Progress, DEFAULT_BOTS, DEFAULT_STATIC,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use regex::Regex;
@@ -27,6 +29,44 @@ fn failure(e: ImportError) -> Failure {
 }
 
 struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    /// A bar on stderr when it is a terminal and `quiet` is not asked for,
+    /// else none.
+    fn new(quiet: bool, template: &str) -> Bar {
+        Bar((!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            bar
+        }))
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl HarProgress for Bar {
+    fn update(&mut self, stage: HarStage, done: u64, total: u64) {
+        let Some(bar) = &self.0 else { return };
+        bar.set_length(total.max(1));
+        bar.set_position(done);
+        bar.set_message(match stage {
+            // Parsing shows no count until it is done: the bar says how much.
+            HarStage::Parsing => format!("parsing {:.1} MB of JSON", total as f64 / 1e6),
+            HarStage::Reading => format!("entries read: {done} of {total}"),
+            HarStage::Answers => format!("answers searched for values: {done} of {total} steps"),
+            HarStage::Correlating => format!("requests correlated: {done} of {total} steps"),
+            HarStage::Writing => "writing the scenario and its report".to_string(),
+        });
+    }
+}
 
 impl Progress for Bar {
     fn update(&mut self, pass: u8, done: u64, total: u64, lines: u64) {
@@ -64,15 +104,22 @@ pub fn command(args: ImportArgs) -> Result<u8, Failure> {
         .filter(|s| !s.is_empty())
         .collect();
     if har {
-        let summary = import::import_har(
+        let mut progress = Bar::new(args.quiet, "{spinner} {msg}  [{elapsed_precise}] {bar:20}");
+        if let Some(bar) = &progress.0 {
+            // Parsing a large recording is one call with nothing to count.
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        }
+        let result = import::import_har(
             &args.source,
             &HarOptions {
                 base_url: args.target.clone(),
                 static_extensions,
             },
             &out,
-        )
-        .map_err(failure)?;
+            &mut progress,
+        );
+        progress.finish();
+        let summary = result.map_err(failure)?;
         let mut text = format!(
             "imported {} steps from {} into {}\n",
             summary.steps,
@@ -124,18 +171,10 @@ pub fn command(args: ImportArgs) -> Result<u8, Failure> {
         exclude: regex("--exclude", args.exclude.as_deref().unwrap_or(""))?,
         data_rows: args.data_rows as usize,
     };
-    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg}  [{elapsed_precise} / ~{duration_precise}] {bar:20} {percent}%",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        bar
-    });
-    let mut progress = Bar(bar);
+    let mut progress = Bar::new(
+        args.quiet,
+        "{msg}  [{elapsed_precise} / ~{duration_precise}] {bar:20} {percent}%",
+    );
     let base_url = args.target.as_deref().unwrap_or("http://127.0.0.1:8080");
     let result = import::import_log_to(
         &import::LogInput::File(&args.source),
@@ -144,9 +183,7 @@ pub fn command(args: ImportArgs) -> Result<u8, Failure> {
         &out,
         &mut progress,
     );
-    if let Some(bar) = progress.0.take() {
-        bar.finish_and_clear();
-    }
+    progress.finish();
     let s = result.map_err(failure)?;
     let im = &s.import;
     let mut text = format!(

@@ -702,7 +702,9 @@ fn a_recorded_login_journey_imports_and_runs_without_errors() {
     let path = dir.join("journey.har");
     std::fs::write(&path, serde_json::to_string_pretty(&har).unwrap()).unwrap();
     let out = dir.join("journey.yaml");
-    let (stdout, _) = import(&[path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (stdout, stderr) = import(&[path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    // Off a terminal, no progress is drawn.
+    assert!(stderr.is_empty(), "{stderr}");
     let text = std::fs::read_to_string(&out).unwrap();
     // Redirect hops folded into their steps; the asset and the CDN left out.
     assert!(stdout.contains("imported 7 steps"), "{stdout}\n{text}");

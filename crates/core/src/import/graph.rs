@@ -80,9 +80,57 @@ impl Graph {
         }
     }
 
-    /// Mean visits per session to each class (`V = e + PᵀV`), by
-    /// iterating the chain: the share of requests each class should get.
+    /// Mean visits per session to each class (`V = e + PᵀV`): the share
+    /// of requests each class should get.
     pub fn visits(&self) -> Vec<f64> {
+        self.visits_in_order()
+            .unwrap_or_else(|| self.visits_iterated())
+    }
+
+    /// The visits of a graph without cycles (a HAR's journey, a log
+    /// whose sessions never go back), each class's from those of the
+    /// classes before it, in one pass; `None` for a graph with a cycle.
+    ///
+    /// Iterating takes a sweep per step of the longest path: a journey
+    /// of 100,000 steps made 10,000 sweeps of all of them, the cap, and
+    /// was still short. Each class's sum adds the same terms in the same
+    /// order as a sweep does, so the figures are those iterating
+    /// converges to, to the bit.
+    fn visits_in_order(&self) -> Option<Vec<f64>> {
+        let n = self.edges.len();
+        let mut start = vec![0.0; n];
+        for e in &self.entries {
+            start[e.to] += e.probability;
+        }
+        // Into each class: where from, and how likely.
+        let mut incoming: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+        for (a, row) in self.edges.iter().enumerate() {
+            for e in row {
+                incoming[e.to].push((a, e.probability));
+            }
+        }
+        // Kahn's order: a class once all those leading into it are done.
+        let mut waiting: Vec<usize> = incoming.iter().map(Vec::len).collect();
+        let mut ready: Vec<usize> = (0..n).filter(|&b| waiting[b] == 0).collect();
+        let mut v = vec![0.0; n];
+        let mut done = 0;
+        while let Some(b) = ready.pop() {
+            v[b] = incoming[b]
+                .iter()
+                .fold(start[b], |sum, &(a, p)| sum + v[a] * p);
+            done += 1;
+            for e in &self.edges[b] {
+                waiting[e.to] -= 1;
+                if waiting[e.to] == 0 {
+                    ready.push(e.to);
+                }
+            }
+        }
+        (done == n).then_some(v)
+    }
+
+    /// The visits by iterating the chain, for a graph with cycles.
+    fn visits_iterated(&self) -> Vec<f64> {
         let n = self.edges.len();
         let mut v = vec![0.0; n];
         for e in &self.entries {
@@ -152,5 +200,65 @@ mod tests {
             (v[0] - 1.0).abs() < 1e-9 && (v[1] - 1.0).abs() < 1e-9,
             "{v:?}"
         );
+    }
+
+    fn edge(to: usize, probability: f64) -> Edge {
+        Edge {
+            to,
+            probability,
+            count: 1,
+        }
+    }
+
+    fn graph(entries: Vec<Edge>, edges: Vec<Vec<Edge>>) -> Graph {
+        let n = edges.len();
+        Graph {
+            entries,
+            edges,
+            exits: vec![(0.0, 0); n],
+            out: vec![0; n],
+            sessions: 1,
+            arrivals_by_hour: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn without_cycles_visits_are_those_iterating_converges_to() {
+        // 0 → 1, 2; 1 → 2, 3; 2 → 3; sessions start at 0 and 2.
+        let g = graph(
+            vec![edge(0, 0.7), edge(2, 0.3)],
+            vec![
+                vec![edge(1, 0.6), edge(2, 0.3)],
+                vec![edge(2, 0.55), edge(3, 0.35)],
+                vec![edge(3, 0.9)],
+                Vec::new(),
+            ],
+        );
+        let v = g.visits_in_order().expect("no cycle");
+        assert_eq!(v, g.visits_iterated());
+        assert!((v[2] - (0.3 + 0.7 * 0.3 + 0.7 * 0.6 * 0.55)).abs() < 1e-12);
+        // A loop is a cycle: the chain is iterated.
+        let looped = graph(vec![edge(0, 1.0)], vec![vec![edge(0, 0.5)]]);
+        assert!(looped.visits_in_order().is_none());
+        assert!((looped.visits()[0] - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_journey_longer_than_the_iterations_visits_each_step_once() {
+        // Iterating moves a session one step a sweep, and stops at 10,000.
+        let n = 20_000;
+        let g = graph(
+            vec![edge(0, 1.0)],
+            (0..n)
+                .map(|i| {
+                    if i + 1 < n {
+                        vec![edge(i + 1, 1.0)]
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect(),
+        );
+        assert!(g.visits().iter().all(|&v| v == 1.0));
     }
 }

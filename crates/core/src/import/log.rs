@@ -6,14 +6,14 @@
 //! open at one time and a fixed sample of values per class, never by the
 //! log's length.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use regex::Regex;
 use serde::Serialize;
 
 use super::classes::{
-    identifier, safe_name, segments, unique_name, Template, TemplateLearner, Templates,
+    identifier, safe_name, segments, Template, TemplateLearner, Templates, UniqueNames,
 };
 use super::entry::LogEntry;
 use super::fit::{fit, ThinkFit};
@@ -423,12 +423,13 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
     };
     // `other` names are taken first, so a frequent `/other` cannot become
     // the class rare templates fold into.
-    let mut used: HashSet<String> = templates
-        .list
-        .iter()
-        .filter(|t| rare(t))
-        .map(|t| other_name(&t.method))
-        .collect();
+    let mut used = UniqueNames::with_taken(
+        templates
+            .list
+            .iter()
+            .filter(|t| rare(t))
+            .map(|t| other_name(&t.method)),
+    );
     // Methods other than GET get their method in the name when another
     // method has the same words (`login` and `post_login`).
     let mut methods_of: HashMap<String, Vec<&str>> = HashMap::new();
@@ -470,7 +471,7 @@ fn name_classes(templates: &Templates, total: u64, min_share: f64) -> (Vec<Class
         } else {
             base
         };
-        let name = unique_name(base, &mut used);
+        let name = used.name(base);
         let mut columns: Vec<String> = (0..t.params())
             .map(|i| {
                 if i == 0 {

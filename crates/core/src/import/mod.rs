@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 pub use custom::CustomFormat;
 pub use fit::{Model, ThinkFit};
 pub use graph::Graph;
-pub use har::{har_scenario, import_har, HarOptions, HarSummary};
+pub use har::{har_scenario, import_har, HarOptions, HarProgress, HarStage, HarSummary};
 pub use log::{
     import_log, LogImport, LogInput, LogOptions, Progress, DEFAULT_BOTS, DEFAULT_STATIC,
 };

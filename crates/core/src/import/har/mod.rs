@@ -22,7 +22,12 @@
 //!   and the variable a request's value becomes;
 //! - `yaml.rs`: the scenario's text — the requests' names, each request
 //!   printed (which makes its correlations), the session chain;
-//! - `mod.rs` (this file): the entry points, and the import report.
+//! - `mod.rs` (this file): the entry points, how far an import is, and
+//!   the import report.
+//!
+//! Every step of that is linear in the recording: the values answers gave
+//! are indexed by value, names keep the suffix they reached, so a
+//! recording of 100,000 entries imports in seconds.
 
 mod correlate;
 mod recording;
@@ -57,26 +62,64 @@ pub struct HarSummary {
     pub report: ImportReport,
 }
 
+/// The stages of a HAR import, in order, each told as `done` of `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HarStage {
+    /// The recording's JSON parsed: `total` bytes, all done at once.
+    Parsing,
+    /// Its entries read into steps.
+    Reading,
+    /// The steps' answers searched for values a request may send again.
+    Answers,
+    /// The steps' requests printed, their values correlated.
+    Correlating,
+    /// The scenario, the report page and its JSON written: files.
+    Writing,
+}
+
+/// Told how far a HAR import is.
+pub trait HarProgress {
+    fn update(&mut self, stage: HarStage, done: u64, total: u64);
+}
+
+impl HarProgress for () {
+    fn update(&mut self, _: HarStage, _: u64, _: u64) {}
+}
+
+/// Tells `progress` of item `done` of `total` now and then: every 1024th
+/// and the last, not the cost of a message for each.
+fn tell(progress: &mut dyn HarProgress, stage: HarStage, done: usize, total: usize) {
+    if done.is_multiple_of(1024) || done == total {
+        progress.update(stage, done as u64, total as u64);
+    }
+}
+
 /// Reads `source`, writes the scenario, the page and its JSON.
 pub fn import_har(
     source: &Path,
     options: &HarOptions,
     out: &Outputs,
+    progress: &mut dyn HarProgress,
 ) -> Result<HarSummary, ImportError> {
     let text = std::fs::read_to_string(source).map_err(|e| ImportError::Read {
         path: source.to_path_buf(),
         source: e,
     })?;
-    let summary = har_scenario(&text, source, options, out).map_err(|reason| ImportError::Har {
-        path: source.to_path_buf(),
-        reason,
-    })?;
+    let summary =
+        scenario(&text, source, options, out, progress).map_err(|reason| ImportError::Har {
+            path: source.to_path_buf(),
+            reason,
+        })?;
+    progress.update(HarStage::Writing, 0, 3);
     write_file(&out.scenario, &summary.yaml)?;
+    progress.update(HarStage::Writing, 1, 3);
     write_file(&out.report, &report::render(&summary.report))?;
+    progress.update(HarStage::Writing, 2, 3);
     write_file(
         &out.json,
         &serde_json::to_string_pretty(&summary.report).expect("the report serialises"),
     )?;
+    progress.update(HarStage::Writing, 3, 3);
     Ok(summary)
 }
 
@@ -88,13 +131,23 @@ pub fn har_scenario(
     options: &HarOptions,
     out: &Outputs,
 ) -> Result<HarSummary, String> {
-    let recording = recording::read(text, &options.static_extensions)?;
+    scenario(text, source, options, out, &mut ())
+}
+
+fn scenario(
+    text: &str,
+    source: &Path,
+    options: &HarOptions,
+    out: &Outputs,
+    progress: &mut dyn HarProgress,
+) -> Result<HarSummary, String> {
+    let recording = recording::read(text, &options.static_extensions, progress)?;
     let base_url = options
         .base_url
         .clone()
         .unwrap_or_else(|| recording.steps[0].origin.clone());
     let names = yaml::request_names(&recording.steps);
-    let mut correlator = Correlator::new(&recording.steps);
+    let mut correlator = Correlator::new(&recording.steps, progress);
     let journey = Journey {
         source,
         report: &out.report,
@@ -102,7 +155,7 @@ pub fn har_scenario(
         base_url: &base_url,
         names: &names,
     };
-    let yaml = yaml::print(&journey, &mut correlator);
+    let yaml = yaml::print(&journey, &mut correlator, progress);
     let correlations = correlator.notes;
     let report = import_report(&journey, &correlations, &out.scenario);
     Ok(HarSummary {
@@ -203,6 +256,73 @@ fn chain(n: usize) -> Graph {
         out: vec![1; n],
         sessions: 1,
         arrivals_by_hour: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::fixture::Exchange;
+    use super::{scenario, HarOptions, HarProgress, HarStage, Outputs};
+
+    #[derive(Default)]
+    struct Told(Vec<(HarStage, u64, u64)>);
+
+    impl HarProgress for Told {
+        fn update(&mut self, stage: HarStage, done: u64, total: u64) {
+            self.0.push((stage, done, total));
+        }
+    }
+
+    #[test]
+    fn progress_counts_the_entries_then_the_steps() {
+        // 3000 entries, every third a static asset: 2000 steps.
+        let entries: Vec<_> = (0..3000)
+            .map(|i| {
+                let mut e = Exchange {
+                    started: "2024-01-01T00:00:00Z",
+                    ..Exchange::default()
+                }
+                .json();
+                let ext = if i % 3 == 2 { ".css" } else { "" };
+                e["request"]["url"] = format!("http://a/p{i}{ext}").into();
+                e
+            })
+            .collect();
+        let text = serde_json::json!({"log": {"entries": entries}}).to_string();
+        let out = Outputs::for_scenario(Path::new("/nonexistent/j.yaml"));
+        let mut told = Told::default();
+        let s = scenario(
+            &text,
+            Path::new("j.har"),
+            &HarOptions {
+                static_extensions: vec!["css".into()],
+                ..HarOptions::default()
+            },
+            &out,
+            &mut told,
+        )
+        .unwrap();
+        assert_eq!(s.steps, 2000);
+        let told = told.0;
+        // Stages in order, each counting up to its total.
+        assert!(
+            told.windows(2)
+                .all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)),
+            "{told:?}"
+        );
+        let last = |stage| *told.iter().rev().find(|t| t.0 == stage).unwrap();
+        let bytes = text.len() as u64;
+        assert_eq!(last(HarStage::Parsing), (HarStage::Parsing, bytes, bytes));
+        assert_eq!(last(HarStage::Reading), (HarStage::Reading, 3000, 3000));
+        assert_eq!(last(HarStage::Answers), (HarStage::Answers, 2000, 2000));
+        assert_eq!(
+            last(HarStage::Correlating),
+            (HarStage::Correlating, 2000, 2000)
+        );
+        // Now and then, not once an entry.
+        assert!(told.len() < 20, "{told:?}");
     }
 }
 

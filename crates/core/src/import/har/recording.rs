@@ -12,6 +12,8 @@ use crate::import::clock::parse_rfc3339;
 use crate::import::entry::check_method;
 use crate::scenario::decode::requests::is_token;
 
+use super::{tell, HarProgress, HarStage};
+
 #[derive(Deserialize)]
 struct Har {
     log: HarLog,
@@ -153,7 +155,12 @@ pub(super) struct Recording {
 
 /// The recording `text` read into steps; the error says why there are
 /// none (not a HAR recording, or nothing in it to import).
-pub(super) fn read(text: &str, exts: &[String]) -> Result<Recording, String> {
+pub(super) fn read(
+    text: &str,
+    exts: &[String],
+    progress: &mut dyn HarProgress,
+) -> Result<Recording, String> {
+    progress.update(HarStage::Parsing, 0, text.len() as u64);
     let har: Har = serde_json::from_str(text).map_err(|e| {
         format!(
             "not a HAR recording (line {}, column {}: {e}); save one from the browser's developer tools (Network, \"Save all as HAR\")",
@@ -161,9 +168,10 @@ pub(super) fn read(text: &str, exts: &[String]) -> Result<Recording, String> {
             e.column()
         )
     })?;
+    progress.update(HarStage::Parsing, text.len() as u64, text.len() as u64);
     let mut skipped = BTreeMap::new();
     let entries = har.log.entries.len();
-    let steps = steps(har.log.entries, exts, &mut skipped);
+    let steps = steps(har.log.entries, exts, &mut skipped, progress);
     if steps.is_empty() {
         return Err(format!(
             "none of its {entries} entries is a request to import"
@@ -285,6 +293,7 @@ fn steps(
     entries: Vec<Entry>,
     exts: &[String],
     skipped: &mut BTreeMap<&'static str, u64>,
+    progress: &mut dyn HarProgress,
 ) -> Vec<Step> {
     let mut entries = entries;
     entries.sort_by(|a, b| time_of(a).total_cmp(&time_of(b)));
@@ -298,7 +307,9 @@ fn steps(
     let mut out: Vec<Step> = Vec::new();
     // The step a redirect of the last one leads to, if any.
     let mut pending: Option<String> = None;
-    for e in entries {
+    let total = entries.len();
+    for (read, e) in entries.into_iter().enumerate() {
+        tell(progress, HarStage::Reading, read, total);
         let Some((origin, target)) = split_url(&e.request.url) else {
             *skipped.entry("not an http(s) URL").or_default() += 1;
             continue;
@@ -366,6 +377,7 @@ fn steps(
         });
         pending = next_location;
     }
+    tell(progress, HarStage::Reading, total, total);
     out
 }
 

@@ -2,18 +2,18 @@
 //! values correlated (printing a request is what correlates it), and the
 //! journey as a session that walks the steps in order.
 
-use std::collections::HashSet;
 use std::fmt::Write;
 use std::path::Path;
 
 use crate::import::classes::{
-    identifier, looks_like_id, safe_name, segments, unique_name, Template,
+    identifier, looks_like_id, safe_name, segments, Template, UniqueNames,
 };
 use crate::import::write::{comment, literal, ms, q, uri_literal};
 use crate::import::{scenario_name, Outputs};
 
 use super::correlate::{json_template, Correlator};
 use super::recording::{Recording, Step, StepBody};
+use super::{tell, HarProgress, HarStage};
 
 /// What the scenario says around its requests' text: the recording it
 /// came from and what that held, where it is sent, the requests' names.
@@ -30,7 +30,7 @@ pub(super) struct Journey<'a> {
 /// A request name for each step, from its method and the words of its
 /// path (identifiers left out): `home`, `post_login`, `items_2`.
 pub(super) fn request_names(steps: &[Step]) -> Vec<String> {
-    let mut used = HashSet::new();
+    let mut used = UniqueNames::default();
     steps
         .iter()
         .map(|s| {
@@ -48,7 +48,7 @@ pub(super) fn request_names(steps: &[Step]) -> Vec<String> {
             } else {
                 safe_name(format!("{}_{}", identifier(&s.method), t.base_name()))
             };
-            unique_name(base, &mut used)
+            used.name(base)
         })
         .collect()
 }
@@ -56,9 +56,15 @@ pub(super) fn request_names(steps: &[Step]) -> Vec<String> {
 /// The scenario's text. The requests are printed first, in order: that
 /// makes the correlations `c` holds after, which the head counts and the
 /// answers' `extract`s list.
-pub(super) fn print(j: &Journey, c: &mut Correlator) -> String {
+pub(super) fn print(j: &Journey, c: &mut Correlator, progress: &mut dyn HarProgress) -> String {
     let steps = &j.recording.steps;
-    let requests: Vec<String> = (0..steps.len()).map(|i| request(steps, i, c)).collect();
+    let requests: Vec<String> = (0..steps.len())
+        .map(|i| {
+            tell(progress, HarStage::Correlating, i, steps.len());
+            request(steps, i, c)
+        })
+        .collect();
+    tell(progress, HarStage::Correlating, steps.len(), steps.len());
     let mut y = head(j, c.notes.len());
     for (i, text) in requests.iter().enumerate() {
         let _ = writeln!(
