@@ -16,8 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a connection may take, from its first moment, to prove it
-/// holds the token.
-pub(super) const HELLO_DEADLINE: Duration = Duration::from_secs(10);
+/// holds the token. Longer than the controller's own handshake timeout
+/// (10 s, `link.rs`): when the two wait on each other (a controller
+/// without TLS at a TLS worker), the controller gives up first and says
+/// why, instead of seeing the connection closed and trying again.
+pub(super) const HELLO_DEADLINE: Duration = Duration::from_secs(15);
 
 /// Connections waiting to say hello at once: a few controllers and
 /// probes, not a flood of idle ones.
