@@ -376,6 +376,15 @@ pub fn read_results_file(path: &Path) -> Result<String, ResultsError> {
     Ok(text)
 }
 
+/// `read_results_file`, or `None` when nothing is at `path` (a file a run
+/// may not have written); a dangling link is read, and says what is wrong.
+pub fn read_results_file_if_there(path: &Path) -> Result<Option<String>, ResultsError> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        _ => read_results_file(path).map(Some),
+    }
+}
+
 /// Reads `dir/run.json`, refusing a record autoperf cannot have written
 /// (see `RunRecord::implausible`).
 pub fn read_run(dir: &Path) -> Result<RunRecord, ResultsError> {

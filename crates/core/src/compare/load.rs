@@ -2,14 +2,13 @@
 //! run wrote it, `request_series.csv` (each request type's measured
 //! seconds, the samples the significance test needs).
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::record::{RunRecord, MAX_FIGURE};
-use crate::results::{read_results_file, read_run, ResultsError};
+use crate::record::{unmeasurable, RunRecord};
+use crate::results::{read_results_file_if_there, read_run, ResultsError};
 
 /// One row of `request_series.csv`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -51,20 +50,7 @@ impl RequestSecond {
             ("p95_ms", self.p95_ms),
             ("p99_ms", self.p99_ms),
         ];
-        if let Some((key, v)) = figures
-            .iter()
-            .find(|(_, v)| !(0.0..=MAX_FIGURE).contains(v))
-        {
-            return Some(format!(
-                "{key} is {v}: a measurement is a finite number, not negative, and short of 1e15"
-            ));
-        }
-        (self.errors > self.requests).then(|| {
-            format!(
-                "errors is {}, more than its {} requests",
-                self.errors, self.requests
-            )
-        })
+        unmeasurable(figures, self.errors, self.requests)
     }
 }
 
@@ -100,9 +86,9 @@ impl Results {
             source,
             reading: true,
         };
-        let seconds = match fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            _ => parse_seconds(&read_results_file(&path)?)
+        let seconds = match read_results_file_if_there(&path)? {
+            None => Vec::new(),
+            Some(text) => parse_seconds(&text)
                 .map_err(|e| bad(io::Error::new(io::ErrorKind::InvalidData, e)))?,
         };
         Ok(Results {

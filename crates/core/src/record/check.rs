@@ -67,22 +67,30 @@ impl LevelRecord {
                 &r.response_time_ms,
             ));
         }
-        if let Some((key, value)) = figures
-            .into_iter()
-            .find(|(_, v)| !(0.0..=MAX_FIGURE).contains(v))
-        {
-            return Some(format!(
-                "{key} is {value}: a measurement is a finite number, not negative, and short of 1e15"
-            ));
-        }
-        if self.errors > self.requests {
-            return Some(format!(
-                "errors is {}, more than its {} requests",
-                self.errors, self.requests
-            ));
-        }
-        None
+        unmeasurable(
+            figures.iter().map(|(k, v)| (k.as_str(), *v)),
+            self.errors,
+            self.requests,
+        )
     }
+}
+
+/// The first figure no measurement gives — not finite, negative, or past
+/// `MAX_FIGURE` — or more errors than requests, said with its key.
+pub fn unmeasurable<'a>(
+    figures: impl IntoIterator<Item = (&'a str, f64)>,
+    errors: u64,
+    requests: u64,
+) -> Option<String> {
+    if let Some((key, value)) = figures
+        .into_iter()
+        .find(|(_, v)| !(0.0..=MAX_FIGURE).contains(v))
+    {
+        return Some(format!(
+            "{key} is {value}: a measurement is a finite number, not negative, and short of 1e15"
+        ));
+    }
+    (errors > requests).then(|| format!("errors is {errors}, more than its {requests} requests"))
 }
 
 fn latency(key: &str, l: &Latency) -> [(String, f64); 6] {

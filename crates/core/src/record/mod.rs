@@ -22,7 +22,7 @@ pub use analysis::{
     Analysis, BottleneckRecord, CapacityAnalysis, DemandPoint, LevelChoice, ProfileAnalysis,
     RateAnalysis, RateChoice, RateFound, SeriesResult, StopReason, ThresholdResult, Unit,
 };
-pub use check::MAX_FIGURE;
+pub use check::{unmeasurable, MAX_FIGURE};
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
     LittleCheck, PerRequestRecord, RateLevel, SloVerdict, ThinkRecord, TimerLateness,

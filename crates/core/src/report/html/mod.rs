@@ -69,10 +69,9 @@ pub enum ReportError {
 /// Reads `timeseries.csv`; a missing file is an empty series (a run
 /// stopped before its first second still gets a report).
 pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
-    if !exists(path) {
+    let Some(text) = crate::results::read_results_file_if_there(path)? else {
         return Ok(Vec::new());
-    }
-    let text = crate::results::read_results_file(path)?;
+    };
     ::csv::Reader::from_reader(text.as_bytes())
         .deserialize()
         .collect::<Result<_, _>>()
@@ -80,12 +79,6 @@ pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
             path: path.into(),
             source,
         })
-}
-
-/// Whether anything is at `path` (a dangling link counts: reading it says
-/// what is wrong).
-fn exists(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok()
 }
 
 /// Reads `run.json` and `timeseries.csv` from `dir` and writes
@@ -107,10 +100,9 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
 /// Reads `prediction.json` when the directory has one.
 fn read_prediction(dir: &Path) -> Result<Option<Prediction>, ReportError> {
     let path = dir.join("prediction.json");
-    if !exists(&path) {
+    let Some(text) = crate::results::read_results_file_if_there(&path)? else {
         return Ok(None);
-    }
-    let text = crate::results::read_results_file(&path)?;
+    };
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|source| ReportError::Prediction { path, source })
