@@ -61,9 +61,14 @@ fn a_non_cpu_bottleneck_is_found_and_the_cpu_model_disowns_it() {
     let (_tb, stdout, out, run) = lock_bottleneck_analysis("cap-lock");
     let a = &run["analysis"];
     // The paper's overload machine may confirm overload past the knee, or
-    // the model's search confirm the plateau first.
+    // the model's search confirm the plateau first. Beside other tests the
+    // generator may also be flagged — rightly — at a level past the knee
+    // (CI: at 130 users, think time 3.5% long, the plateau of 191/s found
+    // at 100): the analysis still measured the knee before it.
+    let generator_after_knee = a["stop_reason"] == "client_bottleneck"
+        && a["first_client_bottleneck_users"].as_u64() > a["max_throughput_users"].as_u64();
     assert!(
-        a["stop_reason"] == "overload" || a["stop_reason"] == "completed",
+        a["stop_reason"] == "overload" || a["stop_reason"] == "completed" || generator_after_knee,
         "{a}"
     );
     let x = a["max_throughput_rps"].as_f64().unwrap();
