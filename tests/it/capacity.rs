@@ -291,6 +291,84 @@ capacity: {{min_duration: 4s, window: 2s, max_duration: 12s, p_max: 10}}
 mod alone {
     use super::*;
 
+    /// A busy loop pinned to `cpu`, bounded (~30 s) should its guard not
+    /// kill it first.
+    fn busy_loop_on(cpu: u32) -> support::ChildGuard {
+        let child = std::process::Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c"])
+            .arg("i=0; while [ $i -lt 20000000 ]; do i=$((i+1)); done")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("taskset (util-linux)");
+        support::ChildGuard(child)
+    }
+
+    #[test]
+    fn a_web_tier_sharing_its_core_with_a_busy_loop_is_called_short_of_cpu() {
+        let _alone = support::alone();
+        let tb = support::testbed(1);
+        let agent = support::agent();
+        let dir = support::scratch_dir("short-of-cpu");
+        // Every thread of the web tier on CPU 0, and a busy loop beside it:
+        // with its 8 users it always has work, so whenever the loop runs
+        // it waits.
+        let pinned = std::process::Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &tb.web_pid.to_string()])
+            .output()
+            .unwrap();
+        assert!(pinned.status.success(), "{pinned:?}");
+        let _loop = busy_loop_on(0);
+        let s = write(
+            &dir,
+            "short.yaml",
+            &format!(
+                r#"
+name: short-of-cpu
+target: {{base_url: "{}"}}
+think_time: 0s
+requests:
+  db: {{path: "/db?web_ms=4&db_ms=0"}}
+servers:
+  - {{tier: web, agent: "{a}", processes: [{web}]}}
+"#,
+                tb.web_url,
+                a = agent.url(),
+                web = tb.web_process,
+            ),
+        );
+        let out = dir.join("out");
+        let (code, stdout, stderr) = support::autoperf(&[
+            "run",
+            &s,
+            "--users",
+            "8",
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+        let run = support::run_json(&out);
+        let web = &run["levels"][0]["servers"]["web"];
+        let share = web["cpu_wait_share_per_process"][&tb.web_process]
+            .as_f64()
+            .unwrap();
+        // Two threads wanting one CPU: each waits about half its ready time.
+        assert!(share >= 0.3, "{web}");
+        assert!(
+            stderr.contains("the servers were short of CPU")
+                && stderr.contains(&format!("{} waited for a CPU", tb.web_process)),
+            "{stderr}"
+        );
+        assert!(
+            run["warnings"].to_string().contains("short of CPU"),
+            "{}",
+            run["warnings"]
+        );
+    }
+
     #[test]
     fn finds_the_cpu_bottleneck_by_itself() {
         let _alone = support::alone();
@@ -341,14 +419,18 @@ mod alone {
         assert_eq!(p["bounds"]["bottleneck"], "web", "{p}");
         let measured = p["measured"].as_array().unwrap();
         assert_eq!(measured.len(), levels.len());
+        // Below N*, on the levels whose servers had their CPU: one measured
+        // while a neighbour took the web tier's core (run again once, and
+        // still short) says so, and is no test of the model.
         let below: Vec<f64> = measured
             .iter()
             .filter(|c| c["users"].as_f64().unwrap() < 0.9 * n_star)
+            .filter(|c| c.get("short_of_cpu").is_none())
             .map(|c| c["throughput_error"].as_f64().unwrap())
             .collect();
         let rms = (below.iter().map(|e| e * e).sum::<f64>() / below.len().max(1) as f64).sqrt();
         assert!(
-            !below.is_empty() && rms < 0.10,
+            below.len() >= 2 && rms < 0.10,
             "throughput RMS error {rms} below N*: {p}"
         );
         assert!(stdout.contains("model vs measured: RMS error"), "{stdout}");

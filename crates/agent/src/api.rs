@@ -80,6 +80,11 @@ pub struct CpuTimes {
     pub busy_s: f64,
     /// busy + idle + iowait.
     pub total_s: f64,
+    /// Inside busy: time a hypervisor gave this host's CPUs to another
+    /// guest while they had work (0 from agents before it was sent, and on
+    /// bare metal).
+    #[serde(default)]
+    pub steal_s: f64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +119,17 @@ pub struct GroupCounters {
     pub threads: u32,
     /// Processes that matched and have exited since tracking began.
     pub departed: u32,
+    /// Seconds the group's threads were ready to run but waited for a CPU
+    /// (the scheduler's run delay, /proc/PID/task/TID/schedstat), summed
+    /// over threads; null when a live process's could not be read (a
+    /// kernel without schedstats) and from agents before it was sent.
+    #[serde(default)]
+    pub cpu_wait_s: Option<f64>,
+    /// Seconds the same threads ran on a CPU, by the scheduler's own clock
+    /// (ns, unlike `cpu_s`'s clock ticks): what `cpu_wait_s` is compared
+    /// with. Null when `cpu_wait_s` is.
+    #[serde(default)]
+    pub sched_cpu_s: Option<f64>,
 }
 
 /// The answer to `GET /v1/health`.

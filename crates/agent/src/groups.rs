@@ -11,13 +11,17 @@
 //! A process is identified by its PID *and* its start time, so a reused PID
 //! is a new process and the old one departs. What a process burns between
 //! its last sample and its exit is lost; the background sampler keeps that
-//! window short. This module is pure bookkeeping: samples come in from
+//! window short. The scheduler's times (on a CPU, and ready to run but
+//! waiting for one) are kept per thread in the kernel, so a process's are
+//! the sums over its live threads plus the last-seen values of its threads
+//! that exited.
+//! This module is pure bookkeeping: samples come in from
 //! [`crate::scan`], so it is tested with synthetic sequences.
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::api::{GroupCounters, MatchMode};
-use crate::procfs::IoCounters;
+use crate::procfs::{IoCounters, SchedTimes};
 
 /// At most this many groups are tracked; past it, the group requested least
 /// recently is forgotten (its departed history with it). This bounds the
@@ -36,6 +40,21 @@ pub struct ProcSample {
     pub threads: u32,
     /// None when /proc/PID/io could not be read (another user's process).
     pub io: Option<IoCounters>,
+    /// The scheduler's times by thread id; None when schedstat is
+    /// unreadable.
+    pub sched: Option<BTreeMap<u32, SchedTimes>>,
+}
+
+impl ProcSample {
+    fn sched_sum(&self) -> Option<SchedTimes> {
+        self.sched.as_ref().map(|threads| {
+            let mut sum = SchedTimes::default();
+            for t in threads.values() {
+                sum.add(*t);
+            }
+            sum
+        })
+    }
 }
 
 /// What names a group: a name and how it matches.
@@ -60,6 +79,9 @@ pub struct Group {
     departed_stime: u64,
     departed_io: IoCounters,
     departed: u32,
+    /// Per live process: the scheduler's times of its exited threads.
+    exited_threads: HashMap<ProcId, SchedTimes>,
+    departed_sched: SchedTimes,
 }
 
 impl Group {
@@ -82,15 +104,31 @@ impl Group {
                     (Some(new), Some(old)) => Some(max_io(&new, &old)),
                     (new, old) => new.or(old),
                 };
+                if let (Some(new), Some(old)) = (&mut sample.sched, &old.sched) {
+                    let exited = self.exited_threads.entry(id).or_default();
+                    for (tid, then) in old {
+                        match new.get_mut(tid) {
+                            Some(now) => {
+                                now.ran = now.ran.max(then.ran);
+                                now.waited = now.waited.max(then.waited);
+                            }
+                            None => exited.add(*then),
+                        }
+                    }
+                }
             }
             next.insert(id, sample);
         }
-        for (_, gone) in self.live.drain() {
+        for (id, gone) in self.live.drain() {
             self.departed_utime += gone.utime;
             self.departed_stime += gone.stime;
             if let Some(io) = &gone.io {
                 self.departed_io.add(io);
             }
+            self.departed_sched
+                .add(gone.sched_sum().unwrap_or_default());
+            self.departed_sched
+                .add(self.exited_threads.remove(&id).unwrap_or_default());
             self.departed += 1;
         }
         self.live = next;
@@ -102,7 +140,13 @@ impl Group {
         let mut stime = self.departed_stime;
         let mut io = Some(self.departed_io);
         let mut threads = 0u32;
-        for p in self.live.values() {
+        let mut sched = Some(self.departed_sched);
+        for (id, p) in &self.live {
+            sched = sched.zip(p.sched_sum()).map(|(mut sum, one)| {
+                sum.add(one);
+                sum.add(self.exited_threads.get(id).copied().unwrap_or_default());
+                sum
+            });
             utime += p.utime;
             stime += p.stime;
             threads = threads.saturating_add(p.threads);
@@ -128,6 +172,8 @@ impl Group {
             processes: self.live.len() as u32,
             threads,
             departed: self.departed,
+            cpu_wait_s: sched.map(|t| t.waited as f64 / 1e9),
+            sched_cpu_s: sched.map(|t| t.ran as f64 / 1e9),
         }
     }
 }
@@ -238,7 +284,56 @@ mod tests {
                 read_bytes: 0,
                 write_bytes: stime,
             }),
+            sched: Some(BTreeMap::from([(
+                pid,
+                SchedTimes {
+                    ran: utime * 1000,
+                    waited: utime * 1000,
+                },
+            )])),
         }
+    }
+
+    fn threads(pid: u32, delays: &[(u32, u64)]) -> ProcSample {
+        let times = |&(tid, waited): &(u32, u64)| {
+            (
+                tid,
+                SchedTimes {
+                    ran: 2 * waited,
+                    waited,
+                },
+            )
+        };
+        ProcSample {
+            sched: Some(delays.iter().map(times).collect()),
+            ..p(pid, 1, 0, 0)
+        }
+    }
+
+    fn ns(g: &Group) -> Option<u64> {
+        g.counters(100).cpu_wait_s.map(|s| (s * 1e9).round() as u64)
+    }
+
+    #[test]
+    fn run_delay_keeps_exited_threads_and_departed_processes() {
+        let mut g = Group::default();
+        g.update(vec![threads(1, &[(1, 100), (2, 50)])]);
+        assert_eq!(ns(&g), Some(150));
+        // Thread 2 exits, thread 3 starts: its 50 ns stay.
+        g.update(vec![threads(1, &[(1, 120), (3, 10)])]);
+        assert_eq!(ns(&g), Some(180));
+        // The process leaves: all of it stays.
+        g.update(vec![threads(9, &[(9, 5)])]);
+        assert_eq!(ns(&g), Some(185));
+        // An unreadable schedstat makes the sum unknown, not lower.
+        assert_eq!(
+            g.counters(100).sched_cpu_s.map(|s| (s * 1e9).round()),
+            Some(370.0)
+        );
+        let mut blind = threads(9, &[]);
+        blind.sched = None;
+        g.update(vec![blind]);
+        assert_eq!(g.counters(100).cpu_wait_s, None);
     }
 
     #[test]

@@ -136,6 +136,9 @@ pub struct CpuStat {
     pub idle: u64,
     /// The number of `cpuN` lines: the online CPUs.
     pub cpus: u32,
+    /// Time the hypervisor ran something else while this host's CPUs had
+    /// work (inside `busy`).
+    pub steal: u64,
 }
 
 impl CpuStat {
@@ -167,14 +170,55 @@ pub fn parse_cpu_stat(text: &str) -> Result<CpuStat, ParseError> {
             }),
         }
     };
+    let steal = col(7, "steal")?;
     let busy = col(0, "user")?
         + col(1, "nice")?
         + col(2, "system")?
         + col(5, "irq")?
         + col(6, "softirq")?
-        + col(7, "steal")?;
+        + steal;
     let idle = col(3, "idle")? + col(4, "iowait")?;
-    Ok(CpuStat { busy, idle, cpus })
+    Ok(CpuStat {
+        busy,
+        idle,
+        cpus,
+        steal,
+    })
+}
+
+/// One thread's times as the scheduler keeps them, in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedTimes {
+    /// On a CPU.
+    pub ran: u64,
+    /// Ready to run but waiting for a CPU (the run delay).
+    pub waited: u64,
+}
+
+impl SchedTimes {
+    pub fn add(&mut self, other: SchedTimes) {
+        self.ran += other.ran;
+        self.waited += other.waited;
+    }
+}
+
+/// Parses `/proc/PID/task/TID/schedstat` (`on-CPU ns, run-queue wait ns,
+/// time slices`).
+pub fn parse_schedstat(text: &str) -> Result<SchedTimes, ParseError> {
+    let mut words = text.split_ascii_whitespace();
+    let mut next = |field| {
+        words
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or(ParseError::BadField {
+                file: "schedstat",
+                field,
+            })
+    };
+    Ok(SchedTimes {
+        ran: next("cpu_time")?,
+        waited: next("run_delay")?,
+    })
 }
 
 /// Received and transmitted bytes of one network interface.

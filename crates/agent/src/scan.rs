@@ -113,6 +113,7 @@ impl ProcFs {
             cpu: CpuTimes {
                 busy_s: cpu.busy as f64 / ticks,
                 total_s: cpu.total() as f64 / ticks,
+                steal_s: cpu.steal as f64 / ticks,
             },
             net,
             disk,
@@ -147,7 +148,29 @@ fn to_sample(stat: &PidStat, dir: &Path) -> ProcSample {
         stime: stat.stime,
         threads: stat.num_threads,
         io,
+        sched: read_sched_times(dir),
     }
+}
+
+/// The scheduler's times of each thread of the process at `dir`, by
+/// thread id; None when its tasks cannot be listed or a thread's schedstat
+/// read (a kernel built without it). A thread that exits mid-pass is
+/// skipped.
+fn read_sched_times(dir: &Path) -> Option<BTreeMap<u32, procfs::SchedTimes>> {
+    let mut delays = BTreeMap::new();
+    for entry in fs::read_dir(dir.join("task")).ok()?.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        match read_small(&entry.path().join("schedstat")) {
+            Ok(text) => {
+                delays.insert(tid, procfs::parse_schedstat(&text).ok()?);
+            }
+            Err(_) if !entry.path().exists() => continue,
+            Err(_) => return None,
+        }
+    }
+    Some(delays)
 }
 
 /// /proc files are generated on read and small; read them whole.

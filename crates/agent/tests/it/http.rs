@@ -187,8 +187,11 @@ async fn host_counters_and_an_absent_name() {
             processes: 0,
             threads: 0,
             departed: 0,
+            cpu_wait_s: Some(0.0),
+            sched_cpu_s: Some(0.0),
         }
     );
+    assert!(host.cpu.steal_s >= 0.0 && host.cpu.steal_s <= host.cpu.busy_s);
 
     let second = agent.counters(&format!("process={name}")).await;
     assert!(second.monotonic_s >= first.monotonic_s);
@@ -293,6 +296,51 @@ async fn live_cpu_grows_and_survives_the_process_exiting() {
     // And it stays put.
     let again = agent.counters(&query).await;
     assert_eq!(again.processes[&marker], *group);
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn two_loops_on_one_cpu_each_wait_for_it_about_half_the_time() {
+    let marker = format!("autoperf-agent-wait-{}", std::process::id());
+    let agent = Agent::start_with(Access {
+        token: None,
+        cmdline: vec![marker.clone()],
+    })
+    .await;
+    // Two busy shells pinned to the same CPU: whenever one runs the other
+    // is ready and waits, so together they wait at least about as long as
+    // they run (more if anything else wants that CPU). Each loop's count
+    // is a backstop (~30 s); the guards kill them well before.
+    let spin = || {
+        let child = Command::new("taskset")
+            .args(["-c", "0", "sh", "-c"])
+            .arg("i=0; while [ $i -lt 20000000 ]; do i=$((i+1)); done")
+            .arg(&marker)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("taskset (util-linux)");
+        ChildGuard(child)
+    };
+    let _loops = [spin(), spin()];
+    let query = format!("process={marker}&match=cmdline");
+    let seen_by = Instant::now() + Duration::from_secs(3);
+    while agent.counters(&query).await.processes[&marker].processes < 2 {
+        assert!(Instant::now() < seen_by, "the agent never saw both loops");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let first = agent.counters(&query).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let last = agent.counters(&query).await;
+    let (a, b) = (&first.processes[&marker], &last.processes[&marker]);
+    let wall = last.monotonic_s - first.monotonic_s;
+    let ran = b.sched_cpu_s.unwrap() - a.sched_cpu_s.unwrap();
+    let waited = b.cpu_wait_s.expect("schedstat readable") - a.cpu_wait_s.unwrap();
+    let share = waited / (waited + ran);
+    // Two threads ready the whole time: ran + waited ≈ 2 × wall.
+    assert!(
+        (0.35..=0.95).contains(&share) && waited + ran <= 2.0 * wall + 0.1,
+        "ran {ran} s, waited {waited} s of {wall} s"
+    );
     agent.stop().await;
 }
 

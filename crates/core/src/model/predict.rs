@@ -90,6 +90,11 @@ pub struct Comparison {
     /// `UNTRUSTED_GAP`: something the model does not see (a lock, a pool,
     /// the network) limits the system, or the generator did.
     pub model_untrusted: bool,
+    /// Why the servers had less CPU than they asked for at this level,
+    /// when they did (`record::short_of_cpu`): a level the model cannot
+    /// describe for a cause outside the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_of_cpu: Option<String>,
 }
 
 /// How well the model followed the levels it describes.
@@ -120,13 +125,23 @@ impl Prediction {
         })
     }
 
-    /// The users of the measured levels the model does not describe, as
-    /// text ("300, 340").
+    /// The users of the measured levels the model does not describe for a
+    /// cause it does not know, as text ("300, 340").
     pub fn untrusted_users(&self) -> Option<String> {
+        self.users_where(|c| c.model_untrusted && c.short_of_cpu.is_none())
+    }
+
+    /// The users of the measured levels the model does not describe
+    /// because their servers were short of CPU, as text.
+    pub fn short_of_cpu_users(&self) -> Option<String> {
+        self.users_where(|c| c.model_untrusted && c.short_of_cpu.is_some())
+    }
+
+    fn users_where(&self, which: impl Fn(&Comparison) -> bool) -> Option<String> {
         let users: Vec<String> = self
             .measured
             .iter()
-            .filter(|c| c.model_untrusted)
+            .filter(|c| which(c))
             .map(|c| c.users.to_string())
             .collect();
         (!users.is_empty()).then(|| users.join(", "))
@@ -456,6 +471,7 @@ pub fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
                     let noise = 3.0 / (l.requests.max(1) as f64).sqrt();
                     l.throughput_rps < p.throughput_rps * (1.0 - UNTRUSTED_GAP.max(noise))
                 },
+                short_of_cpu: crate::record::short_of_cpu(&l.servers),
             })
         })
         .collect()

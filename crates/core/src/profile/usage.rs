@@ -77,6 +77,9 @@ struct Window {
     requests: f64,
     /// CPU seconds per process name seen at both ends of some interval.
     cpu_s: BTreeMap<String, f64>,
+    /// Seconds waited for a CPU and run, by the scheduler's clock, per
+    /// process name, over the intervals where both readings had them.
+    wait_s: BTreeMap<String, (f64, f64)>,
     read: f64,
     write: f64,
     net_rx: f64,
@@ -84,6 +87,7 @@ struct Window {
     disk_read: f64,
     disk_write: f64,
     host_busy_s: f64,
+    host_steal_s: f64,
 }
 
 impl Window {
@@ -120,7 +124,15 @@ impl Window {
             let (Some(pa), Some(pb)) = (a.processes.get(name), b.processes.get(name)) else {
                 continue;
             };
-            *self.cpu_s.entry(name.clone()).or_default() += (pb.cpu_s - pa.cpu_s).max(0.0);
+            let cpu_s = (pb.cpu_s - pa.cpu_s).max(0.0);
+            *self.cpu_s.entry(name.clone()).or_default() += cpu_s;
+            if let (Some(wa), Some(wb), Some(ra), Some(rb)) =
+                (pa.cpu_wait_s, pb.cpu_wait_s, pa.sched_cpu_s, pb.sched_cpu_s)
+            {
+                let (waited, ran) = self.wait_s.entry(name.clone()).or_default();
+                *waited += (wb - wa).max(0.0);
+                *ran += (rb - ra).max(0.0);
+            }
             self.read += delta(pa.read_bytes, pb.read_bytes);
             self.write += delta(pa.write_bytes, pb.write_bytes);
         }
@@ -137,6 +149,7 @@ impl Window {
         self.disk_write +=
             disk(b, |d| d.write_bytes).saturating_sub(disk(a, |d| d.write_bytes)) as f64;
         self.host_busy_s += (b.host.cpu.busy_s - a.host.cpu.busy_s).max(0.0);
+        self.host_steal_s += (b.host.cpu.steal_s - a.host.cpu.steal_s).max(0.0);
     }
 
     fn usage(&self, server: &ServerSpec, agent: &str, host_cores: u32) -> TierUsage {
@@ -177,6 +190,13 @@ impl Window {
                 write: round_to(per_request(self.disk_write / dt), 1),
             },
             host_cpu_util_cores: round_to(self.host_busy_s / dt, 4),
+            cpu_wait_share_per_process: self
+                .wait_s
+                .iter()
+                .filter(|(_, (waited, ran))| waited + ran > 0.0)
+                .map(|(name, (waited, ran))| (name.clone(), round_to(waited / (waited + ran), 4)))
+                .collect(),
+            host_steal_cores: round_to(self.host_steal_s / dt, 4),
             window_s: round_to(dt, 3),
         }
     }
@@ -192,11 +212,13 @@ mod tests {
         serde_json::from_value(serde_json::json!({
             "agent": {"name": "autoperf-agent", "version": "0", "started_ms": started_ms},
             "timestamp_ms": 0, "monotonic_s": t,
-            "host": {"cores": 4, "clk_tck": 100, "cpu": {"busy_s": cpu_s, "total_s": 4.0 * t},
+            "host": {"cores": 4, "clk_tck": 100, "cpu": {"busy_s": cpu_s, "total_s": 4.0 * t,
+                     "steal_s": cpu_s / 10.0},
                      "net": {}, "disk": {}},
             "processes": {"web": {"cpu_s": cpu_s, "utime_s": cpu_s, "stime_s": 0.0,
                 "read_bytes": null, "write_bytes": null, "rchar": null, "wchar": null,
-                "processes": 2, "threads": 2, "departed": 0}}
+                "processes": 2, "threads": 2, "departed": 0, "cpu_wait_s": cpu_s / 2.0,
+                "sched_cpu_s": cpu_s}}
         }))
         .unwrap()
     }
@@ -236,6 +258,9 @@ mod tests {
         assert_eq!(usage.cpu_ms_per_request["web"], 5.0);
         assert_eq!(usage.host_cpu_util_cores, 0.5);
         assert_eq!(usage.window_s, 6.0);
+        // Waiting half as long as it ran: a third of its ready time.
+        assert_eq!(usage.cpu_wait_share_per_process["web"], 0.3333);
+        assert_eq!(usage.host_steal_cores, 0.05);
 
         // One agent throughout, a reading missing: the gap is bridged.
         let steady = [

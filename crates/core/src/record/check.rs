@@ -67,6 +67,21 @@ impl LevelRecord {
                 &r.response_time_ms,
             ));
         }
+        for (tier, usage) in &self.servers {
+            let key = |what: &str| format!("servers.{tier}.{what}");
+            figures.push((key("cpu_util_cores"), usage.cpu_util_cores));
+            figures.push((key("host_steal_cores"), usage.host_steal_cores));
+            for (process, ms) in &usage.cpu_ms_per_request {
+                figures.push((key(&format!("cpu_ms_per_request.{process}")), *ms));
+            }
+            for (process, &share) in &usage.cpu_wait_share_per_process {
+                let key = key(&format!("cpu_wait_share_per_process.{process}"));
+                if share > 1.0 {
+                    return Some(format!("{key} is {share}: a share is at most 1"));
+                }
+                figures.push((key, share));
+            }
+        }
         unmeasurable(
             figures.iter().map(|(k, v)| (k.as_str(), *v)),
             self.errors,
@@ -140,6 +155,22 @@ mod tests {
         assert!(future
             .implausible()
             .is_some_and(|e| e.starts_with("record_version is 999")));
+        let mut share = fixture();
+        let web = share.levels[0].servers.get_mut("web").unwrap();
+        web.cpu_wait_share_per_process.insert("tb-web".into(), 1.5);
+        assert_eq!(
+            share.implausible().as_deref(),
+            Some("levels[0].servers.web.cpu_wait_share_per_process.tb-web is 1.5: a share is at most 1")
+        );
+        let mut steal = fixture();
+        steal.levels[0]
+            .servers
+            .get_mut("db")
+            .unwrap()
+            .host_steal_cores = f64::NAN;
+        assert!(steal
+            .implausible()
+            .is_some_and(|e| e.starts_with("levels[0].servers.db.host_steal_cores is NaN")));
         let mut errors = fixture();
         errors.levels[0].errors = errors.levels[0].requests + 1;
         assert!(errors

@@ -28,7 +28,10 @@ pub use level::{
     LittleCheck, PerRequestRecord, RateLevel, SloVerdict, ThinkRecord, TimerLateness,
 };
 pub use plan::CapacityPlan;
-pub use servers::{ByteRates, DiskRates, TierDemands, TierUsage};
+pub use servers::{
+    short_of_cpu, ByteRates, DiskRates, TierDemands, TierUsage, SHORT_OF_CPU_STEAL,
+    SHORT_OF_CPU_WAIT,
+};
 
 use crate::scenario::Scenario;
 

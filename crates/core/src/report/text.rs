@@ -299,6 +299,12 @@ pub fn model_summary(p: &crate::model::Prediction, path: &std::path::Path) -> St
             "model does not describe {users} users: measured throughput far below it (a limit it cannot see)"
         );
     }
+    if let Some(users) = p.short_of_cpu_users() {
+        let _ = writeln!(
+            out,
+            "model does not describe {users} users: the servers were short of CPU there (another process or the hypervisor took it)"
+        );
+    }
     let _ = writeln!(out, "prediction: {}", path.display());
     out
 }

@@ -6,10 +6,11 @@
 use std::sync::Arc;
 
 use super::completions::Completions;
-use super::redo::{replace_lost, scale_out};
+use super::redo::{remeasure_short_of_cpu, replace_lost, scale_out};
 use super::validity::{self, Invalid};
 use super::warnings::{
-    all_failed, answered_wrong, client_bottleneck, data_exhausted, late_workers, unanswered,
+    all_failed, answered_wrong, client_bottleneck, data_exhausted, late_workers,
+    servers_short_of_cpu, unanswered,
 };
 use super::{LevelController, Next, RunError, RunObserver, RunPlan, SAMPLE_PERIOD};
 use crate::engine::{self, Level, LevelRun, StopSignal};
@@ -32,8 +33,10 @@ pub fn run_levels(
     let mut run = Session::open(scenario, plan, controller, observer, stop)?;
     // A level to run again on other workers, instead of the controller's next.
     let mut again: Option<Level> = None;
-    // The running level replaces one that lost a worker.
+    // The running level replaces one that lost a worker, or one whose
+    // servers were short of CPU: either is run again once.
     let mut replacing_lost = false;
+    let mut remeasuring = false;
     let reason = loop {
         if stop.is_stopped() {
             break StopReason::Interrupted;
@@ -50,12 +53,17 @@ pub fn run_levels(
             break StopReason::Interrupted;
         }
         let measured = run.measure(&level, controller)?;
-        if let Some(rerun) = run.redo(&measured, &level, replacing_lost, controller)? {
+        if let Some(rerun) =
+            run.redo(&measured, &level, (replacing_lost, remeasuring), controller)?
+        {
             replacing_lost = measured.record.incomplete.is_some();
+            remeasuring =
+                !replacing_lost && crate::record::short_of_cpu(&measured.record.servers).is_some();
             again = Some(rerun);
             continue;
         }
         replacing_lost = false;
+        remeasuring = false;
         let target_down = measured.invalid.as_ref().is_some_and(|i| i.target_down);
         run.keep(measured, &level, controller)?;
         // A dead target is not measured level after level: what was
@@ -241,6 +249,9 @@ impl<'a> Session<'a> {
         if let Some(w) = unanswered(&record, scenario) {
             self.warn(w);
         }
+        if let Some(w) = servers_short_of_cpu(&record) {
+            self.warn(w);
+        }
         if let Some(w) = answered_wrong(&record) {
             self.warn(w);
         }
@@ -263,15 +274,18 @@ impl<'a> Session<'a> {
 
     /// The level to run instead of keeping `measured`, if it cannot
     /// stand: the generator was the bottleneck and the pool has more
-    /// workers, or a worker was lost and the others are left. The level
-    /// measured is kept in run.json's `superseded`.
+    /// workers, a worker was lost and the others are left, or the servers
+    /// were short of CPU. `tried`: the level is itself a re-run after a
+    /// lost worker, after a shortage of CPU. The level measured is kept in
+    /// run.json's `superseded`.
     fn redo(
         &mut self,
         measured: &Measured,
         level: &Level,
-        replacing_lost: bool,
+        tried: (bool, bool),
         controller: &mut dyn LevelController,
     ) -> Result<Option<Level>, RunError> {
+        let (replacing_lost, remeasuring) = tried;
         let record = &measured.record;
         let invalid = measured.invalid.is_some();
         let redo = match scale_out(record, level, invalid, self.plan, controller) {
@@ -300,7 +314,7 @@ impl<'a> Session<'a> {
                     self.warn(why);
                     None
                 }
-                None => None,
+                None => remeasure_short_of_cpu(record, level, invalid, remeasuring, controller),
             },
         };
         let Some((what, rerun)) = redo else {

@@ -1,7 +1,8 @@
 //! A finished level that cannot stand runs again instead of being kept:
 //! on more workers when the generator was its bottleneck and the pool can
 //! grow (AutoPerf's future work: a bank of load generators), or on the
-//! workers left when one was lost mid-level.
+//! workers left when one was lost mid-level, or once more when its
+//! servers were short of CPU (a neighbour's burst passes).
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,31 @@ use crate::record::LevelRecord;
 /// Why a finished level is run again instead of kept.
 const MORE_WORKERS: &str = "again on more workers (the generator was the bottleneck)";
 const WORKERS_LEFT: &str = "again after a worker was lost mid-level";
+const SHORT_OF_CPU: &str = "again: its servers were short of CPU";
+
+/// When the servers of a finished level were short of CPU (a process
+/// queued for cores, a hypervisor's steal: `record::short_of_cpu`), the
+/// level measured a busier machine than the one under test; a
+/// neighbour's build or a noisy host's burst passes, so the controller
+/// may want the level once more. Once per level (`tried`): on a machine
+/// that stays busy the second measurement stands, flagged.
+pub(super) fn remeasure_short_of_cpu(
+    record: &LevelRecord,
+    level: &Level,
+    invalid: bool,
+    tried: bool,
+    controller: &mut dyn LevelController,
+) -> Option<(String, Level)> {
+    if tried || record.interrupted || invalid || record.incomplete.is_some() {
+        return None;
+    }
+    let why = crate::record::short_of_cpu(&record.servers)?;
+    let rerun = controller.rerun(level, SHORT_OF_CPU)?;
+    Some((
+        format!("the servers were short of CPU ({why}); running it again"),
+        rerun,
+    ))
+}
 
 /// When `level` showed the generator as the bottleneck, the pool can add
 /// workers and the controller wants the level again: (workers before,

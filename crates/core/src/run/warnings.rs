@@ -1,6 +1,6 @@
 //! What a finished level says beyond its figures, in words: requests no
 //! one answered, a data feeder run dry, every request failed, the
-//! generator as the bottleneck.
+//! generator as the bottleneck, servers short of CPU.
 
 use crate::engine::Level;
 use crate::record::{LevelRecord, Mode};
@@ -135,6 +135,19 @@ fn errors_of(level: &LevelRecord, of: &[&str]) -> Option<(String, u64)> {
         return None;
     }
     Some((kinds.join(", "), count))
+}
+
+/// Says so when the servers had less CPU than they asked for: a process
+/// queued for cores behind others (on the generator's host, its own
+/// generator among them) or a hypervisor's steal. Such a level measures
+/// the system on a busier machine than it is (a CPU-bound tier loses
+/// throughput; one bound by a lock or a pool may not).
+pub(super) fn servers_short_of_cpu(level: &LevelRecord) -> Option<String> {
+    let why = crate::record::short_of_cpu(&level.servers)?;
+    Some(format!(
+        "level {}: the servers were short of CPU ({why}): its figures may fall short of what the system gives with the cores to itself; run the servers where nothing else takes their cores",
+        level.level
+    ))
 }
 
 /// Says so when the generator, not the server, may have limited the level:
