@@ -166,3 +166,72 @@ fn a_run_whose_every_request_failed_says_so_even_when_quiet() {
         "{warnings:?}"
     );
 }
+
+/// A body kept for checks is capped at `target.max_body`: one longer is
+/// read to its end (counted in `body_bytes`), kept no further, and counted
+/// `body_too_large` with a warning naming the setting; its checks count
+/// neither way. Raised past the body, the same answers pass.
+#[test]
+fn a_body_past_max_body_is_counted_not_kept() {
+    let tb = support::testbed(2);
+    let dir = support::scratch_dir("max-body");
+    let scenario = |max_body: &str| {
+        format!(
+            r#"
+name: max-body
+target: {{base_url: "{}", max_body: {max_body}}}
+think_time: 5ms
+requests:
+  big: {{path: "/bytes?n=300000", check: {{body_contains: "xxx"}}}}
+  small: {{path: "/bytes?n=1000", check: {{body_contains: "xxx"}}}}
+  other: {{path: "/bytes?n=10"}}
+session: {{start: small, transitions: {{small: {{other: 1}}, other: {{big: 1}}}}}}
+"#,
+            tb.web_url
+        )
+    };
+    let (code, record, output) = run(&dir, &scenario("64KiB"));
+    assert_eq!(code, Some(0), "{output}");
+    let per = &record["levels"][0]["per_request"];
+    let (big, small) = (&per["big"], &per["small"]);
+    assert!(big["requests"].as_u64().unwrap() > 0, "{big}");
+    assert_eq!(big["errors"], big["requests"], "{big}");
+    assert_eq!(big["errors_by_kind"]["body_too_large"], big["requests"]);
+    assert_eq!(
+        big["body_bytes"].as_u64(),
+        Some(300_000 * big["requests"].as_u64().unwrap())
+    );
+    let judged =
+        |r: &serde_json::Value, how: &str| r["checks"]["body_contains"][how].as_u64().unwrap_or(0);
+    assert_eq!(judged(big, "passed") + judged(big, "failed"), 0, "{big}");
+    assert_eq!(small["errors"], 0, "{small}");
+    let warnings = record["warnings"].to_string();
+    assert!(
+        warnings.contains("larger than `target.max_body` (64.0 KiB)"),
+        "{warnings}"
+    );
+    let (code, record, output) = run(&dir, &scenario("1MB"));
+    assert_eq!(code, Some(0), "{output}");
+    let big = &record["levels"][0]["per_request"]["big"];
+    assert_eq!(big["errors"], 0, "{big}");
+    assert_eq!(judged(big, "failed"), 0, "{big}");
+    assert!(judged(big, "passed") > 0, "{big}");
+}
+
+/// A size that is no size names the key and the units.
+#[test]
+fn max_body_that_is_no_size_is_refused_with_the_units() {
+    let dir = support::scratch_dir("max-body-bad");
+    let path = dir.join("s.yaml");
+    std::fs::write(
+        &path,
+        "name: x\ntarget: {base_url: \"http://127.0.0.1:9\", max_body: lots}\nrequests:\n  a: {path: /}\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = support::autoperf(&["check", path.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expected a size like `4MiB`") && stderr.contains("KiB, MiB, GiB"),
+        "{stderr}"
+    );
+}

@@ -141,6 +141,118 @@ fn a_level_against_a_hung_server_that_completes_nothing_is_not_trustworthy() {
     assert!(connections.load(std::sync::atomic::Ordering::Relaxed) >= 2);
 }
 
+/// An h2c server that speaks just enough HTTP/2 to be one — its SETTINGS,
+/// the acknowledgement of the client's PINGs — and answers each request
+/// (a HEADERS frame) with `pings` PING frames instead of a response: the
+/// client acknowledges them all, as HTTP/2 says it must, and no request
+/// ever completes. Connections it accepted are counted.
+fn ping_flood_server(
+    pings: usize,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { return };
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if stream.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                // An empty SETTINGS frame: length 0, type 4, stream 0.
+                if stream.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
+                    return;
+                }
+                let ping = [0u8, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+                let burst: Vec<u8> = ping.repeat(1000);
+                // Frame by frame, at most 10,000 (the test's client sends
+                // a handful, then acknowledgements).
+                for _ in 0..10_000 + 2 * pings {
+                    let mut head = [0u8; 9];
+                    if stream.read_exact(&mut head).is_err() {
+                        return;
+                    }
+                    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+                    let mut payload = vec![0u8; len.min(1 << 20)];
+                    if stream.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    let (kind, flags) = (head[3], head[4]);
+                    let answer = match (kind, flags & 1) {
+                        // The client's PING: acknowledged, as a server must.
+                        (6, 0) => {
+                            let mut ack = head.to_vec();
+                            ack[4] = 1;
+                            ack.extend_from_slice(&payload);
+                            stream.write_all(&ack)
+                        }
+                        // Its SETTINGS: acknowledged.
+                        (4, 0) => stream.write_all(&[0, 0, 0, 4, 1, 0, 0, 0, 0]),
+                        // A request: PINGs, never a response.
+                        (1, _) => (0..pings / 1000).try_for_each(|_| stream.write_all(&burst)),
+                        _ => Ok(()),
+                    };
+                    if answer.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// The probe's h2c server that answers with 200,000 PINGs and no response:
+/// the level completes nothing, so it is invalid, exit 4, as against a
+/// server that is silent.
+#[test]
+fn an_h2c_server_answering_only_pings_completes_nothing_and_is_not_trustworthy() {
+    let (addr, accepted) = ping_flood_server(200_000);
+    let dir = support::scratch_dir("trust-pings");
+    let s = dir.join("s.yaml");
+    std::fs::write(
+        &s,
+        format!(
+            "name: pings\ntarget: {{base_url: \"http://{addr}\", http: \"2\", timeout: 3s}}\nrequests: {{a: {{path: /}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let begin = Instant::now();
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        s.to_str().unwrap(),
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(4), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("NOT TRUSTWORTHY: level 1: no request completed in 2.0 s"),
+        "{stdout}"
+    );
+    assert_eq!(support::run_json(&out)["levels"][0]["requests"], 0);
+    assert!(accepted.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    // The flood does not hold the run past its level and the timeout.
+    assert!(
+        begin.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        begin.elapsed()
+    );
+}
+
 #[test]
 fn a_target_killed_mid_analysis_stops_it_and_keeps_the_levels_before() {
     let mut tb = support::testbed(1);

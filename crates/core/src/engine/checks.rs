@@ -111,6 +111,7 @@ mod tests {
         Response {
             head: head.as_bytes().to_vec(),
             body: body.as_bytes().to_vec(),
+            ..Response::default()
         }
     }
 

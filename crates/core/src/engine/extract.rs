@@ -96,6 +96,7 @@ mod tests {
         let response = Response {
             head: b"HTTP/1.1 303 See Other\r\nLocation: /order/42\r\n\r\n".to_vec(),
             body: br#"{"token": "t-1", "items": [{"id": 5}, {"id": 6}]}"#.to_vec(),
+            ..Response::default()
         };
         let r = request(vec![
             (

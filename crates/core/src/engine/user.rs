@@ -253,7 +253,10 @@ impl<T: Transport> User<T> {
             .await;
         awaited.done(outcome.response_time);
         let mut rec = recorder.borrow_mut();
-        if !request.checks.is_empty() && outcome.status != 0 {
+        // A body cut at `max_body` cannot be judged: its checks count
+        // neither way.
+        let judged = outcome.result != Err(ErrorKind::BodyTooLarge);
+        if !request.checks.is_empty() && outcome.status != 0 && judged {
             // Check values may hold templates: the user's values so far.
             outcome.result = checks::judge(
                 &request.checks,

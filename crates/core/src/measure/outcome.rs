@@ -44,10 +44,14 @@ pub enum ErrorKind {
     /// A `unique` data feeder had no row left for the request: nothing was
     /// sent, and the user stopped.
     DataExhausted,
+    /// A complete response whose body, kept for the request's checks or
+    /// extraction, was larger than `target.max_body`: those could not be
+    /// judged on all of it.
+    BodyTooLarge,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -64,6 +68,7 @@ impl ErrorKind {
         ErrorKind::RedirectOffTarget,
         ErrorKind::ExtractMissing,
         ErrorKind::DataExhausted,
+        ErrorKind::BodyTooLarge,
     ];
 
     pub fn index(self) -> usize {
@@ -88,6 +93,7 @@ impl ErrorKind {
             ErrorKind::RedirectOffTarget => "redirect_off_target",
             ErrorKind::ExtractMissing => "extract_missing",
             ErrorKind::DataExhausted => "data_exhausted",
+            ErrorKind::BodyTooLarge => "body_too_large",
         }
     }
 
@@ -101,6 +107,7 @@ impl ErrorKind {
                 | ErrorKind::RedirectLimit
                 | ErrorKind::RedirectOffTarget
                 | ErrorKind::ExtractMissing
+                | ErrorKind::BodyTooLarge
         )
     }
 
@@ -128,7 +135,7 @@ impl ErrorCounts {
 
     pub fn merge(&mut self, other: &ErrorCounts) {
         for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
     }
 
@@ -137,7 +144,7 @@ impl ErrorCounts {
     }
 
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.0.iter().fold(0u64, |n, &c| n.saturating_add(c))
     }
 
     /// Non-zero counts by name, for the record.

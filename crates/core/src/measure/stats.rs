@@ -136,11 +136,14 @@ impl RequestStats {
         }
     }
 
+    /// Adds `other` in. Sums saturate: figures from a worker are checked
+    /// for what they can be (`engine::workers::plausible`), and a sum that
+    /// still overflowed must not wrap to a small number or panic.
     pub fn merge(&mut self, other: &RequestStats) {
-        self.requests += other.requests;
-        self.redirects += other.redirects;
-        self.body_bytes += other.body_bytes;
-        self.decoded_bytes += other.decoded_bytes;
+        self.requests = self.requests.saturating_add(other.requests);
+        self.redirects = self.redirects.saturating_add(other.redirects);
+        self.body_bytes = self.body_bytes.saturating_add(other.body_bytes);
+        self.decoded_bytes = self.decoded_bytes.saturating_add(other.decoded_bytes);
         self.failed_ns = self.failed_ns.saturating_add(other.failed_ns);
         self.errors.merge(&other.errors);
         if self.checks.len() < other.checks.len() {
@@ -148,8 +151,8 @@ impl RequestStats {
                 .resize(other.checks.len(), CheckCount::default());
         }
         for (a, b) in self.checks.iter_mut().zip(&other.checks) {
-            a.passed += b.passed;
-            a.failed += b.failed;
+            a.passed = a.passed.saturating_add(b.passed);
+            a.failed = a.failed.saturating_add(b.failed);
         }
         self.response_time
             .add(&other.response_time)
@@ -205,8 +208,8 @@ impl DurationSum {
     }
 
     pub fn merge(&mut self, other: &DurationSum) {
-        self.count += other.count;
-        self.total += other.total;
+        self.count = self.count.saturating_add(other.count);
+        self.total = self.total.saturating_add(other.total);
     }
 
     pub fn mean(&self) -> Option<Duration> {
@@ -278,15 +281,19 @@ impl IntervalStats {
             .expect("auto-resizing histograms always add");
         self.connect.merge(&other.connect);
         self.tls.merge(&other.tls);
-        self.tls_resumed += other.tls_resumed;
-        self.http2_connections += other.http2_connections;
-        self.sessions += other.sessions;
+        self.tls_resumed = self.tls_resumed.saturating_add(other.tls_resumed);
+        self.http2_connections = self
+            .http2_connections
+            .saturating_add(other.http2_connections);
+        self.sessions = self.sessions.saturating_add(other.sessions);
         self.service_time
             .add(&other.service_time)
             .expect("auto-resizing histograms always add");
-        self.arrivals += other.arrivals;
-        self.arrivals_queued += other.arrivals_queued;
-        self.arrivals_unstarted += other.arrivals_unstarted;
+        self.arrivals = self.arrivals.saturating_add(other.arrivals);
+        self.arrivals_queued = self.arrivals_queued.saturating_add(other.arrivals_queued);
+        self.arrivals_unstarted = self
+            .arrivals_unstarted
+            .saturating_add(other.arrivals_unstarted);
         self.arrival_lateness
             .add(&other.arrival_lateness)
             .expect("auto-resizing histograms always add");

@@ -9,7 +9,7 @@ pub const ACCEPT: &str = "gzip, deflate, br";
 
 /// A decoded body larger than this is refused as malformed: a small
 /// compressed answer must not take the generator's memory.
-const MAX_DECODED: u64 = 256 << 20;
+pub const MAX_DECODED: u64 = 256 << 20;
 
 /// Decodes `body`, encoded by the codings of a `Content-Encoding` header
 /// (applied in the order listed, so undone from the last), into `out`.

@@ -60,6 +60,15 @@ pub struct Connection {
     buf: Vec<u8>,
     /// Requests completed on this connection.
     served: u64,
+    /// Of the exchange in progress: how much of its body to keep
+    /// (`Response::max_body`); the rest is read and counted, not kept.
+    keep_limit: usize,
+}
+
+/// Appends `chunk` to a kept body, as far as `limit` allows.
+fn keep(out: &mut Vec<u8>, chunk: &[u8], limit: usize) {
+    let room = limit.saturating_sub(out.len());
+    out.extend_from_slice(&chunk[..chunk.len().min(room)]);
 }
 
 /// Connects to `addr`, from `local` when given.
@@ -166,6 +175,7 @@ impl Connection {
             stream,
             buf: Vec::with_capacity(READ_CHUNK),
             served: 0,
+            keep_limit: 0,
         }
     }
 }
@@ -217,6 +227,11 @@ impl Connection {
         self.buf.clear();
         let head = loop {
             if let Some(head) = parse_head(&self.buf, head_request)? {
+                // Too long a head is malformed however its bytes arrived
+                // (in one read it used to parse, in several it did not).
+                if head.len > MAX_HEAD {
+                    return Err(Failure::new(ErrorKind::Malformed));
+                }
                 // An interim response (100 Continue, 103 Early Hints) comes
                 // before the final one, which follows on the same stream
                 // (RFC 9110 §15.2: a client must parse them, asked or not).
@@ -244,6 +259,7 @@ impl Connection {
         let mut body = match response {
             Some(r) => {
                 r.head.extend_from_slice(&self.buf[..head.len]);
+                self.keep_limit = r.max_body;
                 Some(&mut r.body)
             }
             None => {
@@ -296,7 +312,7 @@ impl Connection {
             let have = (self.buf.len() - pos) as u64;
             let take = have.min(remaining) as usize;
             if let Some(out) = body.as_deref_mut() {
-                out.extend_from_slice(&self.buf[pos..pos + take]);
+                keep(out, &self.buf[pos..pos + take], self.keep_limit);
             }
             remaining -= take as u64;
             if have > take as u64 {
@@ -324,7 +340,7 @@ impl Connection {
             let chunk = &self.buf[pos..];
             total += chunk.len() as u64;
             if let Some(out) = body.as_deref_mut() {
-                out.extend_from_slice(chunk);
+                keep(out, chunk, self.keep_limit);
             }
             self.buf.clear();
             pos = 0;
@@ -392,7 +408,7 @@ impl Connection {
                 }
                 let take = ((self.buf.len() - pos) as u64).min(remaining) as usize;
                 if let Some(out) = body.as_deref_mut() {
-                    out.extend_from_slice(&self.buf[pos..pos + take]);
+                    keep(out, &self.buf[pos..pos + take], self.keep_limit);
                 }
                 pos += take;
                 remaining -= take as u64;
@@ -644,6 +660,53 @@ mod tests {
             for cut in 0..chunked.len() {
                 let got = exchange_all(&chunked[..cut], step.min(8), 1);
                 assert!(got[0].is_err(), "cut at {cut}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_head_past_its_limit_is_malformed_however_it_arrives() {
+        // 5,000 cookies: 88 KiB of head.
+        let cookies: String = (0..5000)
+            .map(|i| format!("Set-Cookie: c{i}=v\r\n"))
+            .collect();
+        let answer = format!("HTTP/1.1 200 OK\r\n{cookies}Content-Length: 2\r\n\r\nok");
+        assert!(answer.len() > MAX_HEAD);
+        for step in [1 << 20, 64 * 1024, 4096] {
+            let got = exchange_all(answer.as_bytes(), step, 1);
+            assert_eq!(got, [Err(ErrorKind::Malformed)], "step {step}");
+        }
+    }
+
+    #[test]
+    fn a_kept_body_stops_at_max_body_and_is_read_to_its_end() {
+        let body = "x".repeat(10_000);
+        let sized = format!("HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n{body}");
+        let chunked = format!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\n{body}\r\n0\r\n\r\n"
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for answer in [sized, chunked] {
+            for step in [1000, 1 << 20] {
+                let mut conn = Connection::replaying(answer.clone().into_bytes(), step);
+                let mut response = super::super::Response {
+                    max_body: 4096,
+                    ..Default::default()
+                };
+                let reply = rt
+                    .block_on(conn.exchange(
+                        b"GET / HTTP/1.1\r\n\r\n",
+                        false,
+                        Some(&mut response),
+                        &mut Vec::new(),
+                    ))
+                    .unwrap();
+                // Read to its end (and framed right), kept only so far.
+                assert_eq!(reply.body_len, 10_000);
+                assert_eq!(response.body, body.as_bytes()[..4096]);
+                assert!(response.cut(reply.body_len));
             }
         }
     }

@@ -104,9 +104,11 @@ impl Connection {
         let status = parts.status.as_u16();
         let set_cookie = parts.headers.contains_key(http::header::SET_COOKIE);
         let redirects = matches!(status, 301 | 302 | 303 | 307 | 308);
+        let mut limit = 0;
         let mut kept = match response {
             Some(r) => {
                 write_head(status, &parts.headers, &mut r.head);
+                limit = r.max_body;
                 Some(&mut r.body)
             }
             None => {
@@ -126,7 +128,8 @@ impl Connection {
                 // body back, so the server should never wait on us.
                 let _ = body.flow_control().release_capacity(chunk.len());
                 if let Some(out) = kept.as_deref_mut() {
-                    out.extend_from_slice(&chunk);
+                    let room = limit.saturating_sub(out.len());
+                    out.extend_from_slice(&chunk[..chunk.len().min(room)]);
                 }
             }
         }

@@ -83,13 +83,37 @@ pub fn header_value<'h>(head: &'h [u8], name: &str) -> Option<&'h str> {
 
 /// What a caller keeps of a response, to check or extract from: the head
 /// (status line and headers, as received) and the decoded body.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Response {
     pub head: Vec<u8>,
     pub body: Vec<u8>,
+    /// The most of the body kept: past it the rest is read and counted
+    /// (`CallOutcome::body_bytes`), not kept, so one huge answer cannot take
+    /// the generator's memory (a scenario's `target.max_body`).
+    pub max_body: usize,
+}
+
+/// `target.max_body` when the scenario gives none: what checks and
+/// extraction may read of one answer (a JSON document of 1 MiB parses into
+/// some 30 MiB).
+pub const DEFAULT_MAX_BODY: usize = 1 << 20;
+
+impl Default for Response {
+    fn default() -> Response {
+        Response {
+            head: Vec::new(),
+            body: Vec::new(),
+            max_body: DEFAULT_MAX_BODY,
+        }
+    }
 }
 
 impl Response {
+    /// Whether the body was cut at `max_body`: `body_bytes` were sent.
+    pub fn cut(&self, body_bytes: u64) -> bool {
+        body_bytes > self.body.len() as u64
+    }
+
     /// The value of the first header called `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
         header_value(&self.head, name)

@@ -23,8 +23,8 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Stri
         if bytes.len() as u64 > limit {
             return Err(format!(
                 "{what} `{shown}` is {} — more than the {} a {what} may hold",
-                human(bytes.len() as u64),
-                human(limit)
+                human_bytes(bytes.len() as u64),
+                human_bytes(limit)
             ));
         }
         return Ok(bytes);
@@ -41,8 +41,8 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Stri
     let too_big = |size: u64| {
         format!(
             "{what} `{shown}` is {} — more than the {} a {what} may hold",
-            human(size),
-            human(limit)
+            human_bytes(size),
+            human_bytes(limit)
         )
     };
     if meta.len() > limit {
@@ -62,7 +62,8 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Stri
     Ok(bytes)
 }
 
-fn human(bytes: u64) -> String {
+/// A size as people read it: `1.0 MiB`, `512 bytes`.
+pub fn human_bytes(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),

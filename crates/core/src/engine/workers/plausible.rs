@@ -1,5 +1,6 @@
 //! What a worker's snapshots can be, whatever it says: its own running
-//! shards, times inside the level and moving forwards, no more requests
+//! shards, times inside the level and moving forwards, no more errors,
+//! responses or checks than attempts, no more requests
 //! than a shard completes, no more CPU than its cores give. An
 //! authenticated worker that replayed stale snapshots once made a level of
 //! 78,000,000,000 req/s and "client CPU 17,690,000 of 2 cores"; now it is
@@ -77,6 +78,23 @@ impl Expected {
                 "sent a snapshot of shard {shard} counting {requests} requests in {seconds:.1} s, more than a shard completes"
             ));
         }
+        // Within a request, nothing outnumbers the attempts that ended.
+        for (i, r) in snapshot.stats.per_request.iter().enumerate() {
+            let responses = r.response_time.len();
+            let errors = r.errors.total();
+            let checked = r
+                .checks
+                .iter()
+                .map(|c| c.passed.saturating_add(c.failed))
+                .max();
+            if errors > r.requests || responses > r.requests || checked > Some(r.requests) {
+                return Err(format!(
+                    "sent a snapshot of shard {shard} whose request {i} counts {} attempts but {errors} errors, {responses} responses and {} checks",
+                    r.requests,
+                    checked.unwrap_or(0)
+                ));
+            }
+        }
         let cpu = snapshot.remote_cpu.as_secs_f64();
         if cpu > cores as f64 * (seconds + CLOCK_SLACK.as_secs_f64()) {
             return Err(format!(
@@ -150,6 +168,13 @@ mod tests {
         burning.remote_cpu = Duration::from_secs(1_000);
         let e = expected.check(&burning, 2).unwrap_err();
         assert!(e.contains("on 2 cores"), "{e}");
+        // More errors than attempts.
+        let mut errors = snapshot(5, second(5), 10);
+        errors.stats.per_request[0]
+            .errors
+            .add_many(crate::measure::ErrorKind::Timeout, 11);
+        let e = expected.check(&errors, 2).unwrap_err();
+        assert!(e.contains("counts 10 attempts but 11 errors"), "{e}");
         // A shard's last snapshot ends it: nothing more from it.
         let mut last = snapshot(4, second(5), 10);
         last.last = true;

@@ -24,6 +24,7 @@ use tokio::time::Sleep;
 use super::cookies::Jar;
 use super::request::RequestPlan;
 use super::{encoding, http1, tls, CallOutcome, Opened, Response, TargetError, Transport};
+use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
 use crate::scenario::{Action, BaseUrl, CookiePolicy, HttpVersion, RequestId, Scenario};
 use connect::SharedH2;
@@ -47,6 +48,8 @@ pub struct HttpTransport {
     /// Source addresses, taken in turn (empty: the OS chooses).
     local: Vec<IpAddr>,
     next_local: std::cell::Cell<usize>,
+    /// `target.max_body`: the most of a body kept for checks and extraction.
+    max_body: usize,
 }
 
 pub struct HttpSession {
@@ -122,6 +125,7 @@ impl HttpTransport {
             timeout: scenario.target.timeout,
             local: Vec::new(),
             next_local: std::cell::Cell::new(0),
+            max_body: scenario.target.max_body,
         })
     }
 
@@ -206,21 +210,35 @@ impl Transport for HttpTransport {
         bindings: &mut impl Bindings,
         response: Option<&mut Response>,
     ) -> CallOutcome {
-        if !self.plans[id.index()].decodes {
-            return self.follow(session, id, bindings, response).await;
-        }
+        let decodes = self.plans[id.index()].decodes;
         // A compressed answer is read whole to be decoded, even when the
         // caller keeps nothing of it: its decoded size is reported.
         let mut own = None;
-        let response = match response {
-            Some(r) => r,
-            None => own.insert(std::mem::take(&mut session.kept)),
+        let (response, reads) = match response {
+            Some(r) => {
+                r.max_body = self.max_body;
+                (r, true)
+            }
+            None if decodes => {
+                let r = own.insert(std::mem::take(&mut session.kept));
+                r.max_body = encoding::MAX_DECODED as usize;
+                (r, false)
+            }
+            None => return self.follow(session, id, bindings, None).await,
         };
         let mut outcome = self
             .follow(session, id, bindings, Some(&mut *response))
             .await;
-        if outcome.status != 0 {
+        let cut = response.cut(outcome.body_bytes);
+        if outcome.status != 0 && decodes && !cut {
             decode_body(response, &mut session.decoded, &mut outcome);
+        }
+        // What checks and extraction would read is not all there.
+        if reads && (cut || response.body.len() > response.max_body) {
+            response.body.truncate(response.max_body);
+            if outcome.result.is_ok() {
+                outcome.result = Err(ErrorKind::BodyTooLarge);
+            }
         }
         if let Some(own) = own {
             session.kept = own;

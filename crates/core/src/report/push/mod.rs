@@ -406,7 +406,11 @@ async fn send(e: &mut Endpoint, request: &[u8], timeout: Duration) -> Result<(),
             e.conn = Some(conn);
         }
         let conn = e.conn.as_mut().expect("just opened");
-        let mut response = Response::default();
+        // Only what an error quotes is kept of the answer.
+        let mut response = Response {
+            max_body: QUOTED,
+            ..Response::default()
+        };
         let reply = conn
             .exchange(request, false, Some(&mut response), &mut Vec::new())
             .await
@@ -418,7 +422,7 @@ async fn send(e: &mut Endpoint, request: &[u8], timeout: Duration) -> Result<(),
             200..=299 => Ok(()),
             status => Err(format!(
                 "HTTP {status}: {}",
-                String::from_utf8_lossy(&response.body[..response.body.len().min(200)]).trim()
+                String::from_utf8_lossy(&response.body).trim()
             )),
         }
     };
@@ -426,6 +430,9 @@ async fn send(e: &mut Endpoint, request: &[u8], timeout: Duration) -> Result<(),
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {} s", timeout.as_secs())))
 }
+
+/// The bytes of an endpoint's error answer quoted in its warning.
+const QUOTED: usize = 200;
 
 fn unix_nanos() -> u64 {
     SystemTime::now()

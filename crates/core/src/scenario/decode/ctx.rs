@@ -212,6 +212,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A size in bytes of at least `min`: `4MiB`, `512KiB`, `1GB`, `65536`.
+    pub fn byte_size(&mut self, node: &Node, min: u64, what: &str) -> Option<u64> {
+        let parsed = node
+            .as_str()
+            .and_then(|s| s.trim().parse::<bytesize::ByteSize>().ok())
+            .map(|b| b.as_u64());
+        match parsed {
+            Some(n) if n >= min => Some(n),
+            _ => {
+                self.error_hint(
+                    node.pos(),
+                    format!("expected {what}, found {}", node.describe()),
+                    Some("a number of bytes, or one with a unit: KiB, MiB, GiB (1024s) or KB, MB, GB (1000s)".into()),
+                );
+                None
+            }
+        }
+    }
+
     /// A fraction in [0, 1], written `0.1` or `10%`.
     pub fn fraction(&mut self, node: &Node, what: &str) -> Option<f64> {
         let value = node.as_str().and_then(|s| parse_rate(s.trim()));

@@ -1,6 +1,6 @@
 //! `target`: an HTTP server (`base_url`, with its client's `timeout`,
 //! `tls`, `cookies`, `http` version, `compression` and streams per
-//! connection) or a Kafka cluster (`kafka`, decoded by `kafka.rs`).
+//! connection, the most of a body kept for checks) or a Kafka cluster (`kafka`, decoded by `kafka.rs`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,6 +18,7 @@ pub const TARGET_KEYS: &[&str] = &[
     "cookies",
     "http",
     "kafka",
+    "max_body",
     "streams_per_connection",
     "timeout",
     "tls",
@@ -60,6 +61,7 @@ pub(super) fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Opti
             "http",
             "compression",
             "streams_per_connection",
+            "max_body",
         ] {
             if let Some(k) = fields.key(key) {
                 ctx.error_hint(
@@ -159,8 +161,13 @@ pub(super) fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Opti
         }
         None => false,
     };
+    let max_body = match fields.get("max_body") {
+        Some(n) => ctx.byte_size(n, 1, "a size like `4MiB`")?,
+        None => crate::protocol::DEFAULT_MAX_BODY as u64,
+    };
     Some(Target {
         endpoint: endpoint?,
+        max_body: usize::try_from(max_body).unwrap_or(usize::MAX),
         timeout: timeout?,
         tls,
         cookies,

@@ -24,6 +24,10 @@ pub struct Target {
     /// `target.streams_per_connection`: over HTTP/2, how many users share
     /// one connection, each request a stream of it (1: a connection each).
     pub streams_per_connection: u32,
+    /// `target.max_body`: the most of one answer's body kept for checks
+    /// and extraction (`protocol::DEFAULT_MAX_BODY` unless given); a
+    /// longer one is read to its end and counted `body_too_large`.
+    pub max_body: usize,
 }
 
 /// `target.http`.
