@@ -1,8 +1,8 @@
 //! A results directory read back, whatever its files hold, as `autoperf
 //! report`, `compare` (and `--baseline`) and `capacity --resume` read it:
 //! `read_levels`, the HTML report (`write_report`: run.json, timeseries.csv,
-//! prediction.json) and levels.csv, `compare::Results::read` (run.json and
-//! request_series.csv) compared both ways with a real run and rendered as
+//! prediction.json) and levels.csv, `compare::Results::read` (run.json,
+//! request_series.csv and server_series.csv) compared both ways with a real run and rendered as
 //! text and HTML. Never a panic; and a record that was read, written
 //! again, reads back the same (`capacity --resume` rewrites the run.json
 //! it read).
@@ -19,12 +19,13 @@ use autoperf_core::report::{csv::levels_csv, html::write_report};
 use autoperf_core::results::{read_levels, read_run};
 use libfuzzer_sys::fuzz_target;
 
-const FILES: [&str; 5] = [
+const FILES: [&str; 6] = [
     "run.json",
     "levels.jsonl",
     "request_series.csv",
     "timeseries.csv",
     "prediction.json",
+    "server_series.csv",
 ];
 
 /// A fresh directory `name` under this process's scratch directory.

@@ -31,6 +31,7 @@ mod push;
 mod quiet;
 mod record_shape;
 mod report_html;
+mod server_slos;
 mod shop;
 mod trust;
 mod workers;

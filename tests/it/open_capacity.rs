@@ -300,6 +300,66 @@ mod alone {
         assert!(html.contains("First failing rate"));
     }
 
+    /// A server-side SLO: the highest rate at which the web tier stays
+    /// under 60% of its core. With the demand D this run measured, that is
+    /// 0.6 / D (150/s at 4 ms); the search ends within its precision of it.
+    #[test]
+    fn finds_the_highest_rate_keeping_the_web_tier_under_60_percent_busy() {
+        let _alone = support::alone();
+        let tb = support::testbed(1);
+        let agent = support::agent();
+        let dir = support::scratch_dir("open-util");
+        let s = write(
+            &dir,
+            "util.yaml",
+            &format!(
+                r#"
+name: open-util
+target: {{base_url: "{}"}}
+arrivals: {{rate: 50/s, spacing: even}}
+requests:
+  cpu: {{path: "/cpu?ms=4"}}
+thresholds: ["web.util < 60%"]
+servers:
+  - {{tier: web, agent: "{}", processes: [{}], cores: 1}}
+capacity: {{min_duration: 3s, window: 1s, max_duration: 12s}}
+"#,
+                tb.web_url,
+                agent.url(),
+                tb.web_process
+            ),
+        );
+        let out = dir.join("out");
+        let (code, stdout, stderr) =
+            support::autoperf(&["capacity", &s, "--quiet", "--out", out.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        let run = support::run_json(&out);
+        let a = &run["analysis"];
+        let all = levels(&run);
+        assert_eq!(a["stop_reason"], "completed", "{a}\n{all}");
+        assert_eq!(a["failed_slo"]["source"], "web.util < 60%", "{a}");
+        assert!(a["failed_slo"]["actual"].as_f64().unwrap() >= 0.6, "{a}");
+        let pass = a["max_passing_rate_rps"].as_f64().expect("a passing rate");
+        let passing = run["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["rate_rps"].as_f64() == Some(pass))
+            .expect("the highest passing level");
+        let d_ms = passing["servers"]["web"]["cpu_ms_per_request"][&tb.web_process]
+            .as_f64()
+            .unwrap();
+        let bound = 600.0 / d_ms;
+        assert!(
+            (pass - bound).abs() <= 0.1 * bound,
+            "passing {pass}/s; 60% of the core is {bound}/s at {d_ms} ms\n{all}"
+        );
+        let slo = &passing["rate_search"]["slos"][0];
+        assert_eq!(slo["source"], "web.util < 60%", "{slo}");
+        assert!(slo["actual"].as_f64().unwrap() < 0.6, "{slo}");
+        assert!(stdout.contains("web.util < 60% failed"), "{stdout}");
+    }
+
     #[test]
     fn vary_restarts_the_testbed_per_value_and_gives_the_demand() {
         let _alone = support::alone();

@@ -20,6 +20,9 @@ pub struct ResultsDir {
     levels: File,
     series: BufWriter<File>,
     requests: BufWriter<File>,
+    /// `server_series.csv`, opened with the first row (runs without
+    /// `servers:` have none).
+    servers: Option<BufWriter<File>>,
     /// Request names in `RequestId` order, for `request_series.csv`.
     request_names: Vec<String>,
 }
@@ -120,6 +123,12 @@ pub const SERIES_HEADER: &str =
 pub const REQUEST_SERIES_HEADER: &str =
     "t_s,level,request,requests,errors,throughput_rps,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms\n";
 
+/// `server_series.csv`: one row per tier and interval between its agent's
+/// readings (about a second) of a level's measured window: the samples
+/// `compare` tests a change in CPU per request with.
+pub const SERVER_SERIES_HEADER: &str =
+    "window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores\n";
+
 /// The request name that stands for all of a level's requests together in
 /// `request_series.csv`.
 pub const ALL_REQUESTS: &str = "*";
@@ -179,6 +188,7 @@ impl ResultsDir {
             levels,
             series: new_csv("timeseries.csv", SERIES_HEADER)?,
             requests: new_csv("request_series.csv", REQUEST_SERIES_HEADER)?,
+            servers: None,
             request_names,
         })
     }
@@ -192,7 +202,7 @@ impl ResultsDir {
         kept: &[u32],
     ) -> Result<ResultsDir, ResultsError> {
         check_room(path)?;
-        for name in ["timeseries.csv", "request_series.csv"] {
+        for name in ["timeseries.csv", "request_series.csv", "server_series.csv"] {
             keep_levels(&path.join(name), kept)?;
         }
         let levels_path = path.join("levels.jsonl");
@@ -219,6 +229,7 @@ impl ResultsDir {
             levels,
             series: append_csv("timeseries.csv", SERIES_HEADER)?,
             requests: append_csv("request_series.csv", REQUEST_SERIES_HEADER)?,
+            servers: None,
             request_names,
         })
     }
@@ -234,6 +245,42 @@ impl ResultsDir {
         line.push(b'\n');
         self.levels.write_all(&line).map_err(at(&path))?;
         self.levels.sync_data().map_err(at(&path))
+    }
+
+    /// Appends a level's server intervals to `server_series.csv` (created,
+    /// header first, with the first rows; appended to when resuming).
+    pub fn append_server_seconds(
+        &mut self,
+        rows: &[crate::profile::ServerSecond],
+    ) -> Result<(), ResultsError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.join("server_series.csv");
+        let file = match &mut self.servers {
+            Some(file) => file,
+            None => {
+                let mut file = OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                    .map_err(at(&path))?;
+                if file.metadata().map_err(at(&path))?.len() == 0 {
+                    file.write_all(SERVER_SERIES_HEADER.as_bytes())
+                        .map_err(at(&path))?;
+                }
+                self.servers.insert(BufWriter::new(file))
+            }
+        };
+        for r in rows {
+            writeln!(
+                file,
+                "{},{},{},{},{},{}",
+                r.window_s, r.level, r.tier, r.requests, r.cpu_ms_per_request, r.cpu_util_cores
+            )
+            .map_err(at(&path))?;
+        }
+        file.flush().map_err(at(&path))
     }
 
     /// Replaces `run.json` atomically (write aside, then rename).

@@ -57,10 +57,13 @@ fn checks<'a>(requests: impl Iterator<Item = &'a crate::record::PerRequestRecord
 
 fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> ThresholdResult {
     let unit = match t.metric {
-        Metric::ErrorRate | Metric::Checks => Unit::Fraction,
+        Metric::ErrorRate | Metric::Checks | Metric::Util => Unit::Fraction,
         Metric::Throughput => Unit::PerSecond,
         _ => Unit::Ms,
     };
+    if let Some(tier) = &t.tier {
+        return evaluate_tier(t, tier, level, unit);
+    }
     let not_measured = |note: String| ThresholdResult {
         source: t.source.clone(),
         passed: false,
@@ -118,6 +121,10 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
             (passed, all) => passed as f64 / all as f64,
         },
         Metric::Throughput => figures.throughput_rps,
+        // Parsed only with a tier, evaluated above.
+        Metric::CpuMs | Metric::Util => {
+            return not_measured("a tier's metric without a tier".into())
+        }
         Metric::Percentile(per_mille) => match percentile(figures.latency, per_mille) {
             Some(v) => v,
             None => {
@@ -135,6 +142,34 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
         bound: t.bound,
         unit,
         note: no_success,
+    }
+}
+
+/// A tier's threshold (`web.cpu_ms < 5`, `web.util < 60%`) against what
+/// its agent measured in `level`. CPU per request needs requests that
+/// completed; without the tier's figures (no agent reading in the level)
+/// it fails as not measured, never a pass.
+fn evaluate_tier(t: &Threshold, tier: &str, level: &LevelRecord, unit: Unit) -> ThresholdResult {
+    let verdict = |actual: Option<f64>, note: Option<String>| ThresholdResult {
+        source: t.source.clone(),
+        passed: note.is_none() && actual.is_some_and(|v| t.op.holds(v, t.bound)),
+        actual,
+        bound: t.bound,
+        unit,
+        note,
+    };
+    let Some(usage) = level.servers.get(tier) else {
+        return verdict(
+            None,
+            Some(format!(
+                "tier `{tier}` was not measured: no agent readings in this level"
+            )),
+        );
+    };
+    match t.metric {
+        Metric::CpuMs if level.requests == 0 => verdict(None, Some("no request completed".into())),
+        Metric::CpuMs => verdict(Some(usage.cpu_ms_per_request.values().sum()), None),
+        _ => verdict(Some(usage.cpu_util_cores / usage.cores.max(1) as f64), None),
     }
 }
 

@@ -211,11 +211,7 @@ fn table(h: &mut String, changes: &[Change]) {
         "<div class=\"table-wrap\"><table class=\"changes\">\n<tr><th>request</th><th>metric</th><th>base</th><th>new</th><th>change</th><th>limit</th><th>significance</th><th>verdict</th></tr>\n",
     );
     for ch in changes {
-        let request = if ch.request == ALL_REQUESTS {
-            "(all)"
-        } else {
-            &ch.request
-        };
+        let request = ch.who();
         let class = match ch.verdict {
             Verdict::Regression => " class=\"bad\"",
             _ => "",
@@ -224,7 +220,7 @@ fn table(h: &mut String, changes: &[Change]) {
             h,
             "<tr data-verdict=\"{}\"><td>{}</td><td class=\"l\">{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td></tr>",
             ch.verdict.as_str(),
-            esc(request),
+            esc(&request),
             ch.metric,
             ch.metric.unit(),
             value(ch.metric, ch.base),

@@ -17,10 +17,14 @@ pub enum Metric {
     P99,
     /// The share of requests that failed, compared in percentage points.
     Errors,
+    /// A tier's CPU per request (its processes together, from the agents),
+    /// compared per tier: a cost regression shows at low load long before
+    /// it shows in a latency.
+    CpuMs,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 8] = [
         Metric::Throughput,
         Metric::Mean,
         Metric::P50,
@@ -28,6 +32,7 @@ impl Metric {
         Metric::P95,
         Metric::P99,
         Metric::Errors,
+        Metric::CpuMs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +44,7 @@ impl Metric {
             Metric::P95 => "p95",
             Metric::P99 => "p99",
             Metric::Errors => "errors",
+            Metric::CpuMs => "cpu_ms",
         }
     }
 
@@ -82,7 +88,7 @@ pub struct Limits(pub Vec<(Metric, f64)>);
 
 impl Default for Limits {
     /// Response times 10% slower, throughput 5% lower, one percentage point
-    /// more errors.
+    /// more errors, 10% more CPU per request at a tier.
     fn default() -> Limits {
         Limits(vec![
             (Metric::Throughput, 0.05),
@@ -91,6 +97,7 @@ impl Default for Limits {
             (Metric::P90, 0.10),
             (Metric::P99, 0.10),
             (Metric::Errors, 0.01),
+            (Metric::CpuMs, 0.10),
         ])
     }
 }

@@ -1,12 +1,14 @@
 //! A results directory as a comparison reads it: `run.json` and, when the
-//! run wrote it, `request_series.csv` (each request type's measured
-//! seconds, the samples the significance test needs).
+//! run wrote them, `request_series.csv` (each request type's measured
+//! seconds, the samples the significance test needs) and
+//! `server_series.csv` (each tier's intervals, for its CPU per request).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::profile::ServerSecond;
 use crate::record::{unmeasurable, RunRecord};
 use crate::results::{read_results_file_if_there, read_run, ResultsError};
 
@@ -34,6 +36,8 @@ pub struct Results {
     /// Empty for results written before `request_series.csv` existed: their
     /// changes are judged by the limits alone, untested.
     pub seconds: Vec<RequestSecond>,
+    /// Empty for results without `servers:` (or written before the file).
+    pub server_seconds: Vec<ServerSecond>,
 }
 
 impl RequestSecond {
@@ -54,13 +58,36 @@ impl RequestSecond {
     }
 }
 
-/// The rows of `request_series.csv`. A last line cut short (the process
+/// A row of a per-second file, checked for what a measurement can be.
+trait Row: serde::de::DeserializeOwned {
+    fn implausible(&self) -> Option<String>;
+}
+
+impl Row for RequestSecond {
+    fn implausible(&self) -> Option<String> {
+        RequestSecond::implausible(self)
+    }
+}
+
+impl Row for ServerSecond {
+    fn implausible(&self) -> Option<String> {
+        let figures = [
+            ("window_s", self.window_s),
+            ("requests", self.requests),
+            ("cpu_ms_per_request", self.cpu_ms_per_request),
+            ("cpu_util_cores", self.cpu_util_cores),
+        ];
+        unmeasurable(figures, 0, 0)
+    }
+}
+
+/// The rows of a per-second CSV file. A last line cut short (the process
 /// was killed mid-write) is left out; any other bad row is an error, and
 /// so is a row no measurement gives.
-fn parse_seconds(text: &str) -> Result<Vec<RequestSecond>, String> {
+fn parse_seconds<T: Row>(text: &str) -> Result<Vec<T>, String> {
     let mut rows = Vec::new();
     let records: Vec<_> = ::csv::Reader::from_reader(text.as_bytes())
-        .into_deserialize::<RequestSecond>()
+        .into_deserialize::<T>()
         .collect();
     let last = records.len().saturating_sub(1);
     for (i, record) in records.into_iter().enumerate() {
@@ -80,22 +107,23 @@ fn parse_seconds(text: &str) -> Result<Vec<RequestSecond>, String> {
 impl Results {
     pub fn read(dir: &Path) -> Result<Results, ResultsError> {
         let record = read_run(dir)?;
-        let path = dir.join("request_series.csv");
-        let bad = |source: io::Error| ResultsError {
-            path: path.clone(),
-            source,
-            reading: true,
-        };
-        let seconds = match read_results_file_if_there(&path)? {
-            None => Vec::new(),
-            Some(text) => parse_seconds(&text)
-                .map_err(|e| bad(io::Error::new(io::ErrorKind::InvalidData, e)))?,
-        };
         Ok(Results {
             dir: dir.to_path_buf(),
             record,
-            seconds,
+            seconds: read_series(&dir.join("request_series.csv"))?,
+            server_seconds: read_series(&dir.join("server_series.csv"))?,
         })
+    }
+
+    /// The intervals of one tier in one level.
+    pub fn server_seconds_of<'a>(
+        &'a self,
+        level: u32,
+        tier: &'a str,
+    ) -> impl Iterator<Item = &'a ServerSecond> + 'a {
+        self.server_seconds
+            .iter()
+            .filter(move |s| s.level == level && s.tier == tier)
     }
 
     /// The measured seconds of one request (or `*`) in one level.
@@ -110,6 +138,18 @@ impl Results {
     }
 }
 
+/// A per-second file's rows; none when the run did not write it.
+fn read_series<T: Row>(path: &Path) -> Result<Vec<T>, ResultsError> {
+    match read_results_file_if_there(path)? {
+        None => Ok(Vec::new()),
+        Some(text) => parse_seconds(&text).map_err(|e| ResultsError {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+            reading: true,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,9 +159,9 @@ mod tests {
         let header = "t_s,level,request,requests,errors,throughput_rps,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms\n";
         let row = "1.0,1,a,5,0,5.0,1.0,1.0,1.0,1.0,1.0\n";
         let cut = format!("{header}{row}2.0,1,a,5,0");
-        assert_eq!(parse_seconds(&cut).unwrap().len(), 1);
+        assert_eq!(parse_seconds::<RequestSecond>(&cut).unwrap().len(), 1);
         let bad = format!("{header}1.0,1,a,x,0,5.0,1.0,1.0,1.0,1.0,1.0\n{row}");
-        assert!(parse_seconds(&bad).is_err());
+        assert!(parse_seconds::<RequestSecond>(&bad).is_err());
         // Figures no measurement gives: named with their row.
         for (figures, key) in [
             ("1.0,1,a,5,0,5.0,1.0,1.0,1.0,1.0,-4.0", "p99_ms is -4"),
@@ -137,7 +177,7 @@ mod tests {
             ),
         ] {
             let text = format!("{header}{row}{figures}\n");
-            let e = parse_seconds(&text).unwrap_err();
+            let e = parse_seconds::<RequestSecond>(&text).unwrap_err();
             assert!(e.starts_with(&format!("row 3: {key}")), "{e}");
         }
     }

@@ -81,7 +81,11 @@ pub struct LevelComparison {
 /// One figure of one request (or `*`, all of them) in one level.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
+    /// A request's name, or `*` for all of them (and for a tier's figure).
     pub request: String,
+    /// The tier (`servers:`) of a server-side figure (`cpu_ms`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
     pub metric: Metric,
     pub base: f64,
     pub new: f64,
@@ -369,7 +373,7 @@ fn level_changes(
         .collect();
     let mut changes = Vec::new();
     for request in std::iter::once(ALL_REQUESTS).chain(requests) {
-        for &(metric, limit) in &limits.0 {
+        for &(metric, limit) in limits.0.iter().filter(|(m, _)| *m != Metric::CpuMs) {
             let (Some(bv), Some(nv)) = (figure(b, request, metric), figure(n, request, metric))
             else {
                 continue;
@@ -388,7 +392,46 @@ fn level_changes(
             ));
         }
     }
+    if let Some(limit) = limits.of(Metric::CpuMs) {
+        for (tier, bu) in &b.servers {
+            let Some(nu) = n.servers.get(tier) else {
+                continue;
+            };
+            let cost = |u: &crate::record::TierUsage| u.cpu_ms_per_request.values().sum::<f64>();
+            // A tier that measured no CPU has no cost to change.
+            if cost(bu) <= 0.0 {
+                continue;
+            }
+            let samples = |r: &Results, level: u32| -> Vec<f64> {
+                r.server_seconds_of(level, tier)
+                    .filter(|s| s.requests > 0.0)
+                    .map(|s| s.cpu_ms_per_request)
+                    .collect()
+            };
+            let mut change = judge(
+                ALL_REQUESTS,
+                Metric::CpuMs,
+                (cost(bu), cost(nu)),
+                Some(limit),
+                (&samples(base, b.level), &samples(new, n.level)),
+            );
+            change.tier = Some(tier.clone());
+            changes.push(change);
+        }
+    }
     changes
+}
+
+impl Change {
+    /// Whose figure it is, in a table's first column: `(all)`, a request's
+    /// name, `tier web`.
+    pub fn who(&self) -> String {
+        match &self.tier {
+            Some(tier) => format!("tier {tier}"),
+            None if self.request == ALL_REQUESTS => "(all)".into(),
+            None => self.request.clone(),
+        }
+    }
 }
 
 /// One figure's verdict: `(base, new)` the level's figures, `seconds` the
@@ -422,6 +465,7 @@ fn judge(
     };
     Change {
         request: request.to_string(),
+        tier: None,
         metric,
         base,
         new,
@@ -476,6 +520,7 @@ fn figure(l: &LevelRecord, request: &str, metric: Metric) -> Option<f64> {
         Metric::P90 => rt.p90,
         Metric::P95 => rt.p95,
         Metric::P99 => rt.p99,
+        Metric::CpuMs => return None,
     })
 }
 
@@ -491,6 +536,7 @@ fn per_second(s: &RequestSecond, metric: Metric) -> Option<f64> {
         Metric::P90 => timed.then_some(s.p90_ms),
         Metric::P95 => timed.then_some(s.p95_ms),
         Metric::P99 => timed.then_some(s.p99_ms),
+        Metric::CpuMs => None,
     }
 }
 

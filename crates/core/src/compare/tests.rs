@@ -49,6 +49,7 @@ fn results(record: RunRecord, seconds: Vec<RequestSecond>) -> Results {
         dir: PathBuf::from("x"),
         record,
         seconds,
+        server_seconds: Vec::new(),
     }
 }
 
@@ -227,4 +228,69 @@ fn open_searches_compare_their_highest_passing_rate_within_their_precision() {
     );
     assert!(render_text(&c)
         .contains("highest rate meeting the SLOs, all requests: throughput 100.0 → 80.0"));
+}
+
+/// Each tier's intervals of every level: `cpu_ms` a request, each a little
+/// off (±4%, as `seconds`).
+fn server_seconds(r: &RunRecord, cpu_ms: f64) -> Vec<crate::profile::ServerSecond> {
+    let mut v = Vec::new();
+    for l in &r.levels {
+        for tier in l.servers.keys() {
+            for i in 0..20 {
+                let wobble = 1.0 + ((i * 7) % 9) as f64 / 100.0 - 0.04;
+                v.push(crate::profile::ServerSecond {
+                    window_s: i as f64 + 1.0,
+                    level: l.level,
+                    tier: tier.clone(),
+                    requests: 100.0,
+                    cpu_ms_per_request: cpu_ms * wobble,
+                    cpu_util_cores: 0.1 * cpu_ms * wobble,
+                });
+            }
+        }
+    }
+    v
+}
+
+/// The same run costing 30% more CPU a request at every tier: a cost
+/// regression named by tier, while every latency and the throughput stay
+/// the same; against itself, none.
+#[test]
+fn thirty_percent_more_cpu_a_request_is_a_cost_regression_named_by_tier() {
+    let r = record("run");
+    let costlier = {
+        let mut r = r.clone();
+        for l in &mut r.levels {
+            for usage in l.servers.values_mut() {
+                usage
+                    .cpu_ms_per_request
+                    .values_mut()
+                    .for_each(|ms| *ms *= 1.3);
+            }
+        }
+        r
+    };
+    let base_cost: f64 = r.levels[0].servers["web"].cpu_ms_per_request.values().sum();
+    let with = |record: &RunRecord, factor: f64| Results {
+        server_seconds: server_seconds(record, base_cost * factor),
+        ..results(record.clone(), seconds(record, 10.0, 100.0))
+    };
+    let c = compare(&with(&r, 1.0), &with(&costlier, 1.3), &Limits::default());
+    let text = render_text(&c);
+    // db's cost is 0 in the test data: nothing to compare there.
+    assert_eq!(c.regressions, 1, "{text}");
+    assert!(!text.contains("tier db"), "{text}");
+    let web = c.levels[0]
+        .changes
+        .iter()
+        .find(|ch| ch.tier.as_deref() == Some("web"))
+        .unwrap();
+    assert_eq!(
+        (web.metric, web.verdict),
+        (Metric::CpuMs, Verdict::Regression)
+    );
+    assert!(web.p_value.is_some_and(|p| p < ALPHA), "{web:?}");
+    assert!(text.contains("tier `web`: cpu_ms"), "{text}");
+    let c = compare(&with(&r, 1.0), &with(&r, 1.0), &Limits::default());
+    assert_eq!(c.regressions, 0, "{}", render_text(&c));
 }

@@ -74,10 +74,10 @@ pub fn render(c: &Comparison) -> String {
 
 /// `20 users, request `cpu`: p50 12.1 → 15.8 ms (+30.6%, limit +10%, p < 0.001)`.
 pub fn describe(load: &str, ch: &Change) -> String {
-    let who = if ch.request == ALL_REQUESTS {
-        "all requests".to_string()
-    } else {
-        format!("request `{}`", ch.request)
+    let who = match &ch.tier {
+        Some(tier) => format!("tier `{tier}`"),
+        None if ch.request == ALL_REQUESTS => "all requests".to_string(),
+        None => format!("request `{}`", ch.request),
     };
     format!(
         "{load}, {who}: {} {} → {} {} ({}, limit {}, {})",
@@ -92,11 +92,7 @@ pub fn describe(load: &str, ch: &Change) -> String {
 }
 
 fn row(out: &mut String, ch: &Change) {
-    let request = if ch.request == ALL_REQUESTS {
-        "(all)"
-    } else {
-        &ch.request
-    };
+    let request = ch.who();
     let verdict = match ch.verdict {
         Verdict::Noise => "noise (not significantly beyond the limit)",
         v => v.as_str(),

@@ -11,5 +11,5 @@ pub mod watch;
 
 pub use agents::{AgentError, AgentSet};
 pub use sampler::{Reading, Sampler};
-pub use usage::tier_usage;
+pub use usage::{tier_usage, ServerSecond, TierFigures};
 pub use watch::{watched_processes, DemandWatch, WatchedProcess};

@@ -15,16 +15,43 @@ use crate::measure::round_to;
 use crate::record::{ByteRates, DiskRates, TierUsage};
 use crate::scenario::ServerSpec;
 
+/// One interval between consecutive readings of a tier's agent (about a
+/// second): a row of `server_series.csv`, the samples `compare` tests a
+/// change of CPU per request with.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerSecond {
+    /// Seconds into the level's measured window at the interval's end.
+    pub window_s: f64,
+    pub level: u32,
+    pub tier: String,
+    /// Requests the generator completed over the interval.
+    pub requests: f64,
+    /// The tier's processes' CPU per request over the interval (0 when no
+    /// request completed).
+    pub cpu_ms_per_request: f64,
+    pub cpu_util_cores: f64,
+}
+
+/// What the agents measured of a level: each tier's usage, its intervals,
+/// and warnings naming the tiers left out.
+pub struct TierFigures {
+    pub usage: BTreeMap<String, TierUsage>,
+    pub seconds: Vec<ServerSecond>,
+    pub warnings: Vec<String>,
+}
+
 /// The tiers' usage over the readings in `readings` in which their agent
 /// answered; tiers without two such readings are left out (and named in the
-/// returned warnings).
+/// returned warnings). `level` numbers the intervals' rows.
 pub fn tier_usage(
     servers: &[ServerSpec],
     agents: &AgentSet,
     readings: &[Reading],
     completed: &dyn Fn(Instant, Instant) -> f64,
-) -> (BTreeMap<String, TierUsage>, Vec<String>) {
+    level: u32,
+) -> TierFigures {
     let mut out = BTreeMap::new();
+    let mut seconds = Vec::new();
     let mut warnings = Vec::new();
     for server in servers {
         let Some(i) = agents
@@ -65,8 +92,29 @@ pub fn tier_usage(
             server.tier.clone(),
             window.usage(server, &agents.agents[i].url, last.host.cores),
         );
+        seconds.extend(
+            window
+                .intervals
+                .iter()
+                .map(|&(t_s, requests, cpu_s, dt)| ServerSecond {
+                    level,
+                    tier: server.tier.clone(),
+                    window_s: round_to(t_s, 3),
+                    requests: round_to(requests, 3),
+                    cpu_ms_per_request: if requests > 0.0 {
+                        round_to(cpu_s / requests * 1e3, 4)
+                    } else {
+                        0.0
+                    },
+                    cpu_util_cores: round_to(cpu_s / dt.max(1e-9), 4),
+                }),
+        );
     }
-    (out, warnings)
+    TierFigures {
+        usage: out,
+        seconds,
+        warnings,
+    }
 }
 
 /// What a tier used over a window made of intervals between readings.
@@ -88,6 +136,9 @@ struct Window {
     disk_write: f64,
     host_busy_s: f64,
     host_steal_s: f64,
+    /// Per interval: its end (s into the window), requests, the tier's CPU
+    /// seconds, its length.
+    intervals: Vec<(f64, f64, f64, f64)>,
 }
 
 impl Window {
@@ -105,8 +156,11 @@ impl Window {
         for pair in answered.windows(2) {
             let ((from, a), (to, b)) = (pair[0], pair[1]);
             if a.agent.started_ms == b.agent.started_ms {
-                window.add(server, a, b);
-                window.requests += completed(from, to);
+                let cpu_s = window.add(server, a, b);
+                let requests = completed(from, to);
+                window.requests += requests;
+                let dt = (b.monotonic_s - a.monotonic_s).max(0.0);
+                window.intervals.push((window.dt, requests, cpu_s, dt));
             } else {
                 restarted = true;
             }
@@ -114,7 +168,9 @@ impl Window {
         (window, restarted)
     }
 
-    fn add(&mut self, server: &ServerSpec, a: &Counters, b: &Counters) {
+    /// Adds the interval from `a` to `b`; the tier's CPU seconds in it.
+    fn add(&mut self, server: &ServerSpec, a: &Counters, b: &Counters) -> f64 {
+        let mut tier_cpu_s = 0.0;
         self.dt += (b.monotonic_s - a.monotonic_s).max(0.0);
         let delta = |x: Option<u64>, y: Option<u64>| match (x, y) {
             (Some(x), Some(y)) => y.saturating_sub(x) as f64,
@@ -125,6 +181,7 @@ impl Window {
                 continue;
             };
             let cpu_s = (pb.cpu_s - pa.cpu_s).max(0.0);
+            tier_cpu_s += cpu_s;
             *self.cpu_s.entry(name.clone()).or_default() += cpu_s;
             if let (Some(wa), Some(wb), Some(ra), Some(rb)) =
                 (pa.cpu_wait_s, pb.cpu_wait_s, pa.sched_cpu_s, pb.sched_cpu_s)
@@ -150,6 +207,7 @@ impl Window {
             disk(b, |d| d.write_bytes).saturating_sub(disk(a, |d| d.write_bytes)) as f64;
         self.host_busy_s += (b.host.cpu.busy_s - a.host.cpu.busy_s).max(0.0);
         self.host_steal_s += (b.host.cpu.steal_s - a.host.cpu.steal_s).max(0.0);
+        tier_cpu_s
     }
 
     fn usage(&self, server: &ServerSpec, agent: &str, host_cores: u32) -> TierUsage {
@@ -193,8 +251,15 @@ impl Window {
             cpu_wait_share_per_process: self
                 .wait_s
                 .iter()
-                .filter(|(_, (waited, ran))| waited + ran > 0.0)
-                .map(|(name, (waited, ran))| (name.clone(), round_to(waited / (waited + ran), 4)))
+                .map(|(name, (waited, ran))| {
+                    // A process that never ran waited none of its ready time.
+                    let share = if waited + ran > 0.0 {
+                        waited / (waited + ran)
+                    } else {
+                        0.0
+                    };
+                    (name.clone(), round_to(share, 4))
+                })
                 .collect(),
             host_steal_cores: round_to(self.host_steal_s / dt, 4),
             window_s: round_to(dt, 3),
@@ -274,5 +339,12 @@ mod tests {
         let usage = window.usage(&server, "a", 4);
         assert_eq!(usage.cpu_util_cores, 0.5);
         assert_eq!(usage.cpu_ms_per_request["web"], 5.0);
+        // Its intervals: 4 s and 2 s, half a core, 5 ms a request each.
+        let rows: Vec<(f64, f64, f64)> = window
+            .intervals
+            .iter()
+            .map(|&(t, requests, cpu_s, dt)| (t, requests, cpu_s / dt))
+            .collect();
+        assert_eq!(rows, [(4.0, 400.0, 0.5), (6.0, 200.0, 0.5)]);
     }
 }

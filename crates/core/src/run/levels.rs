@@ -9,7 +9,7 @@ use super::completions::Completions;
 use super::redo::{remeasure_short_of_cpu, replace_lost, scale_out};
 use super::validity::{self, Invalid};
 use super::warnings::{
-    all_failed, answered_wrong, client_bottleneck, data_exhausted, late_workers,
+    all_failed, answered_wrong, body_too_large, client_bottleneck, data_exhausted, late_workers,
     servers_short_of_cpu, unanswered,
 };
 use super::{LevelController, Next, RunError, RunObserver, RunPlan, SAMPLE_PERIOD};
@@ -236,12 +236,20 @@ impl<'a> Session<'a> {
             // A reading just past the window's end still describes it.
             let readings =
                 sampler.readings_between(t.measure_start, t.measure_end + SAMPLE_PERIOD / 2);
-            let (servers, notes) =
-                tier_usage(&scenario.servers, &self.agents, &readings, &|from, to| {
-                    completions.between(from, to)
-                });
-            record.servers = servers;
-            let warnings: Vec<String> = sampler.take_warnings().into_iter().chain(notes).collect();
+            let figures = tier_usage(
+                &scenario.servers,
+                &self.agents,
+                &readings,
+                &|from, to| completions.between(from, to),
+                record.level,
+            );
+            record.servers = figures.usage;
+            self.dir.append_server_seconds(&figures.seconds)?;
+            let warnings: Vec<String> = sampler
+                .take_warnings()
+                .into_iter()
+                .chain(figures.warnings)
+                .collect();
             for w in warnings {
                 self.warn(format!("level {}: {w}", record.level));
             }
@@ -253,6 +261,9 @@ impl<'a> Session<'a> {
             self.warn(w);
         }
         if let Some(w) = answered_wrong(&record) {
+            self.warn(w);
+        }
+        if let Some(w) = body_too_large(&record, scenario) {
             self.warn(w);
         }
         if let Some(w) = data_exhausted(&record, scenario) {

@@ -84,7 +84,7 @@ const NO_ANSWER: [&str; 5] = ["connect_refused", "connect", "reset", "timeout", 
 /// extraction, bytes that are not a response, a TLS handshake refused, a
 /// broker's error. (`http_*` are the server's own words, and
 /// `data_exhausted` has its warning.)
-const ANSWERED_WRONG: [&str; 8] = [
+const ANSWERED_WRONG: [&str; 9] = [
     "malformed",
     "redirect_limit",
     "redirect_off_target",
@@ -93,7 +93,21 @@ const ANSWERED_WRONG: [&str; 8] = [
     "encode",
     "tls",
     "kafka_broker",
+    "body_too_large",
 ];
+
+/// Says so when answers were too large to check: the limit, and the fix.
+pub(super) fn body_too_large(level: &LevelRecord, scenario: &Scenario) -> Option<String> {
+    let count = *level.errors_by_kind.get("body_too_large")?;
+    Some(format!(
+        "level {}: {count} answer{} larger than `target.max_body` ({}), so {} checks and extraction could not read all of {}; raise `max_body` under `target` if such answers are expected",
+        level.level,
+        if count == 1 { " was" } else { "s were" },
+        crate::scenario::files::human_bytes(scenario.target.max_body as u64),
+        if count == 1 { "its" } else { "their" },
+        if count == 1 { "it" } else { "them" },
+    ))
+}
 
 /// Says so when requests got no answer at all: unlike error statuses,
 /// those mean the target itself is down, gone mid-run or overwhelmed. A

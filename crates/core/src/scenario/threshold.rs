@@ -3,7 +3,10 @@
 //!
 //! Grammar: `[request "."] metric op value`, where metric is `mean`, `max`,
 //! `pN` (`p50`, `p90`, `p95`, `p99`, `p99.9`, … with at most one decimal),
-//! `error_rate`, `checks` or `throughput`, and op is `<`, `<=`, `>` or `>=`.
+//! `error_rate`, `checks` or `throughput`, and op is `<`, `<=`, `>` or `>=`;
+//! or, of what a tier of `servers:` spends, `tier "." cpu_ms op ms`
+//! (`web.cpu_ms < 5`: its CPU per request) and `tier "." util op share`
+//! (`web.util < 60%`: its busy cores over its cores).
 //! Times take a duration and are kept in milliseconds; `error_rate` and
 //! `checks` (the share of checks passed) take a percent or a fraction and
 //! are kept as a fraction; `throughput` takes `100/s` or a plain number, in
@@ -14,9 +17,11 @@ use super::model::{Comparison, Metric, RequestId, Threshold};
 
 const METRICS: &str = "mean, max, p50, p90, p95, p99, p99.9, error_rate, checks or throughput";
 
+/// `expr` with the scenario's request names (`request_id`) and tiers.
 pub fn parse_threshold(
     expr: &str,
     request_id: impl Fn(&str) -> Option<RequestId>,
+    tiers: &[&str],
 ) -> Result<Threshold, String> {
     let text = expr.trim();
     let Some(at) = text.find(['<', '>']) else {
@@ -35,15 +40,36 @@ pub fn parse_threshold(
     let left = text[..at].trim();
     let right = text[at + op_text.len()..].trim();
 
-    let (request, metric) = match parse_metric(left) {
-        Some(metric) => (None, metric),
+    let (request, tier, metric) = match parse_metric(left) {
+        Some(metric) if metric.of_tier() => {
+            let example = tiers.first().copied().unwrap_or("web");
+            return Err(format!(
+                "`{left}` is a tier's: write it after the tier's name, like `{example}.{left}`"
+            ));
+        }
+        Some(metric) => (None, None, metric),
         None => match left.split_once('.') {
             Some((name, metric_text)) if !name.is_empty() => {
                 let (name, metric_text) = (name.trim(), metric_text.trim());
                 match (request_id(name), parse_metric(metric_text)) {
-                    (Some(id), Some(metric)) => (Some(id), metric),
+                    (_, Some(metric)) if metric.of_tier() => {
+                        if !tiers.contains(&name) {
+                            return Err(if tiers.is_empty() {
+                                format!("`{metric_text}` of tier `{name}`: the scenario has no `servers:` to measure it")
+                            } else {
+                                format!("unknown tier `{name}` (the tiers of `servers:`: {})", tiers.join(", "))
+                            });
+                        }
+                        (None, Some(name.to_string()), metric)
+                    }
+                    (Some(id), Some(metric)) => (Some(id), None, metric),
                     (Some(_), None) => {
                         return Err(format!("expected a metric ({METRICS}), found `{metric_text}`"))
+                    }
+                    (None, Some(_)) if tiers.contains(&name) => {
+                        return Err(format!(
+                            "`{metric_text}` is the client's, not a tier's: a tier has cpu_ms and util"
+                        ))
                     }
                     (None, Some(_)) => return Err(format!("unknown request `{name}`")),
                     // Neither part makes sense: `p42.42` is a bad metric,
@@ -67,7 +93,14 @@ pub fn parse_threshold(
             .map_err(|_| {
                 format!("expected a duration like `250ms` after `{op_text}`, found `{right}`")
             })?,
-        Metric::ErrorRate | Metric::Checks => parse_rate(right).ok_or_else(|| {
+        Metric::CpuMs => parse_duration(right)
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .ok()
+            .or_else(|| right.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0))
+            .ok_or_else(|| {
+                format!("expected CPU milliseconds like `5` or `5ms` after `{op_text}`, found `{right}`")
+            })?,
+        Metric::ErrorRate | Metric::Checks | Metric::Util => parse_rate(right).ok_or_else(|| {
             format!("expected a percentage like `1%` or a fraction like `0.01` after `{op_text}`, found `{right}`")
         })?,
         Metric::Throughput => right
@@ -84,6 +117,7 @@ pub fn parse_threshold(
     Ok(Threshold {
         source: text.to_string(),
         request,
+        tier,
         metric,
         op,
         bound,
@@ -97,6 +131,8 @@ fn parse_metric(text: &str) -> Option<Metric> {
         "error_rate" => Some(Metric::ErrorRate),
         "checks" => Some(Metric::Checks),
         "throughput" => Some(Metric::Throughput),
+        "cpu_ms" => Some(Metric::CpuMs),
+        "util" => Some(Metric::Util),
         _ => {
             let number = text.strip_prefix('p')?;
             let (whole, tenth) = match number.split_once('.') {
@@ -202,7 +238,8 @@ mod tests {
             ),
         ];
         for (text, request, metric, op, bound) in ok {
-            let t = parse_threshold(text, lookup).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let t =
+                parse_threshold(text, lookup, &["web"]).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(t.request, *request, "{text}");
             assert_eq!(t.metric, *metric, "{text}");
             assert_eq!(t.op, *op, "{text}");
@@ -213,7 +250,7 @@ mod tests {
 
     #[test]
     fn errors_say_what_was_expected() {
-        let err = |text: &str| parse_threshold(text, lookup).unwrap_err();
+        let err = |text: &str| parse_threshold(text, lookup, &["web"]).unwrap_err();
         assert_eq!(
             err("p99 250ms"),
             "expected a comparison like `p99 < 250ms`, found `p99 250ms`"
@@ -230,5 +267,32 @@ mod tests {
         assert_eq!(err("logn.p99 < 1s"), "unknown request `logn`");
         assert!(err("login.p999x < 1s").contains("found `p999x`"));
         assert!(err("p42.42 < 1s").contains("found `p42.42`"));
+        assert_eq!(
+            err("cpu_ms < 5"),
+            "`cpu_ms` is a tier's: write it after the tier's name, like `web.cpu_ms`"
+        );
+        assert_eq!(
+            err("db.util < 50%"),
+            "unknown tier `db` (the tiers of `servers:`: web)"
+        );
+        assert!(err("web.p99 < 1s").contains("the client's, not a tier's"));
+        assert!(err("web.util < 150%").contains("percentage"));
+        assert!(err("web.cpu_ms < soon").contains("CPU milliseconds"));
+        assert!(parse_threshold("web.util < 50%", lookup, &[])
+            .unwrap_err()
+            .contains("no `servers:`"));
+    }
+
+    #[test]
+    fn a_tiers_cost_and_utilisation() {
+        let t = parse_threshold("web.cpu_ms < 5", lookup, &["web"]).unwrap();
+        assert_eq!(
+            (t.tier.as_deref(), t.metric, t.bound),
+            (Some("web"), Metric::CpuMs, 5.0)
+        );
+        let t = parse_threshold("web.cpu_ms <= 1.5ms", lookup, &["web"]).unwrap();
+        assert_eq!(t.bound, 1.5);
+        let t = parse_threshold("web.util < 60%", lookup, &["web"]).unwrap();
+        assert_eq!((t.metric, t.bound, t.request), (Metric::Util, 0.6, None));
     }
 }

@@ -214,7 +214,8 @@ pub fn decode(
                     .position(|n| *n == name)
                     .map(|i| RequestId(i as u32))
             };
-            match parse_threshold(&text, id) {
+            let tiers: Vec<&str> = servers.iter().map(|s| s.tier.as_str()).collect();
+            match parse_threshold(&text, id, &tiers) {
                 Ok(t) => thresholds.push(t),
                 Err(message) => {
                     let hint = message

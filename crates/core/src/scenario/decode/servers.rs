@@ -21,6 +21,19 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
         };
         let tier = fields.required(ctx, "tier").and_then(|n| {
             let tier = ctx.string(n, "a tier name like `web`")?;
+            // Thresholds (`web.cpu_ms < 5`) and server_series.csv name it.
+            let named = !tier.is_empty()
+                && tier
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !named {
+                ctx.error_hint(
+                    n.pos(),
+                    format!("a tier name is letters, digits, `_` and `-`, found `{tier}`"),
+                    Some("thresholds name it: `web.cpu_ms < 5`".into()),
+                );
+                return None;
+            }
             if servers.iter().any(|s| s.tier == tier) {
                 ctx.error(n.pos(), format!("duplicate tier `{tier}` in `servers`"));
             }

@@ -10,10 +10,13 @@ pub struct Threshold {
     pub source: String,
     /// `None` for the whole run, or one request.
     pub request: Option<RequestId>,
+    /// The tier (`servers:`) a server-side metric is of: `web.cpu_ms`.
+    pub tier: Option<String>,
     pub metric: Metric,
     pub op: Comparison,
-    /// In the metric's unit: milliseconds for times, a fraction (0.01 for 1%)
-    /// for `error_rate`, requests per second for `throughput`.
+    /// In the metric's unit: milliseconds for times and `cpu_ms`, a
+    /// fraction (0.01 for 1%) for `error_rate`, `checks` and `util`,
+    /// requests per second for `throughput`.
     pub bound: f64,
 }
 
@@ -27,6 +30,18 @@ pub enum Metric {
     /// The share of `check:`s that passed.
     Checks,
     Throughput,
+    /// A tier's CPU per request, its processes together, in ms (the
+    /// service demand the agents measure).
+    CpuMs,
+    /// A tier's utilisation: its busy cores over the cores it may use.
+    Util,
+}
+
+impl Metric {
+    /// Whether the metric is a tier's (`servers:`), not the client's.
+    pub fn of_tier(self) -> bool {
+        matches!(self, Metric::CpuMs | Metric::Util)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
