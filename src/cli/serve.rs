@@ -64,6 +64,11 @@ pub struct AgentArgs {
     /// Off by default: command lines hold other programs' arguments.
     #[arg(long, value_name = "NAME")]
     pub allow_cmdline: Vec<String>,
+    /// Where the host's cgroup file systems are, when not where this
+    /// process's mounts say (in a container: the host's /sys/fs/cgroup
+    /// mounted at, say, /host/sys/fs/cgroup).
+    #[arg(long, value_name = "DIR")]
+    pub cgroup_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

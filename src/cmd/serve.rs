@@ -105,6 +105,7 @@ pub fn agent(args: AgentArgs) -> Outcome {
         listen: args.listen,
         token_file: args.token_file,
         allow_cmdline: args.allow_cmdline,
+        cgroup_root: args.cgroup_root,
     })
     .map(|_| exit::OK)
     .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))

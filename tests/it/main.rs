@@ -14,6 +14,7 @@ mod browser;
 mod support;
 
 mod capacity;
+mod cgroups;
 mod checks;
 mod cli;
 mod compare;

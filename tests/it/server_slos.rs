@@ -18,7 +18,7 @@ requests:
   cpu: {{path: "/cpu?ms=4"}}
 servers:
   - {{tier: web, agent: "{agent}", processes: [{}]}}
-thresholds: ["web.cpu_ms < 50", "web.util < 100%", "web.cpu_ms < 1", "p99 < 10s"]
+thresholds: ["web.cpu_ms < 50", "web.util < 100%", "web.cpu_ms < 1", "p99 < 10s", "web.memory < 64GiB", "web.memory < 1KiB"]
 "#,
             tb.web_url, tb.web_process
         ),
@@ -77,6 +77,21 @@ fn a_tiers_cpu_per_request_and_utilisation_pass_or_fail_the_run() {
         stdout.contains("FAIL  web.cpu_ms < 1  (measured"),
         "{stdout}"
     );
+    // Memory: the tier's resident set at its highest, as the level keeps it.
+    let memory = result(4)["actual"].as_f64().unwrap();
+    let kept = run["levels"][0]["servers"]["web"]["memory_max_bytes"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        result(4)["passed"] == true && memory == kept && memory > 1e6,
+        "{results:?}"
+    );
+    assert_eq!(result(4)["unit"], "bytes");
+    assert!(result(5)["passed"] == false, "{results:?}");
+    let mean = run["levels"][0]["servers"]["web"]["memory_mean_bytes"]
+        .as_f64()
+        .unwrap();
+    assert!(mean > 1e6 && mean <= kept, "{mean} {kept}");
 
     // Without the agents the tier is not measured: its thresholds fail,
     // saying why, never pass on nothing.
@@ -167,9 +182,9 @@ servers:
         ]);
         assert_eq!(code, Some(0), "{stdout}\n{stderr}");
         let series = std::fs::read_to_string(out.join("server_series.csv")).unwrap();
-        assert!(
-            series.starts_with("window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores\n")
-        );
+        assert!(series.starts_with(
+            "window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores,memory_bytes\n"
+        ));
         assert!(series.lines().count() >= 6, "{series}");
         out
     };

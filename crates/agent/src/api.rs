@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub const MAX_NAMES: usize = 32;
 /// At most this many bytes per process name.
 pub const MAX_NAME_BYTES: usize = 64;
+/// At most this many bytes per cgroup glob (a Kubernetes pod's cgroup
+/// path runs past 100).
+pub const MAX_GLOB_BYTES: usize = 512;
 
 /// Who answered.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -53,6 +56,15 @@ pub struct Counters {
     pub host: HostCounters,
     /// One entry per requested name.
     pub processes: BTreeMap<String, GroupCounters>,
+    /// One entry per requested cgroup glob: its cgroups together, as a
+    /// process group (`processes` counts the cgroups matched, the
+    /// replicas; `threads` the processes in them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cgroups: BTreeMap<String, GroupCounters>,
+    /// For each cgroup glob that matched nothing, the cgroups nearest it
+    /// on this host, to name in the error.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unmatched_cgroups: BTreeMap<String, Vec<String>>,
 }
 
 /// Host-wide counters.
@@ -117,6 +129,10 @@ pub struct GroupCounters {
     pub processes: u32,
     /// Threads of the live matching processes now.
     pub threads: u32,
+    /// Resident set size of the live matching processes now, in bytes (a
+    /// gauge, unlike the counters: 0 from agents before it was sent).
+    #[serde(default)]
+    pub rss_bytes: u64,
     /// Processes that matched and have exited since tracking began.
     pub departed: u32,
     /// Seconds the group's threads were ready to run but waited for a CPU
@@ -152,6 +168,8 @@ pub enum MatchMode {
     Comm,
     /// /proc/PID/cmdline contains the name.
     Cmdline,
+    /// A glob over the cgroup hierarchies (`system.slice/web-*.scope`).
+    Cgroup,
 }
 
 /// A validated counters query.
@@ -160,6 +178,8 @@ pub struct CountersQuery {
     /// Distinct names, in request order.
     pub names: Vec<String>,
     pub mode: MatchMode,
+    /// Distinct cgroup globs (`cgroup=`), in request order.
+    pub cgroups: Vec<String>,
 }
 
 /// Why a query was refused (each becomes a 400).
@@ -173,15 +193,20 @@ pub enum QueryError {
     NameNotPrintable,
     #[error("match must be 'comm' or 'cmdline'")]
     BadMatch,
-    #[error("unknown query parameter '{0}' (expected process, match)")]
+    #[error("cgroup glob must be 1 to {MAX_GLOB_BYTES} printable bytes")]
+    GlobLength,
+    #[error("{0}")]
+    BadGlob(&'static str),
+    #[error("unknown query parameter '{0}' (expected process, match, cgroup)")]
     UnknownParameter(String),
     #[error("query is not valid percent-encoded UTF-8")]
     BadEncoding,
 }
 
-/// Parses `process=a&process=b[&match=cmdline]`.
+/// Parses `process=a&process=b[&match=cmdline][&cgroup=GLOB…]`.
 pub fn parse_counters_query(query: Option<&str>) -> Result<CountersQuery, QueryError> {
     let mut names: Vec<String> = Vec::new();
+    let mut cgroups: Vec<String> = Vec::new();
     let mut mode = MatchMode::Comm;
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -202,6 +227,21 @@ pub fn parse_counters_query(query: Option<&str>) -> Result<CountersQuery, QueryE
                     names.push(value);
                 }
             }
+            "cgroup" => {
+                if value.is_empty()
+                    || value.len() > MAX_GLOB_BYTES
+                    || value.chars().any(char::is_control)
+                {
+                    return Err(QueryError::GlobLength);
+                }
+                crate::cgroups::check_glob(&value).map_err(QueryError::BadGlob)?;
+                if !cgroups.contains(&value) {
+                    if cgroups.len() == MAX_NAMES {
+                        return Err(QueryError::TooManyNames);
+                    }
+                    cgroups.push(value);
+                }
+            }
             "match" => {
                 mode = match value.as_str() {
                     "comm" => MatchMode::Comm,
@@ -216,7 +256,11 @@ pub fn parse_counters_query(query: Option<&str>) -> Result<CountersQuery, QueryE
             }
         }
     }
-    Ok(CountersQuery { names, mode })
+    Ok(CountersQuery {
+        names,
+        mode,
+        cgroups,
+    })
 }
 
 /// Decodes application/x-www-form-urlencoded text: `%XX` and `+` for space.
@@ -257,6 +301,20 @@ mod tests {
         assert_eq!(q.names, ["a b c"]);
         assert_eq!(q.mode, MatchMode::Cmdline);
         assert!(parse_counters_query(None).unwrap().names.is_empty());
+        let q =
+            parse_counters_query(Some("process=tb-web&cgroup=system.slice%2Fweb-*.scope")).unwrap();
+        assert_eq!(
+            (q.names.len(), q.cgroups.as_slice()),
+            (1, &["system.slice/web-*.scope".to_string()][..])
+        );
+        assert!(matches!(
+            parse_counters_query(Some("cgroup=a%2F..%2Fb")),
+            Err(QueryError::BadGlob(_))
+        ));
+        assert_eq!(
+            parse_counters_query(Some("cgroup=")),
+            Err(QueryError::GlobLength)
+        );
     }
 
     #[test]

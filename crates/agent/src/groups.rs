@@ -37,7 +37,12 @@ pub struct ProcSample {
     /// In clock ticks, all threads of the process included.
     pub utime: u64,
     pub stime: u64,
+    /// User and system CPU in ns, counted finer than ticks: a cgroup's
+    /// (`crate::cgroups`); added to `utime`/`stime`.
+    pub precise_ns: Option<(u64, u64)>,
     pub threads: u32,
+    /// Resident set size now, in bytes.
+    pub rss_bytes: u64,
     /// None when /proc/PID/io could not be read (another user's process).
     pub io: Option<IoCounters>,
     /// The scheduler's times by thread id; None when schedstat is
@@ -77,6 +82,8 @@ pub struct Group {
     live: HashMap<ProcId, ProcSample>,
     departed_utime: u64,
     departed_stime: u64,
+    /// User and system ns of departed cgroups.
+    departed_precise_ns: (u64, u64),
     departed_io: IoCounters,
     departed: u32,
     /// Per live process: the scheduler's times of its exited threads.
@@ -100,6 +107,9 @@ impl Group {
                 // should the file become unreadable (e.g. after a setuid exec).
                 sample.utime = sample.utime.max(old.utime);
                 sample.stime = sample.stime.max(old.stime);
+                if let (Some(new), Some(old)) = (&mut sample.precise_ns, old.precise_ns) {
+                    *new = (new.0.max(old.0), new.1.max(old.1));
+                }
                 sample.io = match (sample.io, old.io) {
                     (Some(new), Some(old)) => Some(max_io(&new, &old)),
                     (new, old) => new.or(old),
@@ -122,6 +132,10 @@ impl Group {
         for (id, gone) in self.live.drain() {
             self.departed_utime += gone.utime;
             self.departed_stime += gone.stime;
+            if let Some((user, sys)) = gone.precise_ns {
+                self.departed_precise_ns.0 += user;
+                self.departed_precise_ns.1 += sys;
+            }
             if let Some(io) = &gone.io {
                 self.departed_io.add(io);
             }
@@ -138,8 +152,10 @@ impl Group {
     pub fn counters(&self, clk_tck: u64) -> GroupCounters {
         let mut utime = self.departed_utime;
         let mut stime = self.departed_stime;
+        let (mut user_ns, mut sys_ns) = self.departed_precise_ns;
         let mut io = Some(self.departed_io);
         let mut threads = 0u32;
+        let mut rss_bytes = 0u64;
         let mut sched = Some(self.departed_sched);
         for (id, p) in &self.live {
             sched = sched.zip(p.sched_sum()).map(|(mut sum, one)| {
@@ -149,7 +165,12 @@ impl Group {
             });
             utime += p.utime;
             stime += p.stime;
+            if let Some((user, sys)) = p.precise_ns {
+                user_ns += user;
+                sys_ns += sys;
+            }
             threads = threads.saturating_add(p.threads);
+            rss_bytes = rss_bytes.saturating_add(p.rss_bytes);
             io = match (io, &p.io) {
                 (Some(mut sum), Some(one)) => {
                     sum.add(one);
@@ -161,10 +182,12 @@ impl Group {
             };
         }
         let ticks = clk_tck.max(1) as f64;
+        let utime_s = utime as f64 / ticks + user_ns as f64 / 1e9;
+        let stime_s = stime as f64 / ticks + sys_ns as f64 / 1e9;
         GroupCounters {
-            cpu_s: (utime + stime) as f64 / ticks,
-            utime_s: utime as f64 / ticks,
-            stime_s: stime as f64 / ticks,
+            cpu_s: utime_s + stime_s,
+            utime_s,
+            stime_s,
             read_bytes: io.map(|io| io.read_bytes),
             write_bytes: io.map(|io| io.write_bytes),
             rchar: io.map(|io| io.rchar),
@@ -172,6 +195,7 @@ impl Group {
             processes: self.live.len() as u32,
             threads,
             departed: self.departed,
+            rss_bytes,
             cpu_wait_s: sched.map(|t| t.waited as f64 / 1e9),
             sched_cpu_s: sched.map(|t| t.ran as f64 / 1e9),
         }
@@ -277,7 +301,9 @@ mod tests {
             starttime,
             utime,
             stime,
+            precise_ns: None,
             threads: 2,
+            rss_bytes: 1 << 20,
             io: Some(IoCounters {
                 rchar: utime,
                 wchar: 0,
@@ -345,6 +371,8 @@ mod tests {
         let c = g.counters(100);
         assert_eq!(c.cpu_s, 5.5);
         assert_eq!((c.processes, c.threads, c.departed), (2, 4, 1));
+        // Memory is what the live processes hold now, not a total.
+        assert_eq!(c.rss_bytes, 2 << 20);
         assert_eq!(c.rchar, Some(550));
         g.update(vec![]);
         let c = g.counters(100);

@@ -1,6 +1,6 @@
 //! autoperf's profiler agent: it runs on each server host, reads `/proc`,
 //! and serves cumulative counters as JSON over HTTP. It executes nothing
-//! and answers only about the process names it is asked about.
+//! and answers only about the process names and cgroups it is asked about.
 //!
 //! Layout and data flow:
 //!
@@ -12,6 +12,7 @@
 //!   api       query parsing ───┘          response types (shared with the controller)
 //!   scan      /proc/PID/{stat,io,cmdline} ─→ ProcSample per matching process
 //!             /proc/{stat,net/dev,diskstats} → HostCounters
+//!   cgroups   a glob over the cgroup hierarchies ─→ ProcSample per cgroup
 //!   procfs    the pure parsers behind scan, tested on captured fixtures
 //!   groups    per-group totals = live processes + departed ones (never decrease)
 //! ```
@@ -24,6 +25,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod cgroups;
 pub mod groups;
 pub mod options;
 pub mod procfs;

@@ -20,6 +20,10 @@ pub struct AgentOptions {
     /// Names that may be matched against whole command lines
     /// (`match=cmdline`); none by default.
     pub allow_cmdline: Vec<String>,
+    /// Where the host's cgroup file systems are, when not where
+    /// /proc/self/mountinfo says (an agent in a container with the host's
+    /// /sys/fs/cgroup mounted at /host/sys/fs/cgroup, say).
+    pub cgroup_root: Option<PathBuf>,
 }
 
 impl Default for AgentOptions {
@@ -28,6 +32,7 @@ impl Default for AgentOptions {
             listen: DEFAULT_LISTEN,
             token_file: None,
             allow_cmdline: Vec::new(),
+            cgroup_root: None,
         }
     }
 }
@@ -41,6 +46,9 @@ pub struct Access {
     /// other programs' arguments (passwords, keys); answering for any
     /// substring would let a client read them a character at a time.
     pub cmdline: Vec<String>,
+    /// Where cgroup globs are matched, when not the hierarchies mounted
+    /// here (`AgentOptions::cgroup_root`).
+    pub cgroup_root: Option<PathBuf>,
 }
 
 impl Access {
@@ -49,6 +57,7 @@ impl Access {
         Ok(Access {
             token: resolve_token(options)?,
             cmdline: options.allow_cmdline.clone(),
+            cgroup_root: options.cgroup_root.clone(),
         })
     }
 }

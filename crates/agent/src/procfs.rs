@@ -37,6 +37,8 @@ pub struct PidStat {
     /// Kernel-mode time of all threads, in clock ticks.
     pub stime: u64,
     pub num_threads: u32,
+    /// Resident set size, in pages.
+    pub rss_pages: u64,
     /// Start time after boot in clock ticks: with the PID, it identifies one
     /// process across PID reuse.
     pub starttime: u64,
@@ -77,6 +79,7 @@ pub fn parse_pid_stat(text: &str) -> Result<PidStat, ParseError> {
         stime: field(15, "stime")?,
         num_threads: field(20, "num_threads")? as u32,
         starttime: field(22, "starttime")?,
+        rss_pages: field(24, "rss")?,
     })
 }
 

@@ -1,6 +1,7 @@
 //! Reading the live `/proc`: one pass over the process directories for all
-//! tracked groups, and the host-wide files. The root is a parameter so a
-//! test can point it at a directory it built.
+//! tracked groups, and the host-wide files; cgroup groups read their
+//! cgroups' own files (`crate::cgroups`). The roots are parameters so a
+//! test can point them at directories it built.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -8,6 +9,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::api::{CpuTimes, DiskCounters, HostCounters, MatchMode, NetCounters};
+use crate::cgroups::Hierarchies;
 use crate::groups::{GroupKey, ProcSample};
 use crate::procfs::{self, PidStat};
 
@@ -21,22 +23,54 @@ const CMDLINE_BYTES: u64 = 32 * 1024;
 #[derive(Debug, Clone)]
 pub struct ProcFs {
     root: PathBuf,
+    cgroups: Hierarchies,
 }
 
 impl ProcFs {
+    /// A `/proc` tree at `root`, and no cgroup hierarchy.
     pub fn new(root: impl Into<PathBuf>) -> ProcFs {
-        ProcFs { root: root.into() }
+        ProcFs {
+            root: root.into(),
+            cgroups: Hierarchies::default(),
+        }
     }
 
-    /// The system's `/proc`.
+    /// The system's `/proc` and cgroup hierarchies.
     pub fn system() -> ProcFs {
-        ProcFs::new("/proc")
+        ProcFs {
+            root: "/proc".into(),
+            cgroups: Hierarchies::system(),
+        }
+    }
+
+    /// The cgroup hierarchies read for cgroup groups.
+    pub fn with_cgroups(mut self, cgroups: Hierarchies) -> ProcFs {
+        self.cgroups = cgroups;
+        self
+    }
+
+    /// For a cgroup glob that matches nothing: the cgroups nearest it.
+    pub fn nearest_cgroups(&self, glob: &str) -> Vec<String> {
+        self.cgroups.nearest(glob, 5)
     }
 
     /// Samples every process matching any of `keys`, in one pass over the
     /// process directories. A process that vanishes mid-pass is skipped.
     pub fn scan(&self, keys: &[GroupKey]) -> HashMap<GroupKey, Vec<ProcSample>> {
         let mut out: HashMap<GroupKey, Vec<ProcSample>> = HashMap::new();
+        for key in keys.iter().filter(|k| k.mode == MatchMode::Cgroup) {
+            let samples = self
+                .cgroups
+                .matching(&key.name)
+                .iter()
+                .filter_map(|rel| self.cgroups.sample(rel))
+                .collect();
+            out.insert(key.clone(), samples);
+        }
+        let keys: Vec<&GroupKey> = keys
+            .iter()
+            .filter(|k| k.mode != MatchMode::Cgroup)
+            .collect();
         if keys.is_empty() {
             return out;
         }
@@ -62,7 +96,7 @@ impl ProcFs {
                 String::new()
             };
             let mut sample = None;
-            for key in keys {
+            for &key in &keys {
                 if matches(key, &stat, &cmdline) {
                     let s = sample.get_or_insert_with(|| to_sample(&stat, &dir));
                     out.entry(key.clone()).or_default().push(s.clone());
@@ -134,6 +168,7 @@ fn matches(key: &GroupKey, stat: &PidStat, cmdline: &str) -> bool {
             stat.comm == name
         }
         MatchMode::Cmdline => cmdline.contains(key.name.as_str()),
+        MatchMode::Cgroup => false,
     }
 }
 
@@ -146,9 +181,22 @@ fn to_sample(stat: &PidStat, dir: &Path) -> ProcSample {
         starttime: stat.starttime,
         utime: stat.utime,
         stime: stat.stime,
+        precise_ns: None,
         threads: stat.num_threads,
+        rss_bytes: stat.rss_pages.saturating_mul(page_size()),
         io,
         sched: read_sched_times(dir),
+    }
+}
+
+/// Bytes per page, the unit of /proc's resident set sizes.
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 on error.
+    let bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if bytes > 0 {
+        bytes as u64
+    } else {
+        4096
     }
 }
 

@@ -80,9 +80,13 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     AgentInfo::this(); // fixes started_ms now, not at the first request
+    let procfs = match &access.cgroup_root {
+        Some(root) => ProcFs::system().with_cgroups(crate::cgroups::Hierarchies::under(root)),
+        None => ProcFs::system(),
+    };
     let state = Arc::new(State {
         registry: Mutex::new(Registry::default()),
-        procfs: ProcFs::system(),
+        procfs,
         clk_tck: scan::clk_tck(),
         access,
     });
@@ -244,15 +248,22 @@ fn handle(state: &State, ticket: &Ticket, req: &Request<Incoming>) -> Reply {
 }
 
 fn counters(state: &State, query: &api::CountersQuery) -> std::io::Result<Counters> {
+    let key = |mode: MatchMode, name: &String| GroupKey {
+        mode,
+        name: name.clone(),
+    };
     let keys: Vec<GroupKey> = query
         .names
         .iter()
-        .map(|name| GroupKey {
-            mode: query.mode,
-            name: name.clone(),
-        })
+        .map(|name| key(query.mode, name))
+        .chain(
+            query
+                .cgroups
+                .iter()
+                .map(|glob| key(MatchMode::Cgroup, glob)),
+        )
         .collect();
-    let (processes, monotonic_s, timestamp_ms) = {
+    let (processes, cgroups, monotonic_s, timestamp_ms) = {
         let mut registry = state.registry();
         registry.touch(&keys);
         state.sample(&mut registry);
@@ -262,14 +273,22 @@ fn counters(state: &State, query: &api::CountersQuery) -> std::io::Result<Counte
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
         let processes = registry.counters(&query.names, query.mode, state.clk_tck);
-        (processes, monotonic_s, timestamp_ms)
+        let cgroups = registry.counters(&query.cgroups, MatchMode::Cgroup, state.clk_tck);
+        (processes, cgroups, monotonic_s, timestamp_ms)
     };
+    let unmatched_cgroups = cgroups
+        .iter()
+        .filter(|(_, c)| c.processes == 0)
+        .map(|(glob, _)| (glob.clone(), state.procfs.nearest_cgroups(glob)))
+        .collect();
     Ok(Counters {
         agent: AgentInfo::this(),
         timestamp_ms,
         monotonic_s,
         host: state.procfs.host(state.clk_tck)?,
         processes,
+        cgroups,
+        unmatched_cgroups,
     })
 }
 

@@ -127,7 +127,7 @@ pub const REQUEST_SERIES_HEADER: &str =
 /// readings (about a second) of a level's measured window: the samples
 /// `compare` tests a change in CPU per request with.
 pub const SERVER_SERIES_HEADER: &str =
-    "window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores\n";
+    "window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores,memory_bytes\n";
 
 /// The request name that stands for all of a level's requests together in
 /// `request_series.csv`.
@@ -275,8 +275,14 @@ impl ResultsDir {
         for r in rows {
             writeln!(
                 file,
-                "{},{},{},{},{},{}",
-                r.window_s, r.level, r.tier, r.requests, r.cpu_ms_per_request, r.cpu_util_cores
+                "{},{},{},{},{},{},{}",
+                r.window_s,
+                r.level,
+                r.tier,
+                r.requests,
+                r.cpu_ms_per_request,
+                r.cpu_util_cores,
+                r.memory_bytes
             )
             .map_err(at(&path))?;
         }

@@ -59,6 +59,7 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
     let unit = match t.metric {
         Metric::ErrorRate | Metric::Checks | Metric::Util => Unit::Fraction,
         Metric::Throughput => Unit::PerSecond,
+        Metric::Memory => Unit::Bytes,
         _ => Unit::Ms,
     };
     if let Some(tier) = &t.tier {
@@ -122,7 +123,7 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
         },
         Metric::Throughput => figures.throughput_rps,
         // Parsed only with a tier, evaluated above.
-        Metric::CpuMs | Metric::Util => {
+        Metric::CpuMs | Metric::Util | Metric::Memory => {
             return not_measured("a tier's metric without a tier".into())
         }
         Metric::Percentile(per_mille) => match percentile(figures.latency, per_mille) {
@@ -169,6 +170,14 @@ fn evaluate_tier(t: &Threshold, tier: &str, level: &LevelRecord, unit: Unit) -> 
     match t.metric {
         Metric::CpuMs if level.requests == 0 => verdict(None, Some("no request completed".into())),
         Metric::CpuMs => verdict(Some(usage.cpu_ms_per_request.values().sum()), None),
+        // Agents before memory was sent report none: not a measurement.
+        Metric::Memory if usage.memory_max_bytes == 0 => verdict(
+            None,
+            Some(format!(
+                "tier `{tier}`'s memory was not measured (an older agent?)"
+            )),
+        ),
+        Metric::Memory => verdict(Some(usage.memory_max_bytes as f64), None),
         _ => verdict(Some(usage.cpu_util_cores / usage.cores.max(1) as f64), None),
     }
 }

@@ -25,6 +25,7 @@ impl Agent {
         Agent::start_with(Access {
             token: require_token.map(str::to_string),
             cmdline: Vec::new(),
+            ..Access::default()
         })
         .await
     }
@@ -187,6 +188,7 @@ async fn host_counters_and_an_absent_name() {
             processes: 0,
             threads: 0,
             departed: 0,
+            rss_bytes: 0,
             cpu_wait_s: Some(0.0),
             sched_cpu_s: Some(0.0),
         }
@@ -212,6 +214,11 @@ async fn comm_match_finds_this_test_process() {
     assert!(group.threads >= 2, "{group:?}");
     assert!(group.cpu_s >= before, "{group:?} vs {before}");
     assert!(group.rchar.is_some(), "our own io is readable");
+    // Our own resident set: more than a page, less than the machine.
+    assert!(
+        group.rss_bytes > 4096 && group.rss_bytes < 1 << 40,
+        "{group:?}"
+    );
     agent.stop().await;
 }
 
@@ -225,6 +232,7 @@ async fn live_cpu_grows_and_survives_the_process_exiting() {
     let agent = Agent::start_with(Access {
         token: None,
         cmdline: vec![marker.clone()],
+        ..Access::default()
     })
     .await;
     // The marker is the shell's $0, so it is in its command line. The loop
@@ -305,6 +313,7 @@ async fn two_loops_on_one_cpu_each_wait_for_it_about_half_the_time() {
     let agent = Agent::start_with(Access {
         token: None,
         cmdline: vec![marker.clone()],
+        ..Access::default()
     })
     .await;
     // Two busy shells pinned to the same CPU: whenever one runs the other
@@ -390,6 +399,7 @@ async fn command_lines_answer_only_for_allowed_names() {
     let agent = Agent::start_with(Access {
         token: None,
         cmdline: vec!["tb-web".into()],
+        ..Access::default()
     })
     .await;
     // The oracle: does any command line hold `--api-key=s`? Refused, for

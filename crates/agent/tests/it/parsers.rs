@@ -20,6 +20,7 @@ fn stat_of_a_busy_shell() {
     assert_eq!((s.utime, s.stime), (61, 2));
     assert_eq!(s.num_threads, 1);
     assert_eq!(s.starttime, 109530);
+    assert_eq!(s.rss_pages, 493);
 }
 
 #[test]

@@ -21,10 +21,13 @@ pub enum Metric {
     /// compared per tier: a cost regression shows at low load long before
     /// it shows in a latency.
     CpuMs,
+    /// A tier's resident memory (its processes together), the level's mean,
+    /// compared per tier.
+    Memory,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::Throughput,
         Metric::Mean,
         Metric::P50,
@@ -33,6 +36,7 @@ impl Metric {
         Metric::P99,
         Metric::Errors,
         Metric::CpuMs,
+        Metric::Memory,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +49,7 @@ impl Metric {
             Metric::P99 => "p99",
             Metric::Errors => "errors",
             Metric::CpuMs => "cpu_ms",
+            Metric::Memory => "memory",
         }
     }
 
@@ -53,8 +58,14 @@ impl Metric {
         match self {
             Metric::Throughput => "req/s",
             Metric::Errors => "%",
+            Metric::Memory => "MiB",
             _ => "ms",
         }
+    }
+
+    /// Whether the figure is a tier's (`servers:`), compared per tier.
+    pub fn of_tier(self) -> bool {
+        matches!(self, Metric::CpuMs | Metric::Memory)
     }
 
     fn parse(text: &str) -> Option<Metric> {
@@ -88,7 +99,7 @@ pub struct Limits(pub Vec<(Metric, f64)>);
 
 impl Default for Limits {
     /// Response times 10% slower, throughput 5% lower, one percentage point
-    /// more errors, 10% more CPU per request at a tier.
+    /// more errors, 10% more CPU per request or memory at a tier.
     fn default() -> Limits {
         Limits(vec![
             (Metric::Throughput, 0.05),
@@ -98,6 +109,7 @@ impl Default for Limits {
             (Metric::P99, 0.10),
             (Metric::Errors, 0.01),
             (Metric::CpuMs, 0.10),
+            (Metric::Memory, 0.10),
         ])
     }
 }

@@ -373,7 +373,7 @@ fn level_changes(
         .collect();
     let mut changes = Vec::new();
     for request in std::iter::once(ALL_REQUESTS).chain(requests) {
-        for &(metric, limit) in limits.0.iter().filter(|(m, _)| *m != Metric::CpuMs) {
+        for &(metric, limit) in limits.0.iter().filter(|(m, _)| !m.of_tier()) {
             let (Some(bv), Some(nv)) = (figure(b, request, metric), figure(n, request, metric))
             else {
                 continue;
@@ -392,26 +392,35 @@ fn level_changes(
             ));
         }
     }
-    if let Some(limit) = limits.of(Metric::CpuMs) {
+    for metric in [Metric::CpuMs, Metric::Memory] {
+        let Some(limit) = limits.of(metric) else {
+            continue;
+        };
         for (tier, bu) in &b.servers {
             let Some(nu) = n.servers.get(tier) else {
                 continue;
             };
-            let cost = |u: &crate::record::TierUsage| u.cpu_ms_per_request.values().sum::<f64>();
-            // A tier that measured no CPU has no cost to change.
-            if cost(bu) <= 0.0 {
+            let figure = |u: &crate::record::TierUsage| match metric {
+                Metric::CpuMs => u.cpu_ms_per_request.values().sum::<f64>(),
+                _ => u.memory_mean_bytes as f64,
+            };
+            // A tier that measured none (no CPU; memory from an older
+            // agent) has nothing to change.
+            if figure(bu) <= 0.0 || (figure(nu) <= 0.0 && metric == Metric::Memory) {
                 continue;
             }
             let samples = |r: &Results, level: u32| -> Vec<f64> {
                 r.server_seconds_of(level, tier)
-                    .filter(|s| s.requests > 0.0)
-                    .map(|s| s.cpu_ms_per_request)
+                    .filter_map(|s| match metric {
+                        Metric::CpuMs => (s.requests > 0.0).then_some(s.cpu_ms_per_request),
+                        _ => (s.memory_bytes > 0).then_some(s.memory_bytes as f64),
+                    })
                     .collect()
             };
             let mut change = judge(
                 ALL_REQUESTS,
-                Metric::CpuMs,
-                (cost(bu), cost(nu)),
+                metric,
+                (figure(bu), figure(nu)),
                 Some(limit),
                 (&samples(base, b.level), &samples(new, n.level)),
             );
@@ -520,7 +529,7 @@ fn figure(l: &LevelRecord, request: &str, metric: Metric) -> Option<f64> {
         Metric::P90 => rt.p90,
         Metric::P95 => rt.p95,
         Metric::P99 => rt.p99,
-        Metric::CpuMs => return None,
+        Metric::CpuMs | Metric::Memory => return None,
     })
 }
 
@@ -536,7 +545,7 @@ fn per_second(s: &RequestSecond, metric: Metric) -> Option<f64> {
         Metric::P90 => timed.then_some(s.p90_ms),
         Metric::P95 => timed.then_some(s.p95_ms),
         Metric::P99 => timed.then_some(s.p99_ms),
-        Metric::CpuMs => None,
+        Metric::CpuMs | Metric::Memory => None,
     }
 }
 

@@ -245,6 +245,7 @@ fn server_seconds(r: &RunRecord, cpu_ms: f64) -> Vec<crate::profile::ServerSecon
                     requests: 100.0,
                     cpu_ms_per_request: cpu_ms * wobble,
                     cpu_util_cores: 0.1 * cpu_ms * wobble,
+                    memory_bytes: 0,
                 });
             }
         }

@@ -116,6 +116,7 @@ fn row(out: &mut String, ch: &Change) {
 pub(super) fn value(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Errors => format!("{:.2}", v * 100.0),
+        Metric::Memory => format!("{:.1}", v / (1u64 << 20) as f64),
         Metric::Throughput => format!("{v:.1}"),
         _ => format!("{v:.2}"),
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 pub use autoperf_agent::Counters;
 
 use crate::protocol::http1;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Selector};
 
 /// How long one counters request may take before the agent counts as gone.
 const AGENT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -21,6 +21,9 @@ pub struct AgentEndpoint {
     pub url: String,
     pub addr: SocketAddr,
     pub processes: Vec<String>,
+    /// Cgroup globs (`servers[].cgroup`) and their tiers, answered beside
+    /// the processes.
+    pub cgroups: Vec<(String, String)>,
     /// The tiers served by this agent, for messages.
     pub tiers: Vec<String>,
     /// The bearer token of the first tier that gives one.
@@ -49,6 +52,23 @@ pub enum AgentError {
         url: String,
         reason: String,
     },
+    #[error("tier {tier}: no cgroup matches `{glob}` on the host of the agent at {url}{}", nearest_text(.nearest))]
+    NoCgroup {
+        tier: String,
+        glob: String,
+        url: String,
+        nearest: Vec<String>,
+    },
+}
+
+/// `; there are: a, b` (the cgroups nearest an unmatched glob), or how to
+/// list them.
+fn nearest_text(nearest: &[String]) -> String {
+    if nearest.is_empty() {
+        "; list the host's with `systemd-cgls` or `ls /sys/fs/cgroup`".into()
+    } else {
+        format!("; nearest there: {}", nearest.join(", "))
+    }
 }
 
 /// All agents of a scenario.
@@ -72,6 +92,7 @@ impl AgentSet {
                         url: server.agent.clone(),
                         addr,
                         processes: Vec::new(),
+                        cgroups: Vec::new(),
                         tiers: Vec::new(),
                         token: None,
                         request: Vec::new(),
@@ -83,13 +104,27 @@ impl AgentSet {
             if agent.token.is_none() {
                 agent.token = server.token.clone();
             }
-            agent.processes.extend(server.processes.iter().cloned());
+            match server.by {
+                Selector::Processes => agent.processes.extend(server.processes.iter().cloned()),
+                Selector::Cgroup => agent.cgroups.extend(
+                    server
+                        .processes
+                        .iter()
+                        .map(|glob| (glob.clone(), server.tier.clone())),
+                ),
+            }
         }
         for agent in &mut agents {
             let names: BTreeSet<&String> = agent.processes.iter().collect();
+            let globs: BTreeSet<&String> = agent.cgroups.iter().map(|(glob, _)| glob).collect();
             let query: Vec<String> = names
                 .iter()
                 .map(|n| format!("process={}", percent_encode(n)))
+                .chain(
+                    globs
+                        .iter()
+                        .map(|g| format!("cgroup={}", percent_encode(g))),
+                )
                 .collect();
             let auth = agent
                 .token
@@ -129,7 +164,20 @@ impl AgentSet {
             for (i, agent) in self.agents.iter().enumerate() {
                 let mut conn = None;
                 match agent.fetch(&mut conn).await {
-                    Ok(c) => first.push(c),
+                    Ok(c) => {
+                        // A glob that selects nothing measures nothing.
+                        for (glob, tier) in &agent.cgroups {
+                            if let Some(nearest) = c.unmatched_cgroups.get(glob) {
+                                return Err(AgentError::NoCgroup {
+                                    tier: tier.clone(),
+                                    glob: glob.clone(),
+                                    url: agent.url.clone(),
+                                    nearest: nearest.clone(),
+                                });
+                            }
+                        }
+                        first.push(c);
+                    }
                     Err(reason) => return Err(self.unreachable(i, reason)),
                 }
             }
@@ -194,8 +242,13 @@ impl AgentEndpoint {
                     String::from_utf8_lossy(&body).trim()
                 ));
             }
-            serde_json::from_slice::<Counters>(&body)
-                .map_err(|e| format!("unexpected answer ({e}); is it an autoperf agent?"))
+            let mut counters = serde_json::from_slice::<Counters>(&body)
+                .map_err(|e| format!("unexpected answer ({e}); is it an autoperf agent?"))?;
+            // A cgroup group goes by its glob, as a process group by its
+            // name (the scenario keeps names and globs apart).
+            let cgroups = std::mem::take(&mut counters.cgroups);
+            counters.processes.extend(cgroups);
+            Ok(counters)
         };
         match tokio::time::timeout(AGENT_TIMEOUT, attempt).await {
             Ok(Ok(c)) => Ok(c),

@@ -13,7 +13,7 @@ use super::agents::{AgentSet, Counters};
 use super::sampler::Reading;
 use crate::measure::round_to;
 use crate::record::{ByteRates, DiskRates, TierUsage};
-use crate::scenario::ServerSpec;
+use crate::scenario::{Selector, ServerSpec};
 
 /// One interval between consecutive readings of a tier's agent (about a
 /// second): a row of `server_series.csv`, the samples `compare` tests a
@@ -30,6 +30,10 @@ pub struct ServerSecond {
     /// request completed).
     pub cpu_ms_per_request: f64,
     pub cpu_util_cores: f64,
+    /// The tier's resident memory at the interval's end (0 in files
+    /// written before it was kept).
+    #[serde(default)]
+    pub memory_bytes: u64,
 }
 
 /// What the agents measured of a level: each tier's usage, its intervals,
@@ -88,27 +92,28 @@ pub fn tier_usage(
             ));
         }
         let last = answered[answered.len() - 1].1;
-        out.insert(
-            server.tier.clone(),
-            window.usage(server, &agents.agents[i].url, last.host.cores),
-        );
-        seconds.extend(
-            window
-                .intervals
+        let mut usage = window.usage(server, &agents.agents[i].url, last.host.cores);
+        if server.by == Selector::Cgroup {
+            usage.replicas = server
+                .processes
                 .iter()
-                .map(|&(t_s, requests, cpu_s, dt)| ServerSecond {
-                    level,
-                    tier: server.tier.clone(),
-                    window_s: round_to(t_s, 3),
-                    requests: round_to(requests, 3),
-                    cpu_ms_per_request: if requests > 0.0 {
-                        round_to(cpu_s / requests * 1e3, 4)
-                    } else {
-                        0.0
-                    },
-                    cpu_util_cores: round_to(cpu_s / dt.max(1e-9), 4),
-                }),
-        );
+                .map(|glob| last.processes.get(glob).map_or(0, |g| g.processes))
+                .reduce(u32::saturating_add);
+        }
+        out.insert(server.tier.clone(), usage);
+        seconds.extend(window.intervals.iter().map(|i| ServerSecond {
+            level,
+            tier: server.tier.clone(),
+            window_s: round_to(i.end_s, 3),
+            requests: round_to(i.requests, 3),
+            cpu_ms_per_request: if i.requests > 0.0 {
+                round_to(i.cpu_s / i.requests * 1e3, 4)
+            } else {
+                0.0
+            },
+            cpu_util_cores: round_to(i.cpu_s / i.dt.max(1e-9), 4),
+            memory_bytes: i.memory_bytes,
+        }));
     }
     TierFigures {
         usage: out,
@@ -136,9 +141,30 @@ struct Window {
     disk_write: f64,
     host_busy_s: f64,
     host_steal_s: f64,
-    /// Per interval: its end (s into the window), requests, the tier's CPU
-    /// seconds, its length.
-    intervals: Vec<(f64, f64, f64, f64)>,
+    intervals: Vec<Interval>,
+    /// The tier's resident memory at each reading, in bytes.
+    memory: Vec<u64>,
+}
+
+/// One interval between two readings of one agent process.
+struct Interval {
+    /// Seconds into the window at its end.
+    end_s: f64,
+    requests: f64,
+    /// The tier's CPU seconds in it.
+    cpu_s: f64,
+    dt: f64,
+    /// The tier's resident memory at its end.
+    memory_bytes: u64,
+}
+
+/// The resident memory of `server`'s processes together in one reading.
+fn memory_of(server: &ServerSpec, c: &Counters) -> u64 {
+    server
+        .processes
+        .iter()
+        .filter_map(|name| c.processes.get(name))
+        .fold(0u64, |sum, g| sum.saturating_add(g.rss_bytes))
 }
 
 impl Window {
@@ -153,14 +179,21 @@ impl Window {
     ) -> (Window, bool) {
         let mut window = Window::default();
         let mut restarted = false;
+        // Memory is a level, not a count: every reading has one.
+        window.memory = answered.iter().map(|(_, c)| memory_of(server, c)).collect();
         for pair in answered.windows(2) {
             let ((from, a), (to, b)) = (pair[0], pair[1]);
             if a.agent.started_ms == b.agent.started_ms {
                 let cpu_s = window.add(server, a, b);
                 let requests = completed(from, to);
                 window.requests += requests;
-                let dt = (b.monotonic_s - a.monotonic_s).max(0.0);
-                window.intervals.push((window.dt, requests, cpu_s, dt));
+                window.intervals.push(Interval {
+                    end_s: window.dt,
+                    requests,
+                    cpu_s,
+                    dt: (b.monotonic_s - a.monotonic_s).max(0.0),
+                    memory_bytes: memory_of(server, b),
+                });
             } else {
                 restarted = true;
             }
@@ -262,6 +295,12 @@ impl Window {
                 })
                 .collect(),
             host_steal_cores: round_to(self.host_steal_s / dt, 4),
+            memory_mean_bytes: match self.memory.len() {
+                0 => 0,
+                n => (self.memory.iter().map(|&m| m as f64).sum::<f64>() / n as f64) as u64,
+            },
+            memory_max_bytes: self.memory.iter().copied().max().unwrap_or(0),
+            replicas: None,
             window_s: round_to(dt, 3),
         }
     }
@@ -283,6 +322,7 @@ mod tests {
             "processes": {"web": {"cpu_s": cpu_s, "utime_s": cpu_s, "stime_s": 0.0,
                 "read_bytes": null, "write_bytes": null, "rchar": null, "wchar": null,
                 "processes": 2, "threads": 2, "departed": 0, "cpu_wait_s": cpu_s / 2.0,
+                "rss_bytes": (cpu_s * 1e6) as u64,
                 "sched_cpu_s": cpu_s}}
         }))
         .unwrap()
@@ -294,6 +334,7 @@ mod tests {
             tier: "web".into(),
             agent: "http://127.0.0.1:1".into(),
             processes: vec!["web".into()],
+            by: Default::default(),
             cores: None,
             token: None,
         };
@@ -343,8 +384,12 @@ mod tests {
         let rows: Vec<(f64, f64, f64)> = window
             .intervals
             .iter()
-            .map(|&(t, requests, cpu_s, dt)| (t, requests, cpu_s / dt))
+            .map(|i| (i.end_s, i.requests, i.cpu_s / i.dt))
             .collect();
         assert_eq!(rows, [(4.0, 400.0, 0.5), (6.0, 200.0, 0.5)]);
+        // Memory at each of the three readings: 20, 22 and 23 MB.
+        let usage = window.usage(&server, "a", 4);
+        assert_eq!(usage.memory_max_bytes, 23_000_000);
+        assert_eq!(usage.memory_mean_bytes, 21_666_666);
     }
 }

@@ -236,6 +236,16 @@ pub struct ThresholdResult {
 }
 
 impl ThresholdResult {
+    /// Whether it holds a tier's figure (`web.util < 60%`, `web.cpu_ms <
+    /// 5`, `web.memory < 1GiB`): what the servers spent, not what the
+    /// client saw. The grammar gives such metrics to tiers only.
+    pub fn of_tier(&self) -> bool {
+        let left = self.source.split(['<', '>']).next().unwrap_or("").trim();
+        [".cpu_ms", ".util", ".memory"]
+            .iter()
+            .any(|metric| left.ends_with(metric))
+    }
+
     /// `p99 < 100ms failed: 412.000 ms (4.1× the bound)`.
     pub fn failure_text(&self) -> String {
         match self.actual {
@@ -265,6 +275,8 @@ pub enum Unit {
     Fraction,
     #[serde(rename = "req/s")]
     PerSecond,
+    #[serde(rename = "bytes")]
+    Bytes,
 }
 
 impl Unit {
@@ -274,6 +286,7 @@ impl Unit {
             Unit::Fraction => format!("{:.2}%", v * 100.0),
             Unit::PerSecond => format!("{v:.1} req/s"),
             Unit::Ms => format!("{v:.3} ms"),
+            Unit::Bytes => crate::scenario::files::human_bytes(v as u64),
         }
     }
 }

@@ -55,6 +55,17 @@ pub struct TierUsage {
     /// not have, whoever on this host wanted it.
     #[serde(default)]
     pub host_steal_cores: f64,
+    /// Resident memory of the tier's processes together over the agent's
+    /// readings in the window, mean and max, in bytes (0 in records
+    /// written before it was kept).
+    #[serde(default)]
+    pub memory_mean_bytes: u64,
+    #[serde(default)]
+    pub memory_max_bytes: u64,
+    /// For a tier selected by cgroup: the cgroups its glob matched at the
+    /// level's end (a service's replicas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
     /// Seconds between the two readings used.
     pub window_s: f64,
 }

@@ -376,6 +376,10 @@ impl GeneratorLimit {
         let Some(actual) = slo.actual else {
             return true;
         };
+        // Late arrivals only lower what the servers spend.
+        if slo.of_tier() {
+            return false;
+        }
         match slo.unit {
             // Lateness only adds latency: it can explain a latency above
             // an upper bound, never one below a lower bound.

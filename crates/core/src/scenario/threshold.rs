@@ -5,8 +5,9 @@
 //! `pN` (`p50`, `p90`, `p95`, `p99`, `p99.9`, … with at most one decimal),
 //! `error_rate`, `checks` or `throughput`, and op is `<`, `<=`, `>` or `>=`;
 //! or, of what a tier of `servers:` spends, `tier "." cpu_ms op ms`
-//! (`web.cpu_ms < 5`: its CPU per request) and `tier "." util op share`
-//! (`web.util < 60%`: its busy cores over its cores).
+//! (`web.cpu_ms < 5`: its CPU per request), `tier "." util op share`
+//! (`web.util < 60%`: its busy cores over its cores) and `tier "." memory
+//! op size` (`web.memory < 1GiB`: its resident memory at its highest).
 //! Times take a duration and are kept in milliseconds; `error_rate` and
 //! `checks` (the share of checks passed) take a percent or a fraction and
 //! are kept as a fraction; `throughput` takes `100/s` or a plain number, in
@@ -68,7 +69,7 @@ pub fn parse_threshold(
                     }
                     (None, Some(_)) if tiers.contains(&name) => {
                         return Err(format!(
-                            "`{metric_text}` is the client's, not a tier's: a tier has cpu_ms and util"
+                            "`{metric_text}` is the client's, not a tier's: a tier has cpu_ms, util and memory"
                         ))
                     }
                     (None, Some(_)) => return Err(format!("unknown request `{name}`")),
@@ -99,6 +100,12 @@ pub fn parse_threshold(
             .or_else(|| right.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0))
             .ok_or_else(|| {
                 format!("expected CPU milliseconds like `5` or `5ms` after `{op_text}`, found `{right}`")
+            })?,
+        Metric::Memory => right
+            .parse::<bytesize::ByteSize>()
+            .map(|b| b.as_u64() as f64)
+            .map_err(|_| {
+                format!("expected a size like `512MiB` or `1GB` after `{op_text}`, found `{right}`")
             })?,
         Metric::ErrorRate | Metric::Checks | Metric::Util => parse_rate(right).ok_or_else(|| {
             format!("expected a percentage like `1%` or a fraction like `0.01` after `{op_text}`, found `{right}`")
@@ -133,6 +140,7 @@ fn parse_metric(text: &str) -> Option<Metric> {
         "throughput" => Some(Metric::Throughput),
         "cpu_ms" => Some(Metric::CpuMs),
         "util" => Some(Metric::Util),
+        "memory" => Some(Metric::Memory),
         _ => {
             let number = text.strip_prefix('p')?;
             let (whole, tenth) = match number.split_once('.') {
@@ -294,5 +302,10 @@ mod tests {
         assert_eq!(t.bound, 1.5);
         let t = parse_threshold("web.util < 60%", lookup, &["web"]).unwrap();
         assert_eq!((t.metric, t.bound, t.request), (Metric::Util, 0.6, None));
+        let t = parse_threshold("web.memory < 1GiB", lookup, &["web"]).unwrap();
+        assert_eq!((t.metric, t.bound), (Metric::Memory, (1u64 << 30) as f64));
+        assert!(parse_threshold("web.memory < lots", lookup, &["web"])
+            .unwrap_err()
+            .contains("`512MiB`"));
     }
 }

@@ -5,12 +5,19 @@
 use std::path::Path;
 
 use super::super::files;
-use super::super::model::ServerSpec;
+use super::super::model::{Selector, ServerSpec};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 use super::url::parse_plain_base_url;
 
-pub const SERVER_KEYS: &[&str] = &["tier", "agent", "processes", "cores", "token_file"];
+pub const SERVER_KEYS: &[&str] = &[
+    "tier",
+    "agent",
+    "processes",
+    "cgroup",
+    "cores",
+    "token_file",
+];
 
 /// `servers:`; token files relative to the scenario, read now.
 pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec> {
@@ -47,7 +54,7 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
             }
             Some(agent)
         });
-        let processes = fields.required(ctx, "processes").and_then(|n| {
+        let by_processes = |ctx: &mut Ctx, n: &Node| {
             let items = ctx.seq(n, "`processes`")?;
             if items.is_empty() {
                 ctx.error(
@@ -75,7 +82,59 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
                 })
                 .collect();
             (names.len() == items.len() && !names.is_empty()).then_some(names)
-        });
+        };
+        // A cgroup glob instead of process names: a container, a pod, a
+        // unit and its replicas (`system.slice/web-*.scope`).
+        let by_cgroup = |ctx: &mut Ctx, n: &Node| {
+            let glob = ctx.string(n, "a cgroup glob like `system.slice/web-*.scope`")?;
+            let max = autoperf_agent::api::MAX_GLOB_BYTES;
+            let fit = !glob.is_empty() && glob.len() <= max && !glob.chars().any(char::is_control);
+            let checked = autoperf_agent::cgroups::check_glob(&glob);
+            match (fit, checked) {
+                (true, Ok(())) => Some(vec![glob.trim_matches('/').to_string()]),
+                (false, _) => {
+                    ctx.error(
+                        n.pos(),
+                        format!(
+                            "expected a cgroup glob of 1 to {max} printable bytes, found {}",
+                            n.describe()
+                        ),
+                    );
+                    None
+                }
+                (_, Err(why)) => {
+                    ctx.error_hint(
+                        n.pos(),
+                        format!("`{glob}`: {why}"),
+                        Some(
+                            "write it relative to the hierarchy's root, like `kubepods.slice/*/*`"
+                                .into(),
+                        ),
+                    );
+                    None
+                }
+            }
+        };
+        let (processes, by) = match (fields.get("processes"), fields.get("cgroup")) {
+            (Some(n), None) => (by_processes(ctx, n), Selector::Processes),
+            (None, Some(n)) => (by_cgroup(ctx, n), Selector::Cgroup),
+            (Some(_), Some(n)) => {
+                ctx.error_hint(
+                    n.pos(),
+                    "expected one of `processes` and `cgroup` in a `servers` entry, found both",
+                    Some("a tier is either process names or a cgroup glob".into()),
+                );
+                (None, Selector::Processes)
+            }
+            (None, None) => {
+                ctx.error_hint(
+                    fields.pos,
+                    "missing required key `processes` (or `cgroup`) in a `servers` entry",
+                    Some("`processes: [nginx]` by process name, or `cgroup: \"system.slice/web-*.scope\"` for a container's cgroups".into()),
+                );
+                (None, Selector::Processes)
+            }
+        };
         let cores = fields
             .get("cores")
             .map(|n| ctx.integer(n, 1, "a positive number of cores"));
@@ -108,6 +167,7 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
                 tier,
                 agent,
                 processes,
+                by,
                 cores: cores.flatten().map(|c| c.min(u32::MAX as u64) as u32),
                 token,
             });

@@ -10,12 +10,25 @@ pub struct ServerSpec {
     pub tier: String,
     /// Base URL of the profiler agent on that host.
     pub agent: String,
-    /// Process names (or command-line substrings) forming the group.
+    /// Process names forming the group; with `by: Cgroup`, its one cgroup
+    /// glob (the name its figures go by, as a process's would).
     pub processes: Vec<String>,
+    /// How `processes` selects what the agent measures.
+    pub by: Selector,
     /// Cores available to the tier; `None` means "ask the agent".
     pub cores: Option<u32>,
     /// The bearer token the agent wants (`token_file:`), if any.
     pub token: Option<String>,
+}
+
+/// How a `servers` entry selects what its agent measures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Selector {
+    /// Processes by name (`processes:`).
+    #[default]
+    Processes,
+    /// Cgroups by a glob over the hierarchy (`cgroup:`).
+    Cgroup,
 }
 
 /// Tunables of the automatic capacity analysis (AutoPerf section 2.1), with

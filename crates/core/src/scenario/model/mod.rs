@@ -37,7 +37,7 @@ mod workers;
 
 pub use super::ids::{FeederId, RequestId, VarId};
 use super::session::Cbmg;
-pub use capacity::{CapacitySettings, SearchStrategy, ServerSpec};
+pub use capacity::{CapacitySettings, SearchStrategy, Selector, ServerSpec};
 pub use data::{Feeder, FeederMode, FeederSource};
 pub use kafka::{
     Acks, Compression, KafkaSecurity, KafkaTarget, ProducerSettings, SaslMechanism, SaslSettings,

@@ -16,7 +16,7 @@ pub struct Threshold {
     pub op: Comparison,
     /// In the metric's unit: milliseconds for times and `cpu_ms`, a
     /// fraction (0.01 for 1%) for `error_rate`, `checks` and `util`,
-    /// requests per second for `throughput`.
+    /// requests per second for `throughput`, bytes for `memory`.
     pub bound: f64,
 }
 
@@ -35,12 +35,15 @@ pub enum Metric {
     CpuMs,
     /// A tier's utilisation: its busy cores over the cores it may use.
     Util,
+    /// A tier's resident memory, its processes together, at its highest
+    /// in the level, in bytes.
+    Memory,
 }
 
 impl Metric {
     /// Whether the metric is a tier's (`servers:`), not the client's.
     pub fn of_tier(self) -> bool {
-        matches!(self, Metric::CpuMs | Metric::Util)
+        matches!(self, Metric::CpuMs | Metric::Util | Metric::Memory)
     }
 }
 
