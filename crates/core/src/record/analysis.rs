@@ -198,6 +198,34 @@ pub struct CapacityAnalysis {
     /// null for manual levels (and absent in results written before it).
     #[serde(default)]
     pub search: Option<String>,
+    /// When the curve bends where no CPU saturates: the station the
+    /// agents do not see (a lock, a pool, a connection limit), fitted to
+    /// the measured levels. `n_star` is then its network's, and
+    /// `bottleneck` only the busiest CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden_bottleneck: Option<HiddenBottleneckRecord>,
+}
+
+/// `analysis.hidden_bottleneck`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HiddenBottleneckRecord {
+    /// Its fitted demand per request.
+    pub demand_ms: f64,
+    /// The throughput it allows, `1/D`.
+    pub max_throughput_rps: f64,
+    /// `N*` with it in the network.
+    pub n_star: f64,
+    /// `N*` of the CPU demands alone, which it supersedes.
+    pub cpu_n_star: Option<f64>,
+    /// The evidence: the busiest CPU at the best level, and how busy.
+    pub busiest_cpu: BusiestCpu,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BusiestCpu {
+    pub tier: String,
+    pub utilisation: f64,
+    pub users: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -316,6 +344,7 @@ mod tests {
                 n_star: Some(126.3),
                 saturation_users: Some(130),
                 search: Some("model".into()),
+                hidden_bottleneck: None,
             }),
             profile: None,
             rates: None,

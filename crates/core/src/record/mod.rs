@@ -19,8 +19,9 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use analysis::{
-    Analysis, BottleneckRecord, CapacityAnalysis, DemandPoint, LevelChoice, ProfileAnalysis,
-    RateAnalysis, RateChoice, RateFound, SeriesResult, StopReason, ThresholdResult, Unit,
+    Analysis, BottleneckRecord, BusiestCpu, CapacityAnalysis, DemandPoint, HiddenBottleneckRecord,
+    LevelChoice, ProfileAnalysis, RateAnalysis, RateChoice, RateFound, SeriesResult, StopReason,
+    ThresholdResult, Unit,
 };
 pub use check::{unmeasurable, MAX_FIGURE};
 pub use level::{

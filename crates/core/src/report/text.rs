@@ -333,13 +333,32 @@ pub fn capacity_summary(record: &crate::record::RunRecord) -> String {
             let _ = writeln!(out, "saturation point: not determined");
         }
     }
-    if let Some(n) = a.n_star {
-        let _ = writeln!(
-            out,
-            "N* (Kleinrock saturation number from measured demands): {n:.1}"
-        );
+    match (&a.hidden_bottleneck, a.n_star) {
+        (Some(h), _) => {
+            let _ = writeln!(
+                out,
+                "N* (Kleinrock saturation number, the hidden station included): {:.1}",
+                h.n_star
+            );
+            let _ = writeln!(
+                out,
+                "bottleneck: not a CPU — something the agents do not see (a lock, a pool, a connection limit): fitted demand {:.2} ms, X ≤ {:.1} req/s; the busiest CPU, tier {}, was {:.0}% busy at {} users",
+                h.demand_ms,
+                h.max_throughput_rps,
+                h.busiest_cpu.tier,
+                h.busiest_cpu.utilisation * 100.0,
+                h.busiest_cpu.users
+            );
+        }
+        (None, Some(n)) => {
+            let _ = writeln!(
+                out,
+                "N* (Kleinrock saturation number from measured demands): {n:.1}"
+            );
+        }
+        (None, None) => {}
     }
-    if let Some(b) = &a.bottleneck {
+    if let (Some(b), None) = (&a.bottleneck, &a.hidden_bottleneck) {
         let _ = writeln!(out, "bottleneck: tier {} (process {})", b.tier, b.process);
     }
     if let Some(u) = a.first_client_bottleneck_users {

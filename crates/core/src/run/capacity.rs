@@ -17,8 +17,8 @@ use crate::engine::{default_warmup, Level, LevelPlan, Workload};
 use crate::measure::{round3, round_to, LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
 use crate::record::{
-    Analysis, BottleneckRecord, CapacityAnalysis, CapacityLevel, LevelChoice, LevelRecord,
-    StopReason,
+    Analysis, BottleneckRecord, BusiestCpu, CapacityAnalysis, CapacityLevel,
+    HiddenBottleneckRecord, LevelChoice, LevelRecord, StopReason,
 };
 use crate::scenario::Scenario;
 
@@ -361,6 +361,17 @@ impl LevelController for CapacityController {
                     .manual
                     .is_none()
                     .then(|| self.scenario.capacity.search.as_str().to_string()),
+                hidden_bottleneck: s.hidden.map(|h| HiddenBottleneckRecord {
+                    demand_ms: round_to(h.demand_s * 1e3, 3),
+                    max_throughput_rps: round_to(1.0 / h.demand_s, 1),
+                    n_star: round_to(h.n_star, 1),
+                    cpu_n_star: h.cpu_n_star.map(|n| round_to(n, 1)),
+                    busiest_cpu: BusiestCpu {
+                        tier: h.busiest_tier,
+                        utilisation: round_to(h.busiest_utilisation, 4),
+                        users: h.at_users,
+                    },
+                }),
             }),
             ..Analysis::default()
         }

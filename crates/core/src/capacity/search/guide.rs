@@ -78,6 +78,49 @@ impl LevelSearch {
             && (at_next / at_last - 1.0).abs() <= tolerance
     }
 
+    /// The station the agents do not see, when the model fitted to every
+    /// level the client did not limit needs one to follow the measured
+    /// curve (a lock, a pool, a connection limit): whatever the search
+    /// strategy, the summary names it.
+    pub(super) fn hidden_station(&self) -> Option<super::summary::HiddenStation> {
+        let top = self.outcomes().map(|o| o.users).max()?;
+        let (guide, points) = self.fitted(top)?;
+        if guide.hidden_demand_s <= 0.0 {
+            return None;
+        }
+        // The bend is measured, not only fitted: two levels past it.
+        let past = points
+            .iter()
+            .filter(|p| p.users as f64 > guide.n_star())
+            .count();
+        if past < 2 {
+            return None;
+        }
+        // The evidence: how busy the busiest CPU was at the level whose
+        // demands the model took (as `fitted` chooses it).
+        let best = self.best_measured().or_else(|| {
+            self.outcomes()
+                .filter(|o| !o.demands.is_empty())
+                .max_by_key(|o| o.users)
+        })?;
+        let stations = crate::capacity::range::stations(&best.demands);
+        let busiest = crate::capacity::range::bottleneck(&stations)?;
+        let utilisation = best.throughput_rps * busiest.demand_s / busiest.cores.max(1) as f64;
+        // A CPU that busy is the limit, whatever the fit says of a few
+        // disturbed levels.
+        if utilisation >= CPU_BOUND_UTILISATION {
+            return None;
+        }
+        Some(super::summary::HiddenStation {
+            demand_s: guide.hidden_demand_s,
+            n_star: guide.n_star(),
+            cpu_n_star: self.n_star_estimate(),
+            busiest_tier: busiest.tier.clone(),
+            busiest_utilisation: utilisation,
+            at_users: best.users,
+        })
+    }
+
     /// In the model's search, with a hidden queue fitted: the range already
     /// holds levels well past the model's `N*` (the top at least 1.5 `N*`,
     /// and at least two above `N*`), all on the model's plateau within the
@@ -101,6 +144,10 @@ impl LevelSearch {
             })
     }
 }
+
+/// A busiest CPU at least this busy at the best level is the bottleneck:
+/// no hidden station is named then.
+const CPU_BOUND_UTILISATION: f64 = 0.7;
 
 /// The model's answer for a range.
 pub(super) enum Guidance {

@@ -17,12 +17,33 @@ pub struct Bottleneck {
     pub process: String,
 }
 
+/// What limits a curve where no CPU saturates: the single-server station
+/// the model fitted to the measured levels (`guided.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HiddenStation {
+    /// Its fitted demand per request: its throughput bound is `1/D`.
+    pub demand_s: f64,
+    /// Kleinrock's `N*` of the network with it.
+    pub n_star: f64,
+    /// `N*` of the CPUs alone, which it supersedes.
+    pub cpu_n_star: Option<f64>,
+    /// The busiest CPU station at the best measured level, and its
+    /// utilisation there: the evidence that no CPU is the limit.
+    pub busiest_tier: String,
+    pub busiest_utilisation: f64,
+    pub at_users: u32,
+}
+
 /// The `analysis` of a capacity run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchSummary {
     pub n_min: Option<u32>,
-    /// Kleinrock's `N*` from the latest measured demands.
+    /// Kleinrock's `N*`: of the CPU demands measured last, or of the
+    /// network with the hidden station when one limits the curve.
     pub n_star: Option<f64>,
+    /// The station the agents do not see that limits the curve, if one
+    /// does (then `bottleneck` is only the busiest CPU).
+    pub hidden: Option<HiddenStation>,
     /// Highest throughput of a level not limited by the client.
     pub max_throughput_rps: f64,
     pub max_throughput_users: Option<u32>,
@@ -101,9 +122,14 @@ impl LevelSearch {
                 process: b.top_process.clone(),
             })
         });
+        let hidden = self.hidden_station();
         SearchSummary {
             n_min: self.n_min,
-            n_star: self.n_star_estimate(),
+            n_star: hidden
+                .as_ref()
+                .map(|h| h.n_star)
+                .or_else(|| self.n_star_estimate()),
+            hidden,
             max_throughput_rps: max_x,
             max_throughput_users: best.map(|o| o.users),
             saturation_users,

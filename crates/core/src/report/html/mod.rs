@@ -282,11 +282,17 @@ fn summary(h: &mut String, r: &RunRecord) {
             &esc(&users(a.saturation_users.map(f64::from))),
         );
         card(h, "verdict", "N* (model estimate)", &esc(&users(a.n_star)));
-        let bottleneck = a
-            .bottleneck
-            .as_ref()
-            .map(|b| format!("{} <small>({})</small>", esc(&b.tier), esc(&b.process)))
-            .unwrap_or_else(|| "—".into());
+        let bottleneck = match (&a.hidden_bottleneck, &a.bottleneck) {
+            (Some(hid), _) => format!(
+                "not a CPU <small>(a lock, a pool, a limit the agents do not see: {} ms a request, ≤ {} req/s; busiest CPU {} at {}%)</small>",
+                fnum(hid.demand_ms, 2),
+                fnum(hid.max_throughput_rps, 1),
+                esc(&hid.busiest_cpu.tier),
+                fnum(hid.busiest_cpu.utilisation * 100.0, 0)
+            ),
+            (None, Some(b)) => format!("{} <small>({})</small>", esc(&b.tier), esc(&b.process)),
+            (None, None) => "—".into(),
+        };
         card(h, "verdict", "Bottleneck", &bottleneck);
         let at = a.max_throughput_users.map_or(String::new(), |u| {
             format!(" at {} users", fnum(u.into(), 0))
