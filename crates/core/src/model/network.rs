@@ -17,6 +17,11 @@ use std::collections::BTreeMap;
 use crate::record::{Mode, RunRecord};
 use crate::scenario::Scenario;
 
+/// The name of the station a capacity analysis fitted where no CPU
+/// saturates (`analysis.hidden_bottleneck`): no tier is named so (tier
+/// names have no spaces).
+pub const HIDDEN_STATION: &str = "hidden station";
+
 /// A tier: one CPU station of the network.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tier {
@@ -185,7 +190,24 @@ impl Model {
                 if per_tier.iter().all(Vec::is_empty) {
                     return Err(ModelError::NoDemands);
                 }
-                let demands = per_tier.into_iter().map(median).collect();
+                let mut demands: Vec<f64> = per_tier.into_iter().map(median).collect();
+                // The station the agents do not see, as the analysis
+                // fitted it (a lock, a pool): without it the model's curve
+                // runs on past the plateau measured.
+                let hidden = record
+                    .analysis
+                    .capacity
+                    .as_ref()
+                    .and_then(|c| c.hidden_bottleneck.as_ref());
+                if let Some(h) = hidden {
+                    tiers.push(Tier {
+                        name: HIDDEN_STATION.to_string(),
+                        cores: 1,
+                        host: HIDDEN_STATION.to_string(),
+                    });
+                    shares.push(BTreeMap::new());
+                    demands.push(h.demand_ms / 1e3);
+                }
                 (vec!["mix".to_string()], vec![1.0], vec![demands])
             }
             (None, _) => return Err(ModelError::NoDemands),
