@@ -214,6 +214,19 @@ pub(crate) fn open_cpu_search(
     std::path::PathBuf,
     serde_json::Value,
 ) {
+    open_cpu_search_held_to(name, "p99 < 100ms")
+}
+
+/// `open_cpu_search` held to the SLO `slo` instead.
+fn open_cpu_search_held_to(
+    name: &str,
+    slo: &str,
+) -> (
+    autoperf_testbed::Testbed,
+    String,
+    std::path::PathBuf,
+    serde_json::Value,
+) {
     let tb = support::testbed(1);
     let agent = support::agent();
     let dir = support::scratch_dir(name);
@@ -227,7 +240,7 @@ target: {{base_url: "{}"}}
 arrivals: {{rate: 50/s, spacing: even}}
 requests:
   cpu: {{path: "/cpu?ms=4"}}
-thresholds: ["p99 < 100ms"]
+thresholds: ["{slo}"]
 servers:
   - {{tier: web, agent: "{}", processes: [{}], cores: 1}}
 capacity: {{min_duration: 3s, window: 1s, max_duration: 12s}}
@@ -306,34 +319,7 @@ mod alone {
     #[test]
     fn finds_the_highest_rate_keeping_the_web_tier_under_60_percent_busy() {
         let _alone = support::alone();
-        let tb = support::testbed(1);
-        let agent = support::agent();
-        let dir = support::scratch_dir("open-util");
-        let s = write(
-            &dir,
-            "util.yaml",
-            &format!(
-                r#"
-name: open-util
-target: {{base_url: "{}"}}
-arrivals: {{rate: 50/s, spacing: even}}
-requests:
-  cpu: {{path: "/cpu?ms=4"}}
-thresholds: ["web.util < 60%"]
-servers:
-  - {{tier: web, agent: "{}", processes: [{}], cores: 1}}
-capacity: {{min_duration: 3s, window: 1s, max_duration: 12s}}
-"#,
-                tb.web_url,
-                agent.url(),
-                tb.web_process
-            ),
-        );
-        let out = dir.join("out");
-        let (code, stdout, stderr) =
-            support::autoperf(&["capacity", &s, "--quiet", "--out", out.to_str().unwrap()]);
-        assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-        let run = support::run_json(&out);
+        let (tb, stdout, _, run) = open_cpu_search_held_to("open-util", "web.util < 60%");
         let a = &run["analysis"];
         let all = levels(&run);
         assert_eq!(a["stop_reason"], "completed", "{a}\n{all}");
