@@ -32,6 +32,7 @@ fn agent() -> SocketAddr {
                 let access = autoperf_agent::Access {
                     token: Some(TOKEN.to_string()),
                     cmdline: vec!["fuzz".to_string()],
+                    ..autoperf_agent::Access::default()
                 };
                 autoperf_agent::serve(listener, access, std::future::pending())
                     .await
