@@ -45,8 +45,12 @@ fn paths(v: &serde_json::Value, prefix: &str, out: &mut BTreeSet<String>) {
 fn assert_shape(out: &Path, golden: &str, names: &[(&str, &str)]) {
     let mut found = BTreeSet::new();
     paths(&support::run_json(out), "", &mut found);
+    // `superseded` holds levels run again (a generator bottleneck, a lost
+    // worker, servers short of CPU on a busy machine): there or not as the
+    // machine was, and level objects whose keys `levels[]` holds.
     let keys: BTreeSet<String> = found
         .into_iter()
+        .filter(|k| !k.starts_with("superseded"))
         .map(|k| {
             names
                 .iter()
