@@ -66,15 +66,19 @@ install_build_tools() {
 }
 
 # What only the network makes slow, fetched while the tests build:
-# Chromium for the HTML report tests (Debian's), Kafka's jars (Maven
+# Chromium for the HTML report tests and Prometheus for the tests that
+# read demands through it (Debian's, in one apt call), Kafka's jars (Maven
 # Central, cached in ~/.m2) and the Python venv of the Kafka tests'
 # independent client; the Kubernetes schemas, and the manifests validated
 # against them.
 fetch_in_background() {
     (
-        if ! command -v chromium >/dev/null 2>&1; then
+        missing=()
+        command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+        command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+        if ((${#missing[@]})); then
             apt-get update -qq &&
-                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
         fi
     ) >"$LOGS/fetch-chromium.log" 2>&1 &
     FETCH_CHROMIUM=$!
@@ -86,7 +90,7 @@ fetch_in_background() {
 
 # Waits for what the tests need of the fetches.
 fetched() {
-    await Chromium "$FETCH_CHROMIUM" "$LOGS/fetch-chromium.log" &&
+    await "Chromium and Prometheus" "$FETCH_CHROMIUM" "$LOGS/fetch-chromium.log" &&
         await "Kafka's jars and the Python venv" "$FETCH_KAFKA" "$LOGS/fetch-kafka.log"
 }
 
@@ -234,7 +238,7 @@ main() {
         # (at idle priority, a busy neighbour would starve it for good).
         unidle "$FUZZ_BUILD"
         phase "fuzz build" await "the fuzz targets' build" "$FUZZ_BUILD" "$LOGS/fuzz-build.log" &&
-            phase fuzz bash scripts/fuzz.sh 20
+            phase fuzz bash scripts/fuzz.sh 10
     fi
     report
     ((failures == 0))

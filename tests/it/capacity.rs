@@ -475,7 +475,10 @@ servers:
         sizes.sort_by(f64::total_cmp);
         assert!(below.len() >= 2, "too few levels below N*: {p}");
         let median = sizes[(sizes.len() - 1) / 2];
-        assert!(median < 0.10, "median throughput error {median} below N*: {p}");
+        assert!(
+            median < 0.10,
+            "median throughput error {median} below N*: {p}"
+        );
         assert!(
             below.iter().all(|&e| e > -0.10),
             "a level beat the model by more than 10%: {p}"

@@ -28,6 +28,7 @@ mod open_capacity;
 mod open_workload;
 mod predict;
 mod profile;
+mod prometheus;
 mod push;
 mod quiet;
 mod record_shape;

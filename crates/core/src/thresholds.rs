@@ -7,7 +7,7 @@
 //! successful responses, so with none it would read 0 and pass.
 
 use crate::record::{Latency, LevelRecord, RunRecord, ThresholdResult, Unit};
-use crate::scenario::{Metric, Scenario, Threshold};
+use crate::scenario::{Comparison, Metric, Scenario, Threshold};
 
 /// Evaluates every threshold of `scenario` against `level`, in the order
 /// they are written.
@@ -60,8 +60,12 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
         Metric::ErrorRate | Metric::Checks | Metric::Util => Unit::Fraction,
         Metric::Throughput => Unit::PerSecond,
         Metric::Memory => Unit::Bytes,
+        Metric::Promql => Unit::Value,
         _ => Unit::Ms,
     };
+    if let Some(p) = &t.promql {
+        return evaluate_promql(t, &p.query, level);
+    }
     if let Some(tier) = &t.tier {
         return evaluate_tier(t, tier, level, unit);
     }
@@ -126,6 +130,7 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
         Metric::CpuMs | Metric::Util | Metric::Memory => {
             return not_measured("a tier's metric without a tier".into())
         }
+        Metric::Promql => return not_measured("a PromQL threshold without its query".into()),
         Metric::Percentile(per_mille) => match percentile(figures.latency, per_mille) {
             Some(v) => v,
             None => {
@@ -179,6 +184,27 @@ fn evaluate_tier(t: &Threshold, tier: &str, level: &LevelRecord, unit: Unit) -> 
         ),
         Metric::Memory => verdict(Some(usage.memory_max_bytes as f64), None),
         _ => verdict(Some(usage.cpu_util_cores / usage.cores.max(1) as f64), None),
+    }
+}
+
+/// A PromQL threshold against its query's points over the level: the
+/// highest must stay below the bound, the lowest above it. A query not
+/// read in the level fails as not measured.
+fn evaluate_promql(t: &Threshold, query: &str, level: &LevelRecord) -> ThresholdResult {
+    let figure = level.promql.get(query);
+    let actual = figure.map(|f| match t.op {
+        Comparison::Less | Comparison::LessOrEqual => f.max,
+        Comparison::Greater | Comparison::GreaterOrEqual => f.min,
+    });
+    ThresholdResult {
+        source: t.source.clone(),
+        passed: actual.is_some_and(|v| t.op.holds(v, t.bound)),
+        actual,
+        bound: t.bound,
+        unit: Unit::Value,
+        note: figure.is_none().then(|| {
+            "its query was not read in this level (Prometheus did not answer)".to_string()
+        }),
     }
 }
 
@@ -324,6 +350,7 @@ mod tests {
             arrivals: None,
             per_request,
             servers: BTreeMap::new(),
+            promql: BTreeMap::new(),
             capacity: None,
             rate_search: None,
         }

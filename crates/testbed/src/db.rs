@@ -138,6 +138,7 @@ impl Db {
     async fn route(&self, req: &Request<Incoming>) -> Result<Response<Body>, BadRequest> {
         match req.uri().path() {
             "/health" => Ok(ok()),
+            "/metrics" => Ok(crate::metrics::process_metrics()),
             "/burn" if req.method() != Method::GET => Ok(method_not_allowed("GET")),
             "/burn" => {
                 let cpu = Query::parse(req.uri().query()).required_millis("ms")?;

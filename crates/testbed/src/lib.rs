@@ -17,6 +17,7 @@
 //! - [`web`] and [`db`]: the tiers' routes (`web` lists every endpoint and its cost);
 //! - `db_client`: the web tier's keep-alive pool to the db tier, on its wire protocol;
 //! - `lock`, `static_files`: the critical section and the cacheable content;
+//! - `metrics`: `/metrics`, the process metrics a Prometheus scrapes;
 //! - [`shop`]: a shop behind a login, for whole user journeys;
 //! - `tls`: the web tier's HTTPS port and its self-signed certificate;
 //! - [`process`]: a tier as a named OS process, and the launcher of both;
@@ -30,6 +31,7 @@ pub mod db;
 mod db_client;
 mod http;
 mod lock;
+mod metrics;
 pub mod process;
 pub mod registry;
 pub mod shop;

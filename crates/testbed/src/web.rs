@@ -10,6 +10,7 @@
 //! | `GET /bytes?n=N` | a body of exactly N bytes |
 //! | `POST /ingest`, `GET /ingest/count` | counts JSON records |
 //! | `GET /health` | "ok" |
+//! | `GET /metrics` | the process's CPU seconds and resident memory, for Prometheus |
 //! | `/shop/*` | a shop behind a login (see [`crate::shop`]) |
 //!
 //! Every port speaks HTTP/1.1 and HTTP/2 (h2c by prior knowledge on the
@@ -126,7 +127,9 @@ impl Handler for Web {
 fn method_of(path: &str) -> Option<Method> {
     match path {
         "/lock" | "/ingest" => Some(Method::POST),
-        "/health" | "/cpu" | "/db" | "/sleep" | "/bytes" | "/ingest/count" => Some(Method::GET),
+        "/health" | "/cpu" | "/db" | "/sleep" | "/bytes" | "/ingest/count" | "/metrics" => {
+            Some(Method::GET)
+        }
         _ if path.starts_with("/static/") => Some(Method::GET),
         _ => None,
     }
@@ -155,6 +158,7 @@ impl Web {
         let query = Query::parse(uri.query());
         match path {
             "/health" => Ok(ok()),
+            "/metrics" => Ok(crate::metrics::process_metrics()),
             "/cpu" => {
                 burn(query.required_millis("ms")?);
                 Ok(ok())

@@ -5,6 +5,7 @@
 
 pub mod counting;
 pub mod netns;
+pub mod prometheus;
 pub mod quota;
 
 use std::net::SocketAddr;

@@ -8,27 +8,37 @@ use std::time::Duration;
 
 pub use autoperf_agent::Counters;
 
+use super::prometheus::{unix_now, Client, QueryError, Tiers};
 use crate::protocol::http1;
-use crate::scenario::{Scenario, Selector};
+use crate::scenario::{PrometheusQueries, Scenario, Selector, ServerSpec};
 
 /// How long one counters request may take before the agent counts as gone.
 const AGENT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// One agent and every process name any tier asks it about.
+/// One agent and every process name any tier asks it about, or one
+/// Prometheus server and every tier read through it.
 #[derive(Debug, Clone)]
 pub struct AgentEndpoint {
     /// As written in the scenario, for messages.
     pub url: String,
-    pub addr: SocketAddr,
     pub processes: Vec<String>,
     /// Cgroup globs (`servers[].cgroup`) and their tiers, answered beside
     /// the processes.
     pub cgroups: Vec<(String, String)>,
     /// The tiers served by this agent, for messages.
     pub tiers: Vec<String>,
-    /// The bearer token of the first tier that gives one.
-    token: Option<String>,
-    request: Vec<u8>,
+    source: Source,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    Agent {
+        addr: SocketAddr,
+        /// The bearer token of the first tier that gives one.
+        token: Option<String>,
+        request: Vec<u8>,
+    },
+    Prometheus(Tiers),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +69,28 @@ pub enum AgentError {
         url: String,
         nearest: Vec<String>,
     },
+    /// A tier's Prometheus query cannot be read when the run starts.
+    #[error("tier {tier}: Prometheus at {url}: query `{query}`: {reason}")]
+    Prometheus {
+        tier: String,
+        url: String,
+        query: String,
+        reason: QueryError,
+    },
+    /// A PromQL threshold's query cannot be read when the run starts.
+    #[error("threshold on PromQL: Prometheus at {url}: query `{query}`: {reason}")]
+    Promql {
+        url: String,
+        query: String,
+        reason: QueryError,
+    },
+    /// A `prometheus:` URL over TLS whose client cannot be set up.
+    #[error("tier {tier}: Prometheus at {url}: {reason}")]
+    PrometheusTls {
+        tier: String,
+        url: String,
+        reason: String,
+    },
 }
 
 /// `; there are: a, b` (the cgroups nearest an unmatched glob), or how to
@@ -81,31 +113,45 @@ impl AgentSet {
     pub fn from_scenario(scenario: &Scenario) -> Result<AgentSet, AgentError> {
         let mut agents: Vec<AgentEndpoint> = Vec::new();
         for server in &scenario.servers {
+            if let Some(queries) = &server.prometheus {
+                add_prometheus_tier(&mut agents, server, queries)?;
+                continue;
+            }
             let addr = parse_agent_url(&server.agent).ok_or_else(|| AgentError::BadUrl {
                 tier: server.tier.clone(),
                 url: server.agent.clone(),
             })?;
-            let agent = match agents.iter_mut().find(|a| a.addr == addr) {
-                Some(a) => a,
+            let at = agents
+                .iter()
+                .position(|a| matches!(a.source, Source::Agent { addr: at, .. } if at == addr));
+            let agent = match at {
+                Some(i) => &mut agents[i],
                 None => {
                     agents.push(AgentEndpoint {
                         url: server.agent.clone(),
-                        addr,
                         processes: Vec::new(),
                         cgroups: Vec::new(),
                         tiers: Vec::new(),
-                        token: None,
-                        request: Vec::new(),
+                        source: Source::Agent {
+                            addr,
+                            token: None,
+                            request: Vec::new(),
+                        },
                     });
                     agents.last_mut().expect("just pushed")
                 }
             };
             agent.tiers.push(server.tier.clone());
-            if agent.token.is_none() {
-                agent.token = server.token.clone();
+            if let Source::Agent {
+                token: t @ None, ..
+            } = &mut agent.source
+            {
+                *t = server.token.clone();
             }
             match server.by {
-                Selector::Processes => agent.processes.extend(server.processes.iter().cloned()),
+                Selector::Processes | Selector::Prometheus => {
+                    agent.processes.extend(server.processes.iter().cloned())
+                }
                 Selector::Cgroup => agent.cgroups.extend(
                     server
                         .processes
@@ -115,6 +161,14 @@ impl AgentSet {
             }
         }
         for agent in &mut agents {
+            let Source::Agent {
+                addr,
+                token,
+                request,
+            } = &mut agent.source
+            else {
+                continue;
+            };
             let names: BTreeSet<&String> = agent.processes.iter().collect();
             let globs: BTreeSet<&String> = agent.cgroups.iter().map(|(glob, _)| glob).collect();
             let query: Vec<String> = names
@@ -126,15 +180,14 @@ impl AgentSet {
                         .map(|g| format!("cgroup={}", percent_encode(g))),
                 )
                 .collect();
-            let auth = agent
-                .token
+            let auth = token
                 .as_ref()
                 .map(|t| format!("Authorization: Bearer {t}\r\n"))
                 .unwrap_or_default();
-            agent.request = format!(
+            *request = format!(
                 "GET /v1/counters?{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: autoperf\r\n{auth}\r\n",
                 query.join("&"),
-                agent.addr
+                addr
             )
             .into_bytes();
         }
@@ -152,8 +205,9 @@ impl AgentSet {
             .position(|a| a.tiers.iter().any(|t| t == tier))
     }
 
-    /// Asks every agent once; the first that does not answer is an error.
-    /// Returns each agent's first reading, in order.
+    /// Asks every agent (and every Prometheus query) once; the first that
+    /// does not answer is an error. Returns each one's first reading, in
+    /// order.
     pub fn check_all(&self) -> Result<Vec<Counters>, AgentError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -163,6 +217,19 @@ impl AgentSet {
             let mut first = Vec::with_capacity(self.agents.len());
             for (i, agent) in self.agents.iter().enumerate() {
                 let mut conn = None;
+                if let Source::Prometheus(p) = &agent.source {
+                    let c =
+                        p.counters(&mut conn, unix_now())
+                            .await
+                            .map_err(|(query, reason)| AgentError::Prometheus {
+                                tier: p.tier_of(&query).to_string(),
+                                url: agent.url.clone(),
+                                query,
+                                reason,
+                            })?;
+                    first.push(c);
+                    continue;
+                }
                 match agent.fetch(&mut conn).await {
                     Ok(c) => {
                         // A glob that selects nothing measures nothing.
@@ -187,6 +254,10 @@ impl AgentSet {
 
     fn unreachable(&self, i: usize, reason: String) -> AgentError {
         let agent = &self.agents[i.min(self.agents.len().saturating_sub(1))];
+        let listen = match &agent.source {
+            Source::Agent { addr, .. } => addr.to_string(),
+            Source::Prometheus(_) => String::new(),
+        };
         if reason.starts_with("HTTP ") {
             return AgentError::Refused {
                 tiers: agent.tiers.join(", "),
@@ -197,19 +268,41 @@ impl AgentSet {
         AgentError::Unreachable {
             tiers: agent.tiers.join(", "),
             url: agent.url.clone(),
-            listen: agent.addr.to_string(),
+            listen,
             reason,
         }
     }
 }
 
 impl AgentEndpoint {
+    /// What answers here, for messages: `profiler agent at URL` or
+    /// `Prometheus at URL`.
+    pub fn describe(&self) -> String {
+        match self.source {
+            Source::Agent { .. } => format!("profiler agent at {}", self.url),
+            Source::Prometheus(_) => format!("Prometheus at {}", self.url),
+        }
+    }
+
     /// One counters reading, reusing `conn` when the agent kept it open.
     pub async fn fetch(&self, conn: &mut Option<http1::Connection>) -> Result<Counters, String> {
+        let (addr, token, request) = match &self.source {
+            Source::Agent {
+                addr,
+                token,
+                request,
+            } => (*addr, token, request),
+            Source::Prometheus(p) => {
+                return p
+                    .counters(conn, unix_now())
+                    .await
+                    .map_err(|(query, why)| format!("query `{query}`: {why}"))
+            }
+        };
         let attempt = async {
             if conn.is_none() {
                 *conn = Some(
-                    http1::connect(self.addr, None)
+                    http1::connect(addr, None)
                         .await
                         .map_err(|k| k.name().replace('_', " "))?,
                 );
@@ -217,7 +310,7 @@ impl AgentEndpoint {
             let c = conn.as_mut().expect("just connected");
             let mut response = crate::protocol::Response::default();
             let reply = c
-                .exchange(&self.request, false, Some(&mut response), &mut Vec::new())
+                .exchange(request, false, Some(&mut response), &mut Vec::new())
                 .await
                 .map_err(|f| f.kind.name().replace('_', " "))?;
             let body = response.body;
@@ -225,7 +318,7 @@ impl AgentEndpoint {
                 *conn = None;
             }
             if reply.status == 401 {
-                return Err(if self.token.is_some() {
+                return Err(if token.is_some() {
                     "HTTP 401: it refused the token of `token_file:`; give the file the agent \
                      was started with"
                         .to_string()
@@ -262,6 +355,56 @@ impl AgentEndpoint {
             }
         }
     }
+}
+
+/// Adds a tier read through Prometheus: to the endpoint of its URL (and
+/// credentials), or a new one.
+fn add_prometheus_tier(
+    agents: &mut Vec<AgentEndpoint>,
+    server: &ServerSpec,
+    queries: &PrometheusQueries,
+) -> Result<(), AgentError> {
+    let same = |a: &AgentEndpoint| match &a.source {
+        Source::Prometheus(p) => {
+            a.url == server.agent && p.tiers[0].1.authorization == queries.authorization
+        }
+        Source::Agent { .. } => false,
+    };
+    let i = match agents.iter().position(same) {
+        Some(i) => i,
+        None => {
+            let client =
+                Client::new(&queries.url, queries.authorization.clone()).map_err(|reason| {
+                    AgentError::PrometheusTls {
+                        tier: server.tier.clone(),
+                        url: server.agent.clone(),
+                        reason,
+                    }
+                })?;
+            agents.push(AgentEndpoint {
+                url: server.agent.clone(),
+                processes: Vec::new(),
+                cgroups: Vec::new(),
+                tiers: Vec::new(),
+                source: Source::Prometheus(Tiers {
+                    client,
+                    tiers: Vec::new(),
+                }),
+            });
+            agents.len() - 1
+        }
+    };
+    let endpoint = &mut agents[i];
+    endpoint.tiers.push(server.tier.clone());
+    endpoint.processes.push(server.tier.clone());
+    if let Source::Prometheus(p) = &mut endpoint.source {
+        p.tiers.push((
+            server.tier.clone(),
+            queries.clone(),
+            server.cores.unwrap_or(1),
+        ));
+    }
+    Ok(())
 }
 
 /// `http://host:port[/]` → a socket address.

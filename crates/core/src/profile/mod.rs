@@ -1,10 +1,14 @@
-//! Profiling: the controller's side of the agents (`agents`), the sampler
+//! Profiling: the controller's side of the agents (`agents`) and of
+//! Prometheus (`prometheus`, read like an agent; `promql`, the PromQL
+//! thresholds read over each level), the sampler
 //! that reads them every second during a run (`sampler`), the per-tier
 //! usage of a level computed from those readings (`usage`), and the
 //! per-process demand convergence a level waits for (`watch`). The profiling
 //! mode's controller is `run::profile`.
 
 pub mod agents;
+pub mod prometheus;
+pub mod promql;
 pub mod sampler;
 pub mod usage;
 pub mod watch;

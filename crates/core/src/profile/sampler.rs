@@ -116,16 +116,16 @@ fn sample_loop(
                     Err(reason) if answering[i] => {
                         answering[i] = false;
                         s.warnings.push(format!(
-                            "profiler agent at {} (tier {}) stopped answering: {reason}; the run goes on without its figures",
-                            agent.url,
+                            "{} (tier {}) stopped answering: {reason}; the run goes on without its figures",
+                            agent.describe(),
                             agent.tiers.join(", ")
                         ));
                     }
                     Ok(_) if !answering[i] => {
                         answering[i] = true;
                         s.warnings.push(format!(
-                            "profiler agent at {} (tier {}) answers again",
-                            agent.url,
+                            "{} (tier {}) answers again",
+                            agent.describe(),
                             agent.tiers.join(", ")
                         ));
                     }

@@ -58,11 +58,7 @@ pub fn tier_usage(
     let mut seconds = Vec::new();
     let mut warnings = Vec::new();
     for server in servers {
-        let Some(i) = agents
-            .agents
-            .iter()
-            .position(|a| a.url == server.agent || a.tiers.contains(&server.tier))
-        else {
+        let Some(i) = agents.agent_of(&server.tier) else {
             continue;
         };
         let answered: Vec<(Instant, &Counters)> = readings
@@ -93,7 +89,10 @@ pub fn tier_usage(
         }
         let last = answered[answered.len() - 1].1;
         let mut usage = window.usage(server, &agents.agents[i].url, last.host.cores);
-        if server.by == Selector::Cgroup {
+        if server.by == Selector::Prometheus {
+            warnings.extend(coarse_scrape(server, &window));
+        }
+        if matches!(server.by, Selector::Cgroup | Selector::Prometheus) {
             usage.replicas = server
                 .processes
                 .iter()
@@ -120,6 +119,24 @@ pub fn tier_usage(
         seconds,
         warnings,
     }
+}
+
+/// A tier read through Prometheus whose CPU counter moved at fewer than
+/// ten readings of a level: the counter is only as fresh as its last
+/// scrape, so each end of the window is uncertain by a scrape interval,
+/// and the demand by the share of the window that is.
+fn coarse_scrape(server: &ServerSpec, window: &Window) -> Option<String> {
+    let moved = window.intervals.iter().filter(|i| i.cpu_s > 0.0).count();
+    let busy = window.cpu_s.values().sum::<f64>() > 0.0;
+    (busy && moved < 10).then(|| {
+        format!(
+            "tier {}: its CPU counter in Prometheus moved at only {moved} of the level's readings over {:.1} s (scraped about every {:.1} s), so its demand is known to about ±{:.0}%; scrape it more often or make levels longer (capacity.min_duration, --duration)",
+            server.tier,
+            window.dt,
+            window.dt / moved.max(1) as f64,
+            100.0 / moved.max(1) as f64
+        )
+    })
 }
 
 /// What a tier used over a window made of intervals between readings.
@@ -337,6 +354,7 @@ mod tests {
             by: Default::default(),
             cores: None,
             token: None,
+            prometheus: None,
         };
         // Half a core busy throughout. The first agent counted 10 s of a
         // worker that left; the restarted one never knew it, so its totals

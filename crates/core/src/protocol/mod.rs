@@ -5,7 +5,8 @@
 //! `cookies`, `redirect` and `encoding`) and Kafka (`kafka/`, cargo feature
 //! `kafka`) implement it. `net` opens their TCP connections and names their
 //! I/O failures; `request` renders HTTP requests; `registry` talks to a
-//! schema registry.
+//! schema registry, and `side` to the endpoints beside the target
+//! (Prometheus, push receivers).
 
 pub mod cookies;
 pub mod encoding;
@@ -18,6 +19,7 @@ pub mod net;
 pub mod redirect;
 pub mod registry;
 pub mod request;
+pub mod side;
 pub mod tls;
 
 use std::future::Future;

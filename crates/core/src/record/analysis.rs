@@ -305,6 +305,9 @@ pub enum Unit {
     PerSecond,
     #[serde(rename = "bytes")]
     Bytes,
+    /// Whatever a PromQL query returns.
+    #[serde(rename = "value")]
+    Value,
 }
 
 impl Unit {
@@ -315,6 +318,7 @@ impl Unit {
             Unit::PerSecond => format!("{v:.1} req/s"),
             Unit::Ms => format!("{v:.3} ms"),
             Unit::Bytes => crate::scenario::files::human_bytes(v as u64),
+            Unit::Value => format!("{}", crate::measure::round_to(v, 4)),
         }
     }
 }

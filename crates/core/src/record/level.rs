@@ -187,12 +187,25 @@ pub struct LevelRecord {
     /// Per tier figures from the profiler agents (empty without agents).
     #[serde(default)]
     pub servers: BTreeMap<String, TierUsage>,
+    /// The PromQL thresholds' queries over the measured window, by query.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub promql: BTreeMap<String, PromqlFigure>,
     /// What the capacity analysis made of this level (capacity runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityLevel>,
     /// What the open-workload capacity search made of this level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_search: Option<RateLevel>,
+}
+
+/// What a PromQL threshold's query came to over a level's measured
+/// window: its lowest and highest point over every series, and how many
+/// points there were.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct PromqlFigure {
+    pub min: f64,
+    pub max: f64,
+    pub points: u32,
 }
 
 /// An open capacity level's verdict: every SLO it was held to and how it
@@ -403,6 +416,7 @@ impl LevelRecord {
             arrivals: None,
             per_request,
             servers: BTreeMap::new(),
+            promql: BTreeMap::new(),
             capacity: None,
             rate_search: None,
         }

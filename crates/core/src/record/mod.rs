@@ -26,7 +26,7 @@ pub use analysis::{
 pub use check::{unmeasurable, MAX_FIGURE};
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, Latency, LevelRecord,
-    LittleCheck, PerRequestRecord, RateLevel, SloVerdict, ThinkRecord, TimerLateness,
+    LittleCheck, PerRequestRecord, PromqlFigure, RateLevel, SloVerdict, ThinkRecord, TimerLateness,
 };
 pub use plan::CapacityPlan;
 pub use servers::{

@@ -15,6 +15,7 @@ use super::warnings::{
 use super::{LevelController, Next, RunError, RunObserver, RunPlan, SAMPLE_PERIOD};
 use crate::engine::{self, Level, LevelRun, StopSignal};
 use crate::measure::{LevelInfo, Tick, TickSink};
+use crate::profile::promql::PromqlSlos;
 use crate::profile::{tier_usage, AgentSet, Sampler};
 use crate::record::{now_rfc3339, LevelRecord, RunRecord, StopReason};
 use crate::results::{self, ResultsDir};
@@ -83,6 +84,8 @@ struct Session<'a> {
     stop: &'a StopSignal,
     agents: AgentSet,
     sampler: Option<Sampler>,
+    /// The PromQL thresholds' queries, read over each level.
+    promql: PromqlSlos,
     dir: ResultsDir,
     record: RunRecord,
 }
@@ -120,6 +123,8 @@ impl<'a> Session<'a> {
             AgentSet::default()
         };
         agents.check_all()?;
+        let promql = PromqlSlos::from_scenario(scenario)?;
+        promql.check()?;
         let sampler = (!agents.is_empty()).then(|| Sampler::start(agents.clone(), SAMPLE_PERIOD));
         let names = scenario.requests.iter().map(|r| r.name.clone()).collect();
         let dir = if plan.resumed.is_empty() {
@@ -151,6 +156,7 @@ impl<'a> Session<'a> {
             stop,
             agents,
             sampler,
+            promql,
             dir,
             record,
         })
@@ -250,6 +256,14 @@ impl<'a> Session<'a> {
                 .into_iter()
                 .chain(figures.warnings)
                 .collect();
+            for w in warnings {
+                self.warn(format!("level {}: {w}", record.level));
+            }
+        }
+        if !self.promql.is_empty() {
+            let t = &run.totals;
+            let (figures, warnings) = self.promql.over(t.measure_start, t.measure_end);
+            record.promql = figures;
             for w in warnings {
                 self.warn(format!("level {}: {w}", record.level));
             }

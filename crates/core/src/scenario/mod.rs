@@ -31,6 +31,8 @@ pub mod yaml;
 #[cfg(test)]
 mod kafka_tests;
 #[cfg(test)]
+mod prometheus_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::Path;

@@ -89,6 +89,9 @@ pub fn parse_threshold(
     };
 
     let bound = match metric {
+        Metric::Promql => {
+            return Err("a PromQL threshold is a map: `promql: {query: '…', below: 5}`".into())
+        }
         Metric::Mean | Metric::Max | Metric::Percentile(_) => parse_duration(right)
             .map(|d| d.as_secs_f64() * 1000.0)
             .map_err(|_| {
@@ -128,6 +131,7 @@ pub fn parse_threshold(
         metric,
         op,
         bound,
+        promql: None,
     })
 }
 

@@ -17,9 +17,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::prometheus::SharedMetrics;
-use crate::protocol::http1::{self, Connection};
+use crate::protocol::http1::Connection;
+use crate::protocol::side;
 use crate::protocol::tls::Tls;
-use crate::protocol::Response;
 use crate::scenario::{BaseUrl, TlsSettings};
 
 pub use otlp::export_request;
@@ -381,48 +381,17 @@ fn report(endpoints: &[Endpoint]) -> PushReport {
 /// a 2xx answer is success.
 async fn send(e: &mut Endpoint, request: &[u8], timeout: Duration) -> Result<(), String> {
     let attempt = async {
-        if e.conn.is_none() {
-            let addr = tokio::net::lookup_host((e.target.base.host.as_str(), e.target.base.port))
-                .await
-                .map_err(|err| format!("cannot resolve {}: {err}", e.target.base.host))?
-                .next()
-                .ok_or_else(|| format!("cannot resolve {}", e.target.base.host))?;
-            let conn = match &e.tls {
-                None => http1::connect(addr, None)
-                    .await
-                    .map_err(|k| k.name().replace('_', " "))?,
-                Some(Err(why)) => return Err(why.clone()),
-                Some(Ok(tls)) => {
-                    let tcp = crate::protocol::net::connect(addr, None)
-                        .await
-                        .map_err(|k| k.name().replace('_', " "))?;
-                    let shaken = tls
-                        .connect(tcp)
-                        .await
-                        .map_err(|err| format!("TLS: {err}"))?;
-                    Connection::over_tls(shaken.stream)
-                }
-            };
-            e.conn = Some(conn);
-        }
-        let conn = e.conn.as_mut().expect("just opened");
-        // Only what an error quotes is kept of the answer.
-        let mut response = Response {
-            max_body: QUOTED,
-            ..Response::default()
+        let tls = match &e.tls {
+            None => None,
+            Some(Err(why)) => return Err(why.clone()),
+            Some(Ok(tls)) => Some(tls),
         };
-        let reply = conn
-            .exchange(request, false, Some(&mut response), &mut Vec::new())
-            .await
-            .map_err(|f| f.kind.name().replace('_', " "))?;
-        if reply.close {
-            e.conn = None;
-        }
-        match reply.status {
-            200..=299 => Ok(()),
-            status => Err(format!(
+        // Only what an error quotes is kept of the answer.
+        match side::exchange(&mut e.conn, &e.target.base, tls, request, QUOTED).await? {
+            (200..=299, _) => Ok(()),
+            (status, body) => Err(format!(
                 "HTTP {status}: {}",
-                String::from_utf8_lossy(&response.body).trim()
+                String::from_utf8_lossy(&body).trim()
             )),
         }
     };

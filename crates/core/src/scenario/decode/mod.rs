@@ -17,7 +17,8 @@
 //!   or `body`); `checks.rs`: its `check`; `extract.rs`: each `extract`;
 //!   `produce.rs`: a Kafka request; `avro.rs`: a record's Avro value;
 //! - `session.rs`: `session`, the CBMG;
-//! - `servers.rs`: `servers`, the process groups profiled;
+//! - `servers.rs`: `servers`, the process groups profiled; `promql.rs`: a
+//!   threshold on a PromQL query;
 //! - `capacity.rs`: the `capacity` tunables;
 //! - `arrivals.rs`, `users.rs`: an open or a closed workload;
 //! - `workers.rs`: `workers`, the load generator hosts.
@@ -35,6 +36,7 @@ mod data;
 mod extract;
 mod kafka;
 mod produce;
+mod promql;
 pub mod requests;
 mod servers;
 mod session;
@@ -205,6 +207,10 @@ pub fn decode(
         .and_then(|n| ctx.seq(n, "`thresholds`"))
     {
         for item in items {
+            if matches!(item, Node::Map { .. }) {
+                thresholds.extend(promql::decode_promql_threshold(&mut ctx, item, &servers));
+                continue;
+            }
             let Some(text) = ctx.string(item, "a threshold like `p99 < 250ms`") else {
                 continue;
             };

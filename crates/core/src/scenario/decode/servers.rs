@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use super::super::files;
-use super::super::model::{Selector, ServerSpec};
+use super::super::model::{PrometheusQueries, Selector, ServerSpec};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
-use super::url::parse_plain_base_url;
+use super::url::{parse_base_url, parse_plain_base_url};
 
 pub const SERVER_KEYS: &[&str] = &[
     "tier",
@@ -17,7 +17,11 @@ pub const SERVER_KEYS: &[&str] = &[
     "cgroup",
     "cores",
     "token_file",
+    "prometheus",
 ];
+
+/// The keys of `servers[].prometheus`.
+pub const PROMETHEUS_KEYS: &[&str] = &["url", "cpu", "memory", "token", "username", "password"];
 
 /// `servers:`; token files relative to the scenario, read now.
 pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec> {
@@ -46,14 +50,26 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
             }
             Some(tier)
         });
-        let agent = fields.required(ctx, "agent").and_then(|n| {
-            let agent = ctx.setting(n, "an agent URL like `http://127.0.0.1:9870`")?;
-            if let Err(e) = parse_plain_base_url(&agent) {
-                ctx.error(n.pos(), e.replace("a base URL", "an agent URL"));
-                return None;
+        let prometheus = fields.get("prometheus").map(|n| decode_prometheus(ctx, n));
+        let agent = match (&prometheus, fields.get("agent")) {
+            (Some(_), Some(n)) => {
+                ctx.error_hint(
+                    n.pos(),
+                    "expected one of `agent` and `prometheus` in a `servers` entry, found both",
+                    Some("a tier is measured either by an agent or through Prometheus".into()),
+                );
+                None
             }
-            Some(agent)
-        });
+            (Some(p), None) => p.as_ref().map(|(text, _)| text.clone()),
+            (None, _) => fields.required(ctx, "agent").and_then(|n| {
+                let agent = ctx.setting(n, "an agent URL like `http://127.0.0.1:9870`")?;
+                if let Err(e) = parse_plain_base_url(&agent) {
+                    ctx.error(n.pos(), e.replace("a base URL", "an agent URL"));
+                    return None;
+                }
+                Some(agent)
+            }),
+        };
         let by_processes = |ctx: &mut Ctx, n: &Node| {
             let items = ctx.seq(n, "`processes`")?;
             if items.is_empty() {
@@ -115,10 +131,26 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
                 }
             }
         };
-        let (processes, by) = match (fields.get("processes"), fields.get("cgroup")) {
-            (Some(n), None) => (by_processes(ctx, n), Selector::Processes),
-            (None, Some(n)) => (by_cgroup(ctx, n), Selector::Cgroup),
-            (Some(_), Some(n)) => {
+        let selectors: Vec<(&str, &Node)> = ["processes", "cgroup"]
+            .into_iter()
+            .filter_map(|key| Some((key, fields.get(key)?)))
+            .collect();
+        let (processes, by) = match (selectors.as_slice(), &prometheus, &tier) {
+            ([("processes", n)], None, _) => (by_processes(ctx, n), Selector::Processes),
+            ([(_, n)], None, _) => (by_cgroup(ctx, n), Selector::Cgroup),
+            // Its figures go by the tier's name, as a process group's by
+            // its name.
+            ([], Some(_), Some(tier)) => (Some(vec![tier.clone()]), Selector::Prometheus),
+            ([], Some(_), None) => (None, Selector::Prometheus),
+            ([(key, n)], Some(_), _) => {
+                ctx.error_hint(
+                    n.pos(),
+                    format!("`{key}` in a `servers` entry measured through `prometheus`"),
+                    Some("Prometheus's queries select what is measured: leave `processes` and `cgroup` out".into()),
+                );
+                (None, Selector::Prometheus)
+            }
+            ([_, (_, n)], ..) => {
                 ctx.error_hint(
                     n.pos(),
                     "expected one of `processes` and `cgroup` in a `servers` entry, found both",
@@ -126,11 +158,11 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
                 );
                 (None, Selector::Processes)
             }
-            (None, None) => {
+            _ => {
                 ctx.error_hint(
                     fields.pos,
-                    "missing required key `processes` (or `cgroup`) in a `servers` entry",
-                    Some("`processes: [nginx]` by process name, or `cgroup: \"system.slice/web-*.scope\"` for a container's cgroups".into()),
+                    "missing required key `processes` (or `cgroup`, or `prometheus`) in a `servers` entry",
+                    Some("`processes: [nginx]` by process name, `cgroup: \"system.slice/web-*.scope\"` for a container's cgroups, or `prometheus: {url: …, cpu: …}`".into()),
                 );
                 (None, Selector::Processes)
             }
@@ -160,16 +192,38 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
                 }
             }),
         };
-        if let (Some(tier), Some(agent), Some(processes), Some(token)) =
-            (tier, agent, processes, token)
+        let cores = cores.flatten().map(|c| c.min(u32::MAX as u64) as u32);
+        // Prometheus says what a tier used, not what it may use.
+        if prometheus.is_some() && cores.is_none() {
+            ctx.error_hint(
+                fields.pos,
+                "missing required key `cores` in a `servers` entry measured through `prometheus`",
+                Some("the cores the tier's processes may use together (its replicas' CPU limits summed), which Prometheus does not say: `cores: 2`".into()),
+            );
+        }
+        let prometheus = match prometheus {
+            None => Some(None),
+            Some(Some((_, mut queries))) => {
+                if let Some(Some(token)) = &token {
+                    queries
+                        .authorization
+                        .get_or_insert(format!("Bearer {token}"));
+                }
+                Some(Some(queries))
+            }
+            Some(None) => None,
+        };
+        if let (Some(tier), Some(agent), Some(processes), Some(token), Some(prometheus)) =
+            (tier, agent, processes, token, prometheus)
         {
             servers.push(ServerSpec {
                 tier,
                 agent,
                 processes,
                 by,
-                cores: cores.flatten().map(|c| c.min(u32::MAX as u64) as u32),
+                cores,
                 token,
+                prometheus,
             });
         }
     }
@@ -199,4 +253,78 @@ pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec
         );
     }
     servers
+}
+
+/// `prometheus: {url, cpu, memory, token | username + password}`: the URL
+/// as written and the queries.
+fn decode_prometheus(ctx: &mut Ctx, node: &Node) -> Option<(String, PrometheusQueries)> {
+    let fields = ctx.map(node, "`prometheus`", PROMETHEUS_KEYS)?;
+    let url = fields.required(ctx, "url").and_then(|n| {
+        let text = ctx.setting(n, "Prometheus's URL like `http://127.0.0.1:9090`")?;
+        match parse_base_url(&text) {
+            Ok(url) => Some((text, url)),
+            Err(e) => {
+                ctx.error(n.pos(), e.replace("a base URL", "Prometheus's URL"));
+                None
+            }
+        }
+    });
+    let query = |ctx: &mut Ctx, key: &str, what: &str| {
+        let n = fields.get(key)?;
+        let text = ctx.setting(n, what)?;
+        if text.trim().is_empty() {
+            ctx.error(n.pos(), format!("expected {what}, found an empty query"));
+            return None;
+        }
+        Some(text)
+    };
+    let cpu = query(
+        ctx,
+        "cpu",
+        "a PromQL counter of CPU seconds like `sum(process_cpu_seconds_total{job=\"web\"})`",
+    );
+    if fields.get("cpu").is_none() {
+        fields.required(ctx, "cpu");
+    }
+    let memory = query(
+        ctx,
+        "memory",
+        "a PromQL gauge of bytes like `sum(process_resident_memory_bytes{job=\"web\"})`",
+    );
+    let mut secret = |key: &str| {
+        let n = fields.get(key)?;
+        ctx.setting(
+            n,
+            &format!("a `{key}` (`${{env.NAME}}` keeps it out of the file)"),
+        )
+    };
+    let (token, username, password) = (secret("token"), secret("username"), secret("password"));
+    let authorization = match (token, username, password) {
+        (Some(token), None, None) => Some(format!("Bearer {token}")),
+        (None, Some(user), Some(password)) => {
+            use base64::Engine;
+            let pair =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            Some(format!("Basic {pair}"))
+        }
+        (None, None, None) => None,
+        _ => {
+            ctx.error_hint(
+                fields.pos,
+                "expected either `token` or both `username` and `password` in `prometheus`",
+                Some("a bearer token, or basic auth's user and password".into()),
+            );
+            None
+        }
+    };
+    let ((text, url), cpu) = (url?, cpu?);
+    Some((
+        text,
+        PrometheusQueries {
+            url,
+            cpu,
+            memory,
+            authorization,
+        },
+    ))
 }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::BaseUrl;
+
 /// A server process group that may be the bottleneck (used by the agent and
 /// capacity work).
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +21,25 @@ pub struct ServerSpec {
     pub cores: Option<u32>,
     /// The bearer token the agent wants (`token_file:`), if any.
     pub token: Option<String>,
+    /// With `by: Prometheus`, the queries its figures are read through
+    /// (`agent` is then the Prometheus URL, `processes` the tier's name).
+    pub prometheus: Option<PrometheusQueries>,
+}
+
+/// A tier measured through Prometheus (`servers[].prometheus`): the
+/// counter of its CPU seconds and the gauge of its memory, as PromQL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusQueries {
+    pub url: BaseUrl,
+    /// A counter of CPU seconds, its series summed
+    /// (`sum(rate(...))` would not do: it is read at instants and
+    /// differenced, like the agents' counters).
+    pub cpu: String,
+    /// A gauge of resident bytes, its series summed.
+    pub memory: Option<String>,
+    /// The `Authorization` header's value: `Bearer …` (`token`,
+    /// `token_file`) or `Basic …` (`username`, `password`).
+    pub authorization: Option<String>,
 }
 
 /// How a `servers` entry selects what its agent measures.
@@ -29,6 +50,8 @@ pub enum Selector {
     Processes,
     /// Cgroups by a glob over the hierarchy (`cgroup:`).
     Cgroup,
+    /// Whatever a PromQL query selects (`prometheus:`).
+    Prometheus,
 }
 
 /// Tunables of the automatic capacity analysis (AutoPerf section 2.1), with

@@ -37,7 +37,7 @@ mod workers;
 
 pub use super::ids::{FeederId, RequestId, VarId};
 use super::session::Cbmg;
-pub use capacity::{CapacitySettings, SearchStrategy, Selector, ServerSpec};
+pub use capacity::{CapacitySettings, PrometheusQueries, SearchStrategy, Selector, ServerSpec};
 pub use data::{Feeder, FeederMode, FeederSource};
 pub use kafka::{
     Acks, Compression, KafkaSecurity, KafkaTarget, ProducerSettings, SaslMechanism, SaslSettings,
@@ -48,7 +48,7 @@ pub use requests::{
     OnMissing, Produce, RecordValue, Request,
 };
 pub use target::{BaseUrl, CookiePolicy, Endpoint, HttpVersion, Target};
-pub use threshold::{Comparison, Metric, Threshold};
+pub use threshold::{Comparison, Metric, PromqlQuery, Threshold};
 pub use tls::{PemFile, TlsSettings};
 pub use workers::{WorkerSettings, WorkerSpec};
 

@@ -2,6 +2,7 @@
 //! `scenario/threshold.rs`.
 
 use super::super::ids::RequestId;
+use super::BaseUrl;
 
 /// An SLO such as `p99 < 250ms` or `login.error_rate < 1%`.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,8 +17,23 @@ pub struct Threshold {
     pub op: Comparison,
     /// In the metric's unit: milliseconds for times and `cpu_ms`, a
     /// fraction (0.01 for 1%) for `error_rate`, `checks` and `util`,
-    /// requests per second for `throughput`, bytes for `memory`.
+    /// requests per second for `throughput`, bytes for `memory`; for
+    /// `promql`, whatever its query returns.
     pub bound: f64,
+    /// With `Metric::Promql`, the query and the Prometheus it asks.
+    pub promql: Option<PromqlQuery>,
+}
+
+/// A PromQL SLO's query (`thresholds: [{promql: {query, below}}]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromqlQuery {
+    pub query: String,
+    /// As written (or the one `servers:` reads), for messages.
+    pub url_text: String,
+    pub url: BaseUrl,
+    /// The `Authorization` header of the `servers:` entry that reads the
+    /// same Prometheus, if any.
+    pub authorization: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +54,9 @@ pub enum Metric {
     /// A tier's resident memory, its processes together, at its highest
     /// in the level, in bytes.
     Memory,
+    /// A PromQL query's worst point over the level (its highest against
+    /// `below`, its lowest against `above`).
+    Promql,
 }
 
 impl Metric {
