@@ -142,6 +142,78 @@ fn a_non_cpu_bottleneck_is_found_and_the_cpu_model_disowns_it() {
     }
 }
 
+/// Tiers on one host, each free to use all its cores, take turns on the
+/// same CPUs: the analysis and the model name one station (`web+db`) and
+/// one N*, the host's.
+#[test]
+fn tiers_sharing_a_hosts_cores_have_one_n_star_and_one_bottleneck() {
+    let tb = support::testbed(2);
+    let agent = support::agent();
+    let dir = support::scratch_dir("cap-shared");
+    // Each tier may use every core the agent sees, as an unconfined
+    // process may: together they want twice the host.
+    let cores = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    let s = write(
+        &dir,
+        "shared.yaml",
+        &format!(
+            r#"
+target: {{base_url: "{}"}}
+think_time: 20ms
+requests:
+  db: {{path: "/db?web_ms=2&db_ms=1"}}
+servers:
+  - {{tier: web, agent: "{a}", processes: [{web}], cores: {cores}}}
+  - {{tier: db, agent: "{a}", processes: [{db}], cores: {cores}}}
+"#,
+            tb.web_url,
+            a = agent.url(),
+            web = tb.web_process,
+            db = tb.db_process,
+        ),
+    );
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "capacity",
+        &s,
+        "--levels",
+        "2,4",
+        "--duration",
+        "3s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    let a = &run["analysis"];
+    assert_eq!(a["bottleneck"]["tier"], "web+db", "{a}");
+    assert!(
+        stdout.contains("bottleneck: tiers web+db together"),
+        "{stdout}"
+    );
+    let p = support::json_file(&out.join("prediction.json"));
+    assert_eq!(
+        p["model"]["shared_hosts"],
+        serde_json::json!([["web", "db"]]),
+        "{p}"
+    );
+    assert_eq!(p["bounds"]["bottleneck"], "web+db", "{p}");
+    // One N*: the analysis's, from the last level's demands, and the
+    // model's, from their median over the levels, agree to their noise.
+    let (analysis, model) = (
+        a["n_star"].as_f64().unwrap(),
+        p["bounds"]["n_star"].as_f64().unwrap(),
+    );
+    assert!(
+        (analysis - model).abs() <= 0.15 * model,
+        "N* {analysis} vs the model's {model}"
+    );
+}
+
 #[test]
 fn manual_levels_resume_after_an_interruption_without_repeating_levels() {
     let tb = support::testbed(2);

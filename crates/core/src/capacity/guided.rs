@@ -375,6 +375,7 @@ mod tests {
             process: "tb-web".into(),
             demand_s,
             cores,
+            ..Default::default()
         }]
     }
 

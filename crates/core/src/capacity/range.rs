@@ -10,16 +10,25 @@
 //! different sizes the tier that saturates first is the one with the largest
 //! demand *per core*, `max_i τ_i / n_i`, which is what we use. With equal core
 //! counts the two agree.
+//!
+//! **Shared hosts.** Tiers measured on one host whose cores add up to more
+//! than the host has take turns on the same CPUs: they are one station
+//! (`web+db`) with the host's cores, as the queueing model takes them
+//! (`model::network`), so the analysis reports one N* and one bottleneck.
 
 /// The CPU demand of one measured process, as the search receives it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TierDemand {
     pub tier: String,
     pub process: String,
     /// Seconds of CPU per request (`τ_p`).
     pub demand_s: f64,
-    /// Cores of the tier's host.
+    /// Cores of the tier (its `cores:`, else its host's).
     pub cores: u32,
+    /// The host it runs on (its agent); "" when unknown, never shared.
+    pub host: String,
+    /// The host's cores (0 when unknown).
+    pub host_cores: u32,
 }
 
 /// One queueing station of eq. 3: a tier, its processes' demands summed.
@@ -39,18 +48,20 @@ impl Station {
     }
 }
 
-/// Groups process demands into stations, in order of first appearance.
+/// Groups process demands into stations, in order of first appearance: a
+/// tier's processes together, and tiers that share a host's cores together.
 /// Negative or non-finite demands count as zero.
 pub fn stations(demands: &[TierDemand]) -> Vec<Station> {
-    let mut out: Vec<(Station, f64)> = Vec::new();
+    // Per tier: its station, its largest process demand, its host.
+    let mut tiers: Vec<(Station, f64, &str, u32)> = Vec::new();
     for d in demands {
         let tau = if d.demand_s.is_finite() {
             d.demand_s.max(0.0)
         } else {
             0.0
         };
-        match out.iter_mut().find(|(s, _)| s.tier == d.tier) {
-            Some((s, top)) => {
+        match tiers.iter_mut().find(|(s, ..)| s.tier == d.tier) {
+            Some((s, top, ..)) => {
                 s.demand_s += tau;
                 s.cores = s.cores.max(d.cores);
                 if tau > *top {
@@ -58,7 +69,7 @@ pub fn stations(demands: &[TierDemand]) -> Vec<Station> {
                     s.top_process = d.process.clone();
                 }
             }
-            None => out.push((
+            None => tiers.push((
                 Station {
                     tier: d.tier.clone(),
                     demand_s: tau,
@@ -66,10 +77,47 @@ pub fn stations(demands: &[TierDemand]) -> Vec<Station> {
                     top_process: d.process.clone(),
                 },
                 tau,
+                &d.host,
+                d.host_cores,
             )),
         }
     }
-    out.into_iter().map(|(s, _)| s).collect()
+    let mut out: Vec<Station> = Vec::new();
+    let mut merged = vec![false; tiers.len()];
+    for i in 0..tiers.len() {
+        if merged[i] {
+            continue;
+        }
+        let (_, _, host, host_cores) = tiers[i];
+        let group: Vec<usize> = (i..tiers.len())
+            .filter(|&j| !host.is_empty() && tiers[j].2 == host)
+            .collect();
+        let wanted: u32 = group.iter().map(|&j| tiers[j].0.cores).sum();
+        if group.len() < 2 || host_cores == 0 || wanted <= host_cores {
+            out.push(tiers[i].0.clone());
+            continue;
+        }
+        // The busiest process of the busiest tier names the station.
+        let top = group
+            .iter()
+            .copied()
+            .max_by(|&a, &b| tiers[a].1.total_cmp(&tiers[b].1).then(b.cmp(&a)))
+            .unwrap_or(i);
+        out.push(Station {
+            tier: group
+                .iter()
+                .map(|&j| tiers[j].0.tier.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+            demand_s: group.iter().map(|&j| tiers[j].0.demand_s).sum(),
+            cores: host_cores.min(wanted),
+            top_process: tiers[top].0.top_process.clone(),
+        });
+        for j in group {
+            merged[j] = true;
+        }
+    }
+    out
 }
 
 /// The station with the largest demand per core (the first on a tie);
@@ -125,6 +173,7 @@ mod tests {
             process: process.into(),
             demand_s,
             cores,
+            ..Default::default()
         }
     }
 
@@ -165,5 +214,46 @@ mod tests {
         // web: 7 ms over 4 cores = 1.75 ms/core; db: 3 ms on 1 core wins.
         let b = bottleneck(&st).unwrap();
         assert_eq!((b.tier.as_str(), b.top_process.as_str()), ("db", "mysqld"));
+    }
+
+    #[test]
+    fn tiers_sharing_a_hosts_cores_are_one_station_with_one_n_star() {
+        // Three tiers on one 2-core host, each free to use both cores.
+        let on = |tier: &str, p: &str, demand_s: f64| TierDemand {
+            host: "http://agent:9870".into(),
+            host_cores: 2,
+            ..d(tier, p, demand_s, 2)
+        };
+        let demands = [
+            on("web", "nginx", 0.002),
+            on("app", "java", 0.006),
+            on("db", "mysqld", 0.004),
+        ];
+        let st = stations(&demands);
+        assert_eq!(st.len(), 1);
+        assert_eq!((st[0].tier.as_str(), st[0].cores), ("web+app+db", 2));
+        assert_eq!(st[0].top_process, "java");
+        // N* = (Z + 12 ms) · 2 / 12 ms: the host saturates, not `app` alone
+        // (which would say (Z + 12 ms) · 2 / 6 ms, twice as many).
+        assert!((n_star(0.1, &demands).unwrap() - 0.112 * 2.0 / 0.012).abs() < 1e-9);
+        // Limited to a core each, they fit in the host's: three stations.
+        let apart: Vec<TierDemand> = demands
+            .iter()
+            .map(|t| TierDemand {
+                cores: 1,
+                host_cores: 3,
+                ..t.clone()
+            })
+            .collect();
+        assert_eq!(stations(&apart).len(), 3);
+        // A host not known is never shared.
+        let unknown: Vec<TierDemand> = demands
+            .iter()
+            .map(|t| TierDemand {
+                host_cores: 0,
+                ..t.clone()
+            })
+            .collect();
+        assert_eq!(stations(&unknown).len(), 3);
     }
 }

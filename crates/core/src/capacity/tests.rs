@@ -41,6 +41,7 @@ fn demand(tier: &str, process: &str, demand_s: f64) -> TierDemand {
         process: process.into(),
         demand_s,
         cores: 1,
+        ..Default::default()
     }
 }
 

@@ -284,6 +284,11 @@ impl AgentEndpoint {
         }
     }
 
+    /// Whether this reads Prometheus, not an agent.
+    pub fn is_prometheus(&self) -> bool {
+        matches!(self.source, Source::Prometheus(_))
+    }
+
     /// One counters reading, reusing `conn` when the agent kept it open.
     pub async fn fetch(&self, conn: &mut Option<http1::Connection>) -> Result<Counters, String> {
         let (addr, token, request) = match &self.source {

@@ -88,7 +88,15 @@ pub fn tier_usage(
             ));
         }
         let last = answered[answered.len() - 1].1;
-        let mut usage = window.usage(server, &agents.agents[i].url, last.host.cores);
+        let endpoint = &agents.agents[i];
+        let mut usage = if endpoint.is_prometheus() {
+            // Not a host: each tier read through Prometheus is its own,
+            // so the model never takes two of them as sharing CPUs.
+            let label = format!("{}#{}", endpoint.url, server.tier);
+            window.usage(server, &label, server.cores.unwrap_or(1))
+        } else {
+            window.usage(server, &endpoint.url, last.host.cores)
+        };
         if server.by == Selector::Prometheus {
             warnings.extend(coarse_scrape(server, &window));
         }

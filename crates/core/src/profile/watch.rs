@@ -22,6 +22,11 @@ pub struct WatchedProcess {
     pub agent: usize,
     /// Cores of its tier: the scenario's `cores`, else its host's.
     pub cores: u32,
+    /// Its host, by its agent's URL ("" through Prometheus: each such
+    /// tier is its own), and that host's cores: tiers on one host whose
+    /// cores add up to more take turns on its CPUs.
+    pub host: String,
+    pub host_cores: u32,
 }
 
 /// Every process of the scenario's tiers, in `servers:` order. `first`
@@ -37,15 +42,19 @@ pub fn watched_processes(
         .iter()
         .flat_map(|s| {
             let agent = agents.agent_of(&s.tier).unwrap_or(0);
-            let cores = s
-                .cores
-                .or_else(|| first.get(agent).map(|c| c.host.cores))
-                .unwrap_or(1);
+            let host_cores = first.get(agent).map(|c| c.host.cores);
+            let cores = s.cores.or(host_cores).unwrap_or(1);
+            let host = match agents.agents.get(agent) {
+                Some(a) if !a.is_prometheus() => a.url.clone(),
+                _ => String::new(),
+            };
             s.processes.iter().map(move |p| WatchedProcess {
                 tier: s.tier.clone(),
                 name: p.clone(),
                 agent,
                 cores,
+                host: host.clone(),
+                host_cores: host_cores.unwrap_or(0),
             })
         })
         .collect()

@@ -137,21 +137,30 @@ impl CapacityController {
                     .iter()
                     .filter_map(|(key, ms)| {
                         let (tier, process) = key.split_once('/')?;
-                        let cores = self
+                        let watched = self
                             .procs
                             .iter()
-                            .find(|p| p.tier == tier && p.name == process)
-                            .map_or(1, |p| p.cores);
+                            .find(|p| p.tier == tier && p.name == process);
                         Some(TierDemand {
                             tier: tier.into(),
                             process: process.into(),
                             demand_s: ms / 1e3,
-                            cores,
+                            cores: watched.map_or(1, |p| p.cores),
+                            host: watched.map_or_else(String::new, |p| p.host.clone()),
+                            host_cores: watched.map_or(0, |p| p.host_cores),
                         })
                     })
-                    .collect()
+                    .collect::<Vec<_>>()
             })
             .unwrap_or_default();
+        // In `servers:` order, as the model names stations (`web+db`).
+        let mut demands = demands;
+        demands.sort_by_key(|d| {
+            self.procs
+                .iter()
+                .position(|p| p.tier == d.tier && p.name == d.process)
+                .unwrap_or(usize::MAX)
+        });
         LevelOutcome {
             users: level.users.unwrap_or(0),
             throughput_rps: level.throughput_rps,

@@ -17,6 +17,7 @@ pub(super) fn web(demand_s: f64) -> Vec<TierDemand> {
         process: "tb-web".into(),
         demand_s,
         cores: 1,
+        ..Default::default()
     }]
 }
 
