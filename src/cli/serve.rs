@@ -25,6 +25,17 @@ pub struct TestbedArgs {
     /// agents tell this testbed from another on the same host.
     #[arg(long, value_name = "TAG")]
     pub name_tag: Option<String>,
+    /// Memory the web tier holds for each open connection (a closed user
+    /// keeps one), e.g. `1MiB`: a known memory per user to profile.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "0")]
+    pub session_memory: u64,
+}
+
+/// `1MiB`, `512KB`, `1048576`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    text.parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|e| format!("expected a size like `1MiB`: {e}"))
 }
 
 #[derive(Debug, Args)]
@@ -85,4 +96,7 @@ pub struct TierArgs {
     /// Appended to the process name (tb-web-TAG).
     #[arg(long)]
     pub name_tag: Option<String>,
+    /// Bytes held for each open connection (web only).
+    #[arg(long, default_value_t = 0)]
+    pub session_memory: usize,
 }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use autoperf_core::model::memory;
 use autoperf_core::model::predict::{self, Ask};
 use autoperf_core::model::{Model, Prediction};
 use autoperf_core::record::RunRecord;
@@ -70,7 +71,10 @@ pub fn predict(args: PredictArgs) -> Outcome {
         let users = args.users.clone().map(|u| u.0);
         Ask::Users(users.unwrap_or_else(|| predict::default_users(&model, &measured)))
     };
-    let prediction = predict::predict(&model, &ask, &measured);
+    // Memory per user, from this record's own levels (what-ifs of CPU
+    // leave it as measured).
+    let memory = memory::fit(&predict::closed_levels(&record.levels));
+    let prediction = predict::predict(&model, &ask, &measured).with_memory(memory);
     let out = args.out.clone().unwrap_or_else(|| args.results.clone());
     let path = write_prediction(&out, &prediction)?;
     // The results' own report gains the model's section.

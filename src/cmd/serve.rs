@@ -73,6 +73,7 @@ pub fn testbed(args: TestbedArgs) -> Outcome {
         db_workers: args.db_workers,
         schema_registry: args.schema_registry,
         name_tag: args.name_tag,
+        session_memory: args.session_memory as usize,
     };
     autoperf_testbed::testbed_main(&exe, options)
         .map(|_| exit::OK)
@@ -95,6 +96,7 @@ pub fn tier(args: TierArgs) -> Outcome {
         workers: args.workers,
         db: args.db,
         name_tag: args.name_tag,
+        session_memory: args.session_memory,
     })
     .map(|_| exit::OK)
     .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))

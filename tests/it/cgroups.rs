@@ -149,6 +149,86 @@ servers:
     drop(tb);
 }
 
+/// Three replicas of the web tier behind a round-robin balancer, as a
+/// deployment behind its Service, each in a cgroup of its own: one glob
+/// measures them together, at what their three processes cost by name,
+/// and says there were three.
+#[test]
+fn three_replicas_matched_by_one_glob_cost_what_their_processes_cost() {
+    let tag = "replicas";
+    let cgroups = Cgroups::make(tag, &["web-1", "web-2", "web-3"]);
+    let replicas: Vec<autoperf_testbed::Testbed> = (0..3).map(|_| support::testbed(1)).collect();
+    for (i, tb) in replicas.iter().enumerate() {
+        cgroups.enter(&format!("web-{}", i + 1), tb.web_pid);
+    }
+    let service = support::balancer::balancer(replicas.iter().map(|tb| tb.web_addr).collect());
+    let agent = support::agent();
+    let dir = support::scratch_dir("cgroups-replicas");
+    let parent = format!("autoperf-test-{}-{tag}", std::process::id());
+    let names: Vec<&str> = replicas.iter().map(|tb| tb.web_process.as_str()).collect();
+    let scenario = dir.join("s.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name: replicas
+target: {{base_url: "http://{}"}}
+think_time: 10ms
+requests:
+  cpu: {{path: "/cpu?ms=2"}}
+servers:
+  - {{tier: by-name, agent: "{a}", processes: [{}]}}
+  - {{tier: by-glob, agent: "{a}", cgroup: "{parent}/web-*"}}
+"#,
+            service.addr,
+            names.join(", "),
+            a = agent.url(),
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--users",
+        "6",
+        "--duration",
+        "5s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let servers = &support::run_json(&out)["levels"][0]["servers"];
+    let cost = |tier: &str| -> f64 {
+        servers[tier]["cpu_ms_per_request"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{tier} not measured: {servers}"))
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum()
+    };
+    let (by_name, by_glob) = (cost("by-name"), cost("by-glob"));
+    eprintln!("three replicas: {by_glob} ms a request by glob, {by_name} ms by name");
+    assert!(
+        by_name > 1.5 && (by_glob - by_name).abs() <= 0.05 * by_name,
+        "{by_glob} ms by glob, {by_name} ms by their names\n{servers}"
+    );
+    assert_eq!(servers["by-glob"]["replicas"], 3, "{servers}");
+    // Each replica served its share: every one burned CPU.
+    let per_process = servers["by-name"]["cpu_util_cores_per_process"]
+        .as_object()
+        .unwrap();
+    assert!(
+        names
+            .iter()
+            .all(|n| per_process[*n].as_f64().unwrap() > 0.0),
+        "{servers}"
+    );
+    drop(replicas);
+}
+
 #[test]
 fn a_glob_that_matches_no_cgroup_stops_the_run_at_its_start_naming_the_nearest() {
     let tag = "none";

@@ -24,6 +24,7 @@ mod https;
 mod import;
 mod journey;
 mod kafka;
+mod memory;
 mod open_capacity;
 mod open_workload;
 mod predict;

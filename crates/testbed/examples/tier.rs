@@ -20,6 +20,7 @@ fn main() -> anyhow::Result<()> {
         workers: 2,
         db: None,
         name_tag: None,
+        session_memory: 0,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -30,6 +31,7 @@ fn main() -> anyhow::Result<()> {
             "--workers" => tier_args.workers = value.parse()?,
             "--db" => tier_args.db = Some(value.parse()?),
             "--name-tag" => tier_args.name_tag = Some(value),
+            "--session-memory" => tier_args.session_memory = value.parse()?,
             _ => anyhow::bail!("unknown flag {flag}"),
         }
     }

@@ -41,6 +41,11 @@ pub trait Handler: Send + Sync + 'static {
         req: Request<Incoming>,
     ) -> impl Future<Output = Response<Body>> + Send;
 
+    /// Bytes to hold while a connection is open (0: none).
+    fn session_memory(&self) -> usize {
+        0
+    }
+
     /// Serves one binary-protocol connection until the peer closes it or
     /// `stop` fires between two requests.
     fn serve_binary(
@@ -132,6 +137,7 @@ pub async fn serve<H: Handler>(
                 let Ok(stream) = TcpStream::from_std(stream) else {
                     return;
                 };
+                let _session = SessionMemory::hold(handler.session_memory());
                 match acceptor {
                     None => connection(stream, handler, builder, stop).await,
                     Some(acceptor) => {
@@ -148,6 +154,23 @@ pub async fn serve<H: Handler>(
     let _ = drain.send(());
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain.closed()).await;
     Ok(())
+}
+
+/// Memory allocated and written (so resident) for as long as a connection
+/// is open.
+struct SessionMemory(Vec<u8>);
+
+impl SessionMemory {
+    fn hold(bytes: usize) -> SessionMemory {
+        // black_box: an allocation nothing reads could be left out.
+        SessionMemory(std::hint::black_box(vec![0xa5; bytes]))
+    }
+}
+
+impl Drop for SessionMemory {
+    fn drop(&mut self) {
+        std::hint::black_box(&mut self.0);
+    }
 }
 
 async fn connection<H: Handler>(

@@ -78,6 +78,9 @@ pub struct TierArgs {
     /// Appended to the process name (`tb-web-TAG`): see
     /// [`TestbedOptions::name_tag`].
     pub name_tag: Option<String>,
+    /// Bytes the web tier holds for each open connection: see
+    /// [`TestbedOptions::session_memory`].
+    pub session_memory: usize,
 }
 
 /// Options of `autoperf testbed`.
@@ -95,6 +98,10 @@ pub struct TestbedOptions {
     /// running side by side on one host. Process names hold 15 bytes:
     /// at most 8 here.
     pub name_tag: Option<String>,
+    /// Bytes the web tier allocates and touches for each open connection
+    /// and frees when it closes: a known memory per session (a closed
+    /// user keeps one connection), for the memory model's tests.
+    pub session_memory: usize,
 }
 
 impl Default for TestbedOptions {
@@ -105,6 +112,7 @@ impl Default for TestbedOptions {
             db_workers: 2,
             schema_registry: None,
             name_tag: None,
+            session_memory: 0,
         }
     }
 }
@@ -158,6 +166,7 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
                 let config = WebConfig {
                     workers: args.workers,
                     db: args.db,
+                    session_memory: args.session_memory,
                 };
                 let (tls, listener_tls) = https.expect("made for the web tier");
                 let https = crate::http::TlsListener {
@@ -272,6 +281,7 @@ impl Testbed {
                 workers: options.db_workers,
                 db: None,
                 name_tag: options.name_tag.clone(),
+                session_memory: 0,
             },
         )?;
         let web = TierProcess::spawn(
@@ -282,6 +292,7 @@ impl Testbed {
                 workers: options.web_workers,
                 db: Some(db.addr),
                 name_tag: options.name_tag.clone(),
+                session_memory: options.session_memory,
             },
         );
         let web = match web {
@@ -379,6 +390,10 @@ impl TierProcess {
         }
         if let Some(tag) = &args.name_tag {
             cmd.arg("--name-tag").arg(tag);
+        }
+        if args.session_memory > 0 {
+            cmd.arg("--session-memory")
+                .arg(args.session_memory.to_string());
         }
         cmd.env(PARENT_ENV, std::process::id().to_string())
             .stdin(Stdio::null())

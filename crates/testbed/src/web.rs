@@ -49,6 +49,9 @@ pub struct WebConfig {
     pub workers: usize,
     /// The db tier; `/db` answers 503 without one.
     pub db: Option<SocketAddr>,
+    /// Bytes held for each open connection (see
+    /// `TestbedOptions::session_memory`).
+    pub session_memory: usize,
 }
 
 impl Default for WebConfig {
@@ -56,6 +59,7 @@ impl Default for WebConfig {
         WebConfig {
             workers: 2,
             db: None,
+            session_memory: 0,
         }
     }
 }
@@ -89,6 +93,7 @@ pub(crate) async fn serve_web_and_https(
         Arc::new(Web {
             db: config.db.map(DbClient::new),
             shared: Arc::clone(&shared),
+            session_memory: config.session_memory,
         })
     };
     http::serve(listener, https, &workers, web, shutdown).await
@@ -100,6 +105,7 @@ pub(crate) async fn serve_web_and_https(
 struct Web {
     db: Option<DbClient>,
     shared: Arc<Shared>,
+    session_memory: usize,
 }
 
 /// The state every loop's requests share.
@@ -113,6 +119,10 @@ struct Shared {
 }
 
 impl Handler for Web {
+    fn session_memory(&self) -> usize {
+        self.session_memory
+    }
+
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         request_started();
         match self.route(req).await {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod balancer;
 pub mod counting;
 pub mod netns;
 pub mod prometheus;
@@ -44,12 +45,19 @@ pub fn scenario(dir: &Path, name: &str, yaml: &str) -> Arc<Scenario> {
 /// `web_process`), so tests run side by side and each agent-reading test
 /// measures its own tiers alone.
 pub fn testbed(web_workers: usize) -> autoperf_testbed::Testbed {
+    testbed_with(autoperf_testbed::TestbedOptions {
+        web_workers,
+        ..Default::default()
+    })
+}
+
+/// [`testbed`] with other options (its name tag is set here).
+pub fn testbed_with(options: autoperf_testbed::TestbedOptions) -> autoperf_testbed::Testbed {
     static STARTED: AtomicU64 = AtomicU64::new(0);
     let n = STARTED.fetch_add(1, Ordering::Relaxed);
     let options = autoperf_testbed::TestbedOptions {
-        web_workers,
         name_tag: Some(format!("{:x}{:02x}", std::process::id(), n % 256)),
-        ..Default::default()
+        ..options
     };
     autoperf_testbed::Testbed::spawn(&autoperf_exe(), &options).expect("testbed starts")
 }

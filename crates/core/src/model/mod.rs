@@ -11,7 +11,10 @@
 //! - `network`: the application's network from a results record.
 //! - `predict`: points, bounds and the comparison with measured levels
 //!   (`prediction.json`).
+//! - `memory`: each tier's memory as a line in the users, fitted to the
+//!   levels, for the points' memory.
 
+pub mod memory;
 pub mod network;
 pub mod predict;
 

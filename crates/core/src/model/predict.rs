@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::memory::{self, MemoryFit};
 use super::network::Model;
 use crate::capacity::mva::{self, Station};
 use crate::measure::{round6, round_to};
@@ -23,6 +24,10 @@ pub struct Prediction {
     /// The model at the measured levels of a capacity analysis.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<Comparison>,
+    /// Each tier's memory as a line in the users, fitted to the measured
+    /// levels (`model::memory`): what the points' `memory_bytes` come from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory: BTreeMap<String, MemoryFit>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -74,6 +79,10 @@ pub struct Point {
     /// Open what-ifs past the bottleneck's capacity have no steady state.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub saturated: bool,
+    /// Each tier's resident memory at these users, from its fitted line
+    /// (closed points of a record whose levels measured memory).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory_bytes: BTreeMap<String, u64>,
 }
 
 /// The model at one measured level.
@@ -107,6 +116,18 @@ pub struct Fit {
 }
 
 impl Prediction {
+    /// Adds each tier's fitted memory line, and the memory it gives at
+    /// every closed point.
+    pub fn with_memory(mut self, fits: BTreeMap<String, MemoryFit>) -> Prediction {
+        for p in &mut self.points {
+            if let Some(users) = p.users {
+                p.memory_bytes = fits.iter().map(|(t, f)| (t.clone(), f.at(users))).collect();
+            }
+        }
+        self.memory = fits;
+        self
+    }
+
     /// The fit over the measured levels the model describes; `None` when
     /// there are none.
     pub fn fit(&self) -> Option<Fit> {
@@ -282,6 +303,7 @@ fn point(
         utilization_per_process: per_process,
         bottleneck,
         saturated: false,
+        memory_bytes: BTreeMap::new(),
     }
 }
 
@@ -374,6 +396,7 @@ pub fn predict(model: &Model, ask: &Ask, measured: &[LevelRecord]) -> Prediction
         bounds: bounds(model),
         points,
         measured: compare(model, measured),
+        memory: BTreeMap::new(),
     }
 }
 
@@ -385,7 +408,7 @@ pub fn of_analysis(model: &Model, levels: &[LevelRecord]) -> Prediction {
     let mut measured = closed_levels(levels);
     measured.retain(|l| !l.interrupted);
     let ask = Ask::Users(default_users(model, &measured));
-    predict(model, &ask, &measured)
+    predict(model, &ask, &measured).with_memory(memory::fit(&measured))
 }
 
 /// The closed levels of `levels` (those with a user count; an open

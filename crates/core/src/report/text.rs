@@ -208,6 +208,18 @@ pub fn prediction_table(p: &crate::model::Prediction, rows: usize) -> String {
     for shared in &p.model.shared_hosts {
         let _ = writeln!(out, "  {} share one host's cores", shared.join(" and "));
     }
+    for (tier, m) in &p.memory {
+        let _ = writeln!(
+            out,
+            "  {tier}: memory {} + {} a user (fitted over {} levels, {} to {} users, R² {:.3})",
+            crate::scenario::files::human_bytes(m.baseline_bytes.max(0.0) as u64),
+            crate::scenario::files::human_bytes(m.per_user_bytes.max(0.0) as u64),
+            m.levels,
+            m.users_from,
+            m.users_to,
+            m.r_squared
+        );
+    }
     let _ = writeln!(
         out,
         "bounds: X ≤ {:.1} req/s (bottleneck {}), R ≥ {:.3} ms, N* = {:.1}",
@@ -219,6 +231,10 @@ pub fn prediction_table(p: &crate::model::Prediction, rows: usize) -> String {
     let _ = write!(out, "\n{:>10} {:>11} {:>11}", "load", "req/s", "R ms");
     for t in &tiers {
         let _ = write!(out, " {:>10}", format!("{t} cores"));
+    }
+    let memory: Vec<&String> = p.memory.keys().collect();
+    for t in &memory {
+        let _ = write!(out, " {:>11}", format!("{t} MiB"));
     }
     let _ = writeln!(out, "  bottleneck");
     let step = p.points.len().div_ceil(rows.max(1)).max(1);
@@ -244,6 +260,12 @@ pub fn prediction_table(p: &crate::model::Prediction, rows: usize) -> String {
                 " {:>10.3}",
                 point.utilization.get(*t).copied().unwrap_or(0.0)
             );
+        }
+        for t in &memory {
+            let _ = match point.memory_bytes.get(*t) {
+                Some(&b) => write!(out, " {:>11.1}", b as f64 / f64::from(1u32 << 20)),
+                None => write!(out, " {:>11}", "-"),
+            };
         }
         let _ = writeln!(out, "  {}", point.bottleneck);
     }
@@ -359,7 +381,16 @@ pub fn capacity_summary(record: &crate::record::RunRecord) -> String {
         (None, None) => {}
     }
     if let (Some(b), None) = (&a.bottleneck, &a.hidden_bottleneck) {
-        let _ = writeln!(out, "bottleneck: tier {} (process {})", b.tier, b.process);
+        if b.tier.contains('+') {
+            // Tiers that take turns on one host's cores: one station.
+            let _ = writeln!(
+                out,
+                "bottleneck: tiers {} together, on one host's cores (busiest process {})",
+                b.tier, b.process
+            );
+        } else {
+            let _ = writeln!(out, "bottleneck: tier {} (process {})", b.tier, b.process);
+        }
     }
     if let Some(u) = a.first_client_bottleneck_users {
         let _ = writeln!(

@@ -85,6 +85,7 @@ async fn db_without_db_tier_is_unavailable_and_dead_db_is_bad_gateway() {
     let config = autoperf_testbed::WebConfig {
         workers: 1,
         db: Some(dead),
+        ..Default::default()
     };
     let server = tokio::spawn(autoperf_testbed::serve_web(listener, config, async {
         let _ = stopped.await;
@@ -101,6 +102,7 @@ async fn db_without_db_tier_is_unavailable_and_dead_db_is_bad_gateway() {
     let config = autoperf_testbed::WebConfig {
         workers: 1,
         db: None,
+        ..Default::default()
     };
     let server = tokio::spawn(autoperf_testbed::serve_web(listener, config, async {
         let _ = stopped.await;

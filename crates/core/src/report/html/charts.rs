@@ -184,6 +184,7 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord, model: Option<&Predic
     );
 
     cpu_chart(h, record, levels, &marks, span);
+    memory_chart(h, levels, model, &marks, span);
 
     let mut c = LineChart::new("users", "think time (s)");
     c.series
@@ -237,7 +238,8 @@ fn cpu_chart(
     let names: Vec<String> = tiers
         .keys()
         .map(|t| {
-            if Some(*t) == bottleneck {
+            // Tiers sharing a host's cores are one station: `web+db`.
+            if bottleneck.is_some_and(|b| b.split('+').any(|part| part == *t)) {
                 format!("{t} (bottleneck)")
             } else {
                 t.to_string()
@@ -283,6 +285,67 @@ fn cpu_chart(
         "CPU utilisation per tier vs users",
         &keys,
         &c.render("CPU utilisation of each tier against users"),
+    );
+}
+
+/// Each tier's mean resident memory against users, and the line fitted
+/// to it (`model::memory`) dashed beside it; nothing when no level
+/// measured memory.
+fn memory_chart(
+    h: &mut String,
+    levels: &[(f64, &LevelRecord)],
+    model: Option<&Prediction>,
+    marks: &Marks,
+    span: f64,
+) {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let mut tiers: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for (u, l) in levels {
+        for (tier, usage) in l.servers.iter().filter(|(_, u)| u.memory_mean_bytes > 0) {
+            tiers
+                .entry(tier)
+                .or_default()
+                .push((*u, usage.memory_mean_bytes as f64 / MIB));
+        }
+    }
+    if tiers.is_empty() {
+        return;
+    }
+    let mut c = LineChart::new("users", "resident memory (MiB)");
+    let mut keys = Vec::new();
+    let fits = model.map(|p| &p.memory);
+    for (i, (tier, points)) in tiers.iter().enumerate() {
+        c.series.push(Series {
+            name: tier.to_string(),
+            colour: i,
+            points: points.clone(),
+            dashed: false,
+            markers: true,
+        });
+        keys.push(Key::Line(tier, i, false));
+        if let Some(f) = fits.and_then(|f| f.get(*tier)) {
+            c.series.push(Series {
+                name: format!("{tier} fitted"),
+                colour: i,
+                points: vec![
+                    (0.0, f.at(0) as f64 / MIB),
+                    (span, f.at(span as u32) as f64 / MIB),
+                ],
+                dashed: true,
+                markers: false,
+            });
+        }
+    }
+    if fits.is_some_and(|f| !f.is_empty()) {
+        keys.push(Key::Dashed("fitted: baseline + memory per user"));
+    }
+    marks.apply(&mut c, span, |_| None);
+    keys.extend(marks.keys());
+    figure(
+        h,
+        "Memory per tier vs users",
+        &keys,
+        &c.render("resident memory of each tier against users"),
     );
 }
 

@@ -64,6 +64,7 @@ impl Tiers {
         let config = WebConfig {
             workers: web_workers,
             db: Some(db),
+            ..Default::default()
         };
         let (web_stop, web_task) = start(|stopped| {
             serve_web(web_listener, config, async {
