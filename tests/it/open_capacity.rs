@@ -408,8 +408,11 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 8s, rate_precision: 10%}
         assert_eq!(series[1]["value"], "2");
         let one = series[0]["max_passing_rate_rps"].as_f64().unwrap();
         let two = series[1]["max_passing_rate_rps"].as_f64().unwrap();
-        // A second worker adds capacity (on 2 shared cores, not twice as much).
-        assert!(two > one * 1.3, "{one} {two}\n{all}");
+        // A second worker adds capacity past the search's 10% precision.
+        // How much depends on the machine: on 2 cores shared with the
+        // generator, 1.5× on a quiet one, 1.21× beside a busy loop at nice
+        // 10 on each core (the demand below holds either way).
+        assert!(two > one * 1.1, "{one} {two}\n{all}");
         // Every level says which value it ran under.
         for l in run["levels"].as_array().unwrap() {
             assert!(l["rate_search"]["series"]["web_workers"].is_string(), "{l}");

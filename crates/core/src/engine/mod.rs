@@ -8,7 +8,8 @@
 //! - `fleet`: where it runs — this process, generator processes, or
 //!   (through `workers`) other hosts.
 //! - `start`, `shard`: a process's shards, one thread and runtime each.
-//! - `user`, `open`: a closed-loop user; the open workload's arrivals.
+//! - `user`, `open`: a closed-loop user; the open workload's arrivals;
+//!   `think`: the user's stream of think-time draws, which keeps its mean.
 //! - `arrival_timer`, `coalesce`: precise arrival wake-ups; coalesced
 //!   reply wake-ups.
 //! - `feed`, `extract`, `checks`: data rows in, values out of responses,
@@ -28,6 +29,7 @@ mod shard;
 mod split;
 mod start;
 mod stop;
+mod think;
 mod user;
 pub mod workers;
 

@@ -11,6 +11,7 @@ use super::coalesce::Awaited;
 use super::extract;
 use super::feed::Feeds;
 use super::level::Workload;
+use super::think::ThinkStream;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
 use crate::scenario::template::Bindings;
@@ -129,13 +130,15 @@ pub struct User<T: Transport> {
     cookie_vars: Vec<(VarId, String)>,
     /// A `unique` feeder had no row left for it: the user stops.
     exhausted: bool,
+    /// Where its think times' uniforms come from.
+    think: ThinkStream,
 }
 
 impl<T: Transport> User<T> {
     pub fn new(
         shared: Rc<Shared<T>>,
         recorder: Rc<RefCell<IntervalStats>>,
-        rng: fastrand::Rng,
+        mut rng: fastrand::Rng,
         session: T::Session,
     ) -> User<T> {
         let scenario = &shared.scenario;
@@ -155,6 +158,7 @@ impl<T: Transport> User<T> {
             session,
             shared,
             recorder,
+            think: ThinkStream::new(rng.f64()),
             rng,
             exhausted: false,
         }
@@ -200,7 +204,7 @@ impl<T: Transport> User<T> {
             return intended.map(|_| Instant::now());
         }
         let scenario = &*self.shared.scenario;
-        let think = scenario.think_after(current).sample(self.rng.f64());
+        let think = scenario.think_after(current).sample(self.think.next());
         let think = if connect_failed {
             think.max(CONNECT_BACKOFF)
         } else {

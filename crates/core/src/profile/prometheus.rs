@@ -14,12 +14,12 @@ use std::time::{Duration, SystemTime};
 
 use autoperf_agent::api::{AgentInfo, CpuTimes, GroupCounters, HostCounters};
 
-use super::agents::Counters;
 use crate::protocol::http1::Connection;
 use crate::protocol::side;
 use crate::protocol::tls::Tls;
 use crate::record::PromqlFigure;
 use crate::scenario::{BaseUrl, PrometheusQueries, TlsSettings};
+use autoperf_agent::Counters;
 
 /// How long one query may take.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -95,10 +95,8 @@ pub struct Response {
     pub max_body: usize,
 }
 
-/// `target.max_body` when the scenario gives none: what checks and
-/// extraction may read of one answer (a JSON document of 1 MiB parses into
-/// some 30 MiB).
-pub const DEFAULT_MAX_BODY: usize = 1 << 20;
+/// `target.max_body` when the scenario gives none (the scenario's own).
+pub use crate::scenario::DEFAULT_MAX_BODY;
 
 impl Default for Response {
     fn default() -> Response {

@@ -163,7 +163,7 @@ pub(super) fn decode_target(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Opti
     };
     let max_body = match fields.get("max_body") {
         Some(n) => ctx.byte_size(n, 1, "a size like `4MiB`")?,
-        None => crate::protocol::DEFAULT_MAX_BODY as u64,
+        None => super::super::model::DEFAULT_MAX_BODY as u64,
     };
     Some(Target {
         endpoint: endpoint?,

@@ -47,7 +47,7 @@ pub use requests::{
     Action, AvroFraming, AvroValue, Body, Check, CheckKind, Extract, ExtractFrom, HttpRequest,
     OnMissing, Produce, RecordValue, Request,
 };
-pub use target::{BaseUrl, CookiePolicy, Endpoint, HttpVersion, Target};
+pub use target::{BaseUrl, CookiePolicy, Endpoint, HttpVersion, Target, DEFAULT_MAX_BODY};
 pub use threshold::{Comparison, Metric, PromqlQuery, Threshold};
 pub use tls::{PemFile, TlsSettings};
 pub use workers::{WorkerSettings, WorkerSpec};

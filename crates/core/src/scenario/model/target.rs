@@ -25,10 +25,15 @@ pub struct Target {
     /// one connection, each request a stream of it (1: a connection each).
     pub streams_per_connection: u32,
     /// `target.max_body`: the most of one answer's body kept for checks
-    /// and extraction (`protocol::DEFAULT_MAX_BODY` unless given); a
-    /// longer one is read to its end and counted `body_too_large`.
+    /// and extraction (`DEFAULT_MAX_BODY` unless given); a longer one is
+    /// read to its end and counted `body_too_large`.
     pub max_body: usize,
 }
+
+/// `target.max_body` when the scenario gives none: what checks and
+/// extraction may read of one answer (a JSON document of 1 MiB parses into
+/// some 30 MiB).
+pub const DEFAULT_MAX_BODY: usize = 1 << 20;
 
 /// `target.http`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
