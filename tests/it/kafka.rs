@@ -584,10 +584,16 @@ fn closed_users_each_wait_for_their_acknowledgement() {
     // of the window at each end (a broker that stalls 600 ms just before
     // the window opens, as a busy machine's does, gives 10%). Users that
     // did not wait for their acknowledgements would be off by far more.
+    // A generator short of CPU (beside a busy neighbour: timers 58 ms
+    // late, users idle between their cycles) breaks the law too, and its
+    // level says so: client_bottleneck.
     let gap = level["little"]["relative_gap"].as_f64().unwrap();
     let slowest_s = level["response_time_ms"]["max"].as_f64().unwrap() / 1000.0;
     let window_s = level["duration_s"].as_f64().unwrap();
-    assert!(gap < 0.05 + 2.0 * slowest_s / window_s, "{level}");
+    assert!(
+        gap < 0.05 + 2.0 * slowest_s / window_s || level["client_bottleneck"] == true,
+        "{level}"
+    );
     // Every acknowledged record is on the broker (the warm-up's too).
     assert!(records_in(&bootstrap, &topic) >= requests, "{level}");
 }
