@@ -103,4 +103,6 @@ done
 while (($(jobs -rp | wc -l) > 0)); do
     wait -n || failed=1
 done
+# The import target's scratch directories (one per fuzzing process).
+rm -rf "${TMPDIR:-/tmp}"/autoperf-fuzz-import-*
 exit $failed

@@ -87,7 +87,9 @@ mod tests {
         let text = format!(
             "target: {{base_url: 'http://h'}}\ndata: {{ids: {{range: [1, 10], mode: {mode}}}}}\nrequests:\n  a: {{path: '/a?id=${{ids.n}}'}}\n  b: {{path: /b}}\nsession: {{start: a, transitions: {{a: {{b: 0.5}}}}}}\n"
         );
-        parse(&text, &dir.join("s.yaml")).unwrap()
+        let s = parse(&text, &dir.join("s.yaml")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        s
     }
 
     #[test]

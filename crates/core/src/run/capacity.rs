@@ -170,12 +170,6 @@ impl CapacityController {
             load_too_low: cap.is_some_and(|c| c.load_too_low),
             client_bottleneck: level.client_bottleneck,
             requests: level.requests,
-            host_busy_share: level
-                .servers
-                .values()
-                .filter(|u| u.host_cores > 0)
-                .map(|u| u.host_cpu_util_cores / f64::from(u.host_cores))
-                .fold(0.0, f64::max),
         }
     }
 

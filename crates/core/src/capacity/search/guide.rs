@@ -107,10 +107,8 @@ impl LevelSearch {
         let busiest = crate::capacity::range::bottleneck(&stations)?;
         let utilisation = best.throughput_rps * busiest.demand_s / busiest.cores.max(1) as f64;
         // A CPU that busy is the limit, whatever the fit says of a few
-        // disturbed levels; so is a host with no CPU left, though its tier
-        // got less of it (a neighbour took the rest: beside a busy loop on
-        // each core, the web tier had 69% of its core at the plateau).
-        if utilisation >= CPU_BOUND_UTILISATION || best.host_busy_share >= HOST_SATURATED {
+        // disturbed levels.
+        if utilisation >= CPU_BOUND_UTILISATION {
             return None;
         }
         Some(super::summary::HiddenStation {
@@ -150,10 +148,6 @@ impl LevelSearch {
 /// A busiest CPU at least this busy at the best level is the bottleneck:
 /// no hidden station is named then.
 const CPU_BOUND_UTILISATION: f64 = 0.7;
-
-/// A server host this busy (all its processes, over its cores) has no CPU
-/// to give: a plateau there is the CPUs', not a hidden station's.
-const HOST_SATURATED: f64 = 0.95;
 
 /// The model's answer for a range.
 pub(super) enum Guidance {

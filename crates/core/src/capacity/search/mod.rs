@@ -137,10 +137,6 @@ pub struct LevelOutcome {
     pub client_bottleneck: bool,
     /// Requests measured: how precise the throughput is (0: unknown).
     pub requests: u64,
-    /// The busiest server host's CPUs, all its processes together, as a
-    /// share of its cores (0: unknown). A host with none left cannot give
-    /// its tiers more, whatever else limits them.
-    pub host_busy_share: f64,
 }
 
 /// What to do next.
