@@ -146,62 +146,6 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 8s, rate_precision: 5%}}
     );
 }
 
-#[test]
-fn a_starved_generator_ends_the_open_search_without_a_system_limit() {
-    // autoperf held to a tenth of a core, against /health (microseconds):
-    // the generator gives out first, on any machine.
-    let tb = support::testbed(2);
-    let dir = support::scratch_dir("open-starved");
-    let s = write(
-        &dir,
-        "starved.yaml",
-        &format!(
-            r#"
-name: starved-open
-target: {{base_url: "{}"}}
-arrivals: {{rate: 200/s, spacing: even}}
-requests:
-  health: {{path: /health}}
-thresholds: ["p99 < 50ms"]
-capacity: {{min_duration: 3s, window: 1s, max_duration: 6s, rate_factor: 4, rate_precision: 10%}}
-"#,
-            tb.web_url
-        ),
-    );
-    let out = dir.join("out");
-    let output = support::quota::CpuQuota::new(0.1)
-        .command(&support::autoperf_exe())
-        .args(["capacity", &s, "--quiet", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
-    let run = support::run_json(&out);
-    let a = &run["analysis"];
-    assert_eq!(
-        a["stop_reason"],
-        "client_bottleneck",
-        "{a}\n{}",
-        levels(&run)
-    );
-    // No limit of the system is claimed.
-    assert!(a["first_failing_rate_rps"].is_null(), "{a}");
-    assert!(a["failed_slo"].is_null(), "{a}");
-    // The generator's limit is bracketed, and reported as its own.
-    let limit = a["generator_limit_rps"]
-        .as_f64()
-        .expect("the generator's limit");
-    let pass = a["max_passing_rate_rps"].as_f64().expect("a passing rate");
-    assert!(pass < limit, "{a}");
-    let bound = run["levels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["rate_search"]["verdict"] == "generator_bound");
-    assert!(bound.is_some(), "{}", levels(&run));
-    assert!(stdout.contains("load generator could not keep"), "{stdout}");
-}
-
 /// `autoperf capacity` of an open workload on one web worker burning 4 ms
 /// per request (at most 250 requests/s; evenly spaced arrivals queue only
 /// past that) held to `p99 < 100ms`. The testbed, stdout, the results
@@ -262,6 +206,66 @@ capacity: {{min_duration: 3s, window: 1s, max_duration: 12s}}
 /// time, with nothing beside them.
 mod alone {
     use super::*;
+
+    #[test]
+    fn a_starved_generator_ends_the_open_search_without_a_system_limit() {
+        // Its generator is held to a tenth of a core: beside other tests,
+        // the testbed they slow failed p99 at 4,400/s before the generator
+        // gave out (CI, 9caa61b). Alone, only the generator limits it.
+        let _alone = support::alone();
+        // autoperf held to a tenth of a core, against /health (microseconds):
+        // the generator gives out first, on any machine.
+        let tb = support::testbed(2);
+        let dir = support::scratch_dir("open-starved");
+        let s = write(
+            &dir,
+            "starved.yaml",
+            &format!(
+                r#"
+    name: starved-open
+    target: {{base_url: "{}"}}
+    arrivals: {{rate: 200/s, spacing: even}}
+    requests:
+      health: {{path: /health}}
+    thresholds: ["p99 < 50ms"]
+    capacity: {{min_duration: 3s, window: 1s, max_duration: 6s, rate_factor: 4, rate_precision: 10%}}
+    "#,
+                tb.web_url
+            ),
+        );
+        let out = dir.join("out");
+        let output = support::quota::CpuQuota::new(0.1)
+            .command(&support::autoperf_exe())
+            .args(["capacity", &s, "--quiet", "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        let run = support::run_json(&out);
+        let a = &run["analysis"];
+        assert_eq!(
+            a["stop_reason"],
+            "client_bottleneck",
+            "{a}\n{}",
+            levels(&run)
+        );
+        // No limit of the system is claimed.
+        assert!(a["first_failing_rate_rps"].is_null(), "{a}");
+        assert!(a["failed_slo"].is_null(), "{a}");
+        // The generator's limit is bracketed, and reported as its own.
+        let limit = a["generator_limit_rps"]
+            .as_f64()
+            .expect("the generator's limit");
+        let pass = a["max_passing_rate_rps"].as_f64().expect("a passing rate");
+        assert!(pass < limit, "{a}");
+        let bound = run["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["rate_search"]["verdict"] == "generator_bound");
+        assert!(bound.is_some(), "{}", levels(&run));
+        assert!(stdout.contains("load generator could not keep"), "{stdout}");
+    }
 
     #[test]
     fn finds_the_highest_rate_meeting_a_p99_slo_on_one_web_worker() {
