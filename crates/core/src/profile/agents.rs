@@ -10,6 +10,7 @@ pub use autoperf_agent::Counters;
 
 use super::prometheus::{unix_now, Client, QueryError, Tiers};
 use crate::protocol::http1;
+use crate::protocol::side::percent_encode;
 use crate::scenario::{PrometheusQueries, Scenario, Selector, ServerSpec};
 
 /// How long one counters request may take before the agent counts as gone.
@@ -429,18 +430,6 @@ fn parse_agent_url(url: &str) -> Option<SocketAddr> {
         format!("{authority}:80")
     };
     with_port.to_socket_addrs().ok()?.next()
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::new();
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

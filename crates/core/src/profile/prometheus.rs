@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use autoperf_agent::api::{AgentInfo, CpuTimes, GroupCounters, HostCounters};
 
 use crate::protocol::http1::Connection;
-use crate::protocol::side;
+use crate::protocol::side::{self, percent_encode};
 use crate::protocol::tls::Tls;
 use crate::record::PromqlFigure;
 use crate::scenario::{BaseUrl, PrometheusQueries, TlsSettings};
@@ -92,7 +92,7 @@ impl Client {
         query: &str,
         at: f64,
     ) -> Result<Vec<f64>, QueryError> {
-        let params = format!("query={}&time={at:.3}", encode(query));
+        let params = format!("query={}&time={at:.3}", percent_encode(query));
         let data = self.get(conn, "query", &params).await?;
         let result = &data["result"];
         let values: Vec<f64> = match data["resultType"].as_str() {
@@ -122,7 +122,7 @@ impl Client {
     ) -> Result<Vec<f64>, QueryError> {
         let params = format!(
             "query={}&start={start:.3}&end={end:.3}&step={step:.3}",
-            encode(query)
+            percent_encode(query)
         );
         let data = self.get(conn, "query_range", &params).await?;
         let values: Vec<f64> = data["result"]
@@ -199,19 +199,6 @@ fn sample(pair: &serde_json::Value) -> Option<f64> {
         "-Inf" => Some(f64::NEG_INFINITY),
         text => text.parse().ok(),
     }
-}
-
-/// Percent-encodes a query parameter.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Seconds since the Unix epoch, now.
@@ -364,7 +351,7 @@ mod tests {
         assert!(sample(&v(r#"[1.5, "NaN"]"#)).unwrap().is_nan());
         assert_eq!(sample(&v(r#"[1.5]"#)), None);
         assert_eq!(
-            encode(r#"sum(x{job="web"})"#),
+            percent_encode(r#"sum(x{job="web"})"#),
             "sum%28x%7Bjob%3D%22web%22%7D%29"
         );
     }

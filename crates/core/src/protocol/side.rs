@@ -8,6 +8,20 @@ use super::tls::Tls;
 use super::Response;
 use crate::scenario::BaseUrl;
 
+/// Percent-encodes a query parameter's value: all but RFC 3986's
+/// unreserved characters.
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Opens a connection to `base` (its host resolved now), over `tls` when
 /// given.
 pub async fn connect(base: &BaseUrl, tls: Option<&Tls>) -> Result<Connection, String> {
