@@ -65,8 +65,13 @@ fn a_non_cpu_bottleneck_is_found_and_the_cpu_model_disowns_it() {
     // generator may also be flagged — rightly — at a level past the knee
     // (CI: at 130 users, think time 3.5% long, the plateau of 191/s found
     // at 100): the analysis still measured the knee before it.
+    // (CI, beside the others: flagged at 48 users after levels 1, 198 and
+    // 38 — past the knee of 41, which 38 had measured.)
+    const KNEE_USERS: u64 = (200 + 5) / 5;
     let generator_after_knee = a["stop_reason"] == "client_bottleneck"
-        && a["first_client_bottleneck_users"].as_u64() > a["max_throughput_users"].as_u64();
+        && a["first_client_bottleneck_users"]
+            .as_u64()
+            .is_some_and(|u| u > KNEE_USERS);
     assert!(
         a["stop_reason"] == "overload" || a["stop_reason"] == "completed" || generator_after_knee,
         "{a}"

@@ -29,6 +29,10 @@ pub struct TierDemand {
     pub host: String,
     /// The host's cores (0 when unknown).
     pub host_cores: u32,
+    /// Of the time the process was ready to run at this level, the share
+    /// it waited for a CPU (0 when unknown): what it wanted beyond what it
+    /// got, on a host shared with others.
+    pub cpu_wait_share: f64,
 }
 
 /// One queueing station of eq. 3: a tier, its processes' demands summed.

@@ -249,6 +249,46 @@ fn non_cpu_bottleneck_ends_in_overload_soon_after_the_knee() {
     );
 }
 
+/// `cpu_bound` on a host a neighbour shares: the web tier gets 69% of its
+/// core, so the curve flattens at 172/s while the demands measured are
+/// still 4 ms. `waited` is the share of its ready time the web tier spends
+/// waiting for the core at a level where it is busy.
+fn cpu_bound_beside_a_neighbour(users: u32, waited: f64) -> LevelOutcome {
+    const SHARE: f64 = 0.69;
+    let (x, r) = mva(users, &[0.004 / SHARE, 0.001], THINK_S);
+    let mut o = cpu_bound(users);
+    o.throughput_rps = x;
+    o.response_time_s = r;
+    let busy = x * 0.004 / SHARE;
+    for d in &mut o.demands {
+        if d.tier == "web" {
+            d.cpu_wait_share = waited * busy;
+        }
+    }
+    o
+}
+
+#[test]
+fn a_cpu_bottleneck_a_neighbour_starves_is_not_called_a_hidden_station() {
+    // Seen in CI beside a busy loop on each core: the plateau sat 31% below
+    // what the demands allow, and a hidden station was fitted to it.
+    for strategy in STRATEGIES {
+        let mut search = LevelSearch::new(config(strategy));
+        drive(&mut search, |u| cpu_bound_beside_a_neighbour(u, 0.31));
+        let s = search.summary();
+        assert!(s.hidden.is_none(), "{strategy:?}: {:?}", s.hidden);
+        let b = s.bottleneck.unwrap();
+        assert_eq!(b.tier, "web");
+        let n_star = s.n_star.unwrap();
+        assert!((n_star - 126.25).abs() < 0.1 * 126.25, "N* {n_star}");
+    }
+    // Without the wait, nothing tells the neighbour from a lock of 5.8 ms
+    // beside a CPU 69% busy: the fit names it.
+    let mut search = LevelSearch::new(config(Strategy::Model));
+    drive(&mut search, |u| cpu_bound_beside_a_neighbour(u, 0.0));
+    assert!(search.summary().hidden.is_some());
+}
+
 #[test]
 fn a_client_bottleneck_stops_the_search() {
     let mut search = LevelSearch::new(SearchConfig::default());

@@ -148,6 +148,12 @@ impl CapacityController {
                             cores: watched.map_or(1, |p| p.cores),
                             host: watched.map_or_else(String::new, |p| p.host.clone()),
                             host_cores: watched.map_or(0, |p| p.host_cores),
+                            cpu_wait_share: level
+                                .servers
+                                .get(tier)
+                                .and_then(|t| t.cpu_wait_share_per_process.get(process))
+                                .copied()
+                                .unwrap_or(0.0),
                         })
                     })
                     .collect::<Vec<_>>()

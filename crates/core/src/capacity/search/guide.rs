@@ -107,8 +107,20 @@ impl LevelSearch {
         let busiest = crate::capacity::range::bottleneck(&stations)?;
         let utilisation = best.throughput_rps * busiest.demand_s / busiest.cores.max(1) as f64;
         // A CPU that busy is the limit, whatever the fit says of a few
-        // disturbed levels.
-        if utilisation >= CPU_BOUND_UTILISATION {
+        // disturbed levels. On a host shared with others it is the CPU time
+        // the tier wanted that tells: busy 69% of its core and ready to run
+        // a third of the time more (a neighbour had the core), it was as
+        // CPU-bound as one busy 100% alone. A tier in front of a lock wants
+        // little, however long it waits for it.
+        let waited = best
+            .demands
+            .iter()
+            .filter(|d| busiest.tier.split('+').any(|t| t == d.tier))
+            .map(|d| d.cpu_wait_share)
+            .fold(0.0, f64::max)
+            .clamp(0.0, MAX_WAIT_SHARE);
+        let wanted = utilisation / (1.0 - waited);
+        if wanted >= CPU_BOUND_UTILISATION {
             return None;
         }
         Some(super::summary::HiddenStation {
@@ -148,6 +160,10 @@ impl LevelSearch {
 /// A busiest CPU at least this busy at the best level is the bottleneck:
 /// no hidden station is named then.
 const CPU_BOUND_UTILISATION: f64 = 0.7;
+
+/// A wait share this close to 1 says the process barely ran: what it
+/// wanted is not measurable past it.
+const MAX_WAIT_SHARE: f64 = 0.9;
 
 /// The model's answer for a range.
 pub(super) enum Guidance {
