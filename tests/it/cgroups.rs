@@ -19,10 +19,19 @@ struct Cgroups {
 impl Cgroups {
     fn make(tag: &str, names: &[&str]) -> Cgroups {
         let h = Hierarchies::system();
-        let roots: Vec<PathBuf> = [h.v2, h.cpuacct, h.memory, h.blkio]
-            .into_iter()
-            .flatten()
-            .collect();
+        Cgroups::make_in(tag, names, [h.v2, h.cpuacct, h.memory, h.blkio])
+    }
+
+    /// Made everywhere but in v1's memory hierarchy. Under v2 the parent
+    /// made here enables no controller for its children (its
+    /// `cgroup.subtree_control` starts empty), so they lack memory too.
+    fn make_without_memory(tag: &str, names: &[&str]) -> Cgroups {
+        let h = Hierarchies::system();
+        Cgroups::make_in(tag, names, [h.v2, h.cpuacct, None, h.blkio])
+    }
+
+    fn make_in(tag: &str, names: &[&str], roots: [Option<PathBuf>; 4]) -> Cgroups {
+        let roots: Vec<PathBuf> = roots.into_iter().flatten().collect();
         assert!(
             !roots.is_empty(),
             "this host mounts no cgroup hierarchy: the test needs one (a container without /sys/fs/cgroup?)"
@@ -263,4 +272,82 @@ fn a_glob_that_matches_no_cgroup_stops_the_run_at_its_start_naming_the_nearest()
             && stderr.contains(&format!("nearest there: {parent}/api-1, {parent}/api-2")),
         "{stderr}"
     );
+}
+
+/// A host whose hierarchies lack the memory controller for the tier's
+/// cgroup: the run says so before its first level, measures the CPU all
+/// the same, and a memory threshold fails as not measured, never passing
+/// on the 0 it reads.
+#[test]
+fn a_cgroup_without_the_memory_controller_is_named_and_its_cpu_measured() {
+    let tag = "nomem";
+    let cgroups = Cgroups::make_without_memory(tag, &["web"]);
+    let tb = support::testbed(2);
+    cgroups.enter("web", tb.web_pid);
+    let agent = support::agent();
+    let dir = support::scratch_dir("cgroups-nomem");
+    let parent = format!("autoperf-test-{}-{tag}", std::process::id());
+    let scenario = dir.join("s.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name: no-memory-controller
+target: {{base_url: "{}"}}
+think_time: 10ms
+requests:
+  cpu: {{path: "/cpu?ms=2"}}
+servers:
+  - {{tier: web, agent: "{a}", cgroup: "{parent}/web"}}
+thresholds: ["web.memory < 64GiB", "web.cpu_ms < 1000"]
+"#,
+            tb.web_url,
+            a = agent.url(),
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::autoperf(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--users",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // The memory threshold fails: nothing measured it.
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    let run = support::run_json(&out);
+    let warned = run["warnings"].to_string();
+    assert!(
+        warned.contains("tier web: the cgroups of")
+            && warned.contains("have no memory controller")
+            && warned.contains("+memory"),
+        "{warned}"
+    );
+    assert!(stderr.contains("no memory controller"), "{stderr}");
+    let web = &run["levels"][0]["servers"]["web"];
+    assert_eq!(web["unmeasured"][0], "memory", "{web}");
+    // The rest is measured: the 2 ms burned per request, and more.
+    let cpu_ms: f64 = web["cpu_ms_per_request"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!(cpu_ms >= 1.5, "{web}");
+    let results = run["analysis"]["thresholds"].as_array().unwrap();
+    assert_eq!(results[0]["passed"], false, "{results:?}");
+    assert!(
+        results[0]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("no memory controller")),
+        "{results:?}"
+    );
+    assert_eq!(results[1]["passed"], true, "{results:?}");
+    drop(tb);
 }

@@ -146,6 +146,12 @@ pub struct GroupCounters {
     /// with. Null when `cpu_wait_s` is.
     #[serde(default)]
     pub sched_cpu_s: Option<f64>,
+    /// For a cgroup group: the controllers its cgroups lacked at this
+    /// reading, so the figures they give are not measured (`memory`:
+    /// `rss_bytes` counts none of theirs; `io`: the storage bytes are null).
+    /// Empty for processes, and from agents before it was sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// The answer to `GET /v1/health`.

@@ -21,7 +21,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::groups::ProcSample;
+use crate::groups::{Missing, ProcSample};
 use crate::procfs::IoCounters;
 
 /// At most this many directories are visited per glob: a pattern of many
@@ -210,6 +210,10 @@ impl Hierarchies {
             precise_ns: Some((user_ns, sys_ns)),
             threads: procs,
             rss_bytes: memory.unwrap_or(0),
+            missing: Missing {
+                memory: memory.is_none(),
+                io: io.is_none(),
+            },
             io,
             sched: None,
         })
@@ -453,8 +457,12 @@ mod tests {
         assert_eq!((s.threads, s.rss_bytes), (2, 4096));
         let io = s.io.unwrap();
         assert_eq!((io.read_bytes, io.write_bytes), (101, 52));
-        // Nothing in v1 memory for web-2: its memory is unknown, 0.
-        assert_eq!(h.sample("system.slice/web-2.scope").unwrap().rss_bytes, 0);
+        assert_eq!(s.missing, Missing::default());
+        // Nothing in v1 memory for web-2 (nor io): its memory is unknown,
+        // 0, and said to be so.
+        let web2 = h.sample("system.slice/web-2.scope").unwrap();
+        assert_eq!(web2.rss_bytes, 0);
+        assert_eq!(web2.missing.names(), ["memory", "io"]);
         assert!(h.sample("system.slice/gone.scope").is_none());
         assert_eq!(
             h.nearest("system.slice/api-*.scope", 5),
@@ -476,6 +484,9 @@ mod tests {
         group.update(replicas);
         let c = group.counters(100);
         assert_eq!((c.processes, c.threads, c.rss_bytes), (2, 3, 4096));
+        // One replica without them makes the group's figures unknown.
+        assert_eq!(c.missing, ["memory", "io"]);
+        assert_eq!(c.read_bytes, None);
         assert!((c.cpu_s - 0.003005).abs() < 1e-12, "{c:?}");
         assert!((c.stime_s - 0.001).abs() < 1e-12, "{c:?}");
         fs::remove_dir_all(root).unwrap();

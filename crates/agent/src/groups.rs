@@ -48,6 +48,40 @@ pub struct ProcSample {
     /// The scheduler's times by thread id; None when schedstat is
     /// unreadable.
     pub sched: Option<BTreeMap<u32, SchedTimes>>,
+    /// Figures a cgroup could not give (none for a process).
+    pub missing: Missing,
+}
+
+/// Figures a cgroup could not give because no hierarchy mounted on this
+/// host has their controller at its path: a v1 host without the memory
+/// hierarchy, a v2 parent whose `cgroup.subtree_control` does not enable
+/// `memory` or `io`. Told from the files being absent, never from a zero
+/// (a v1 cgroup a process was moved into reads little or nothing: its
+/// pages stay charged where they were touched).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Missing {
+    /// No `memory.current` (v2) nor `memory.usage_in_bytes` (v1).
+    pub memory: bool,
+    /// No `io.stat` (v2) nor `blkio.throttle.io_service_bytes` (v1).
+    pub io: bool,
+}
+
+impl Missing {
+    fn or(self, other: Missing) -> Missing {
+        Missing {
+            memory: self.memory || other.memory,
+            io: self.io || other.io,
+        }
+    }
+
+    /// The controllers' names, as the agent reports them (`memory`, `io`).
+    pub fn names(self) -> Vec<String> {
+        [(self.memory, "memory"), (self.io, "io")]
+            .into_iter()
+            .filter(|&(lacks, _)| lacks)
+            .map(|(_, name)| name.to_string())
+            .collect()
+    }
 }
 
 impl ProcSample {
@@ -157,7 +191,9 @@ impl Group {
         let mut threads = 0u32;
         let mut rss_bytes = 0u64;
         let mut sched = Some(self.departed_sched);
+        let mut missing = Missing::default();
         for (id, p) in &self.live {
+            missing = missing.or(p.missing);
             sched = sched.zip(p.sched_sum()).map(|(mut sum, one)| {
                 sum.add(one);
                 sum.add(self.exited_threads.get(id).copied().unwrap_or_default());
@@ -198,6 +234,7 @@ impl Group {
             rss_bytes,
             cpu_wait_s: sched.map(|t| t.waited as f64 / 1e9),
             sched_cpu_s: sched.map(|t| t.ran as f64 / 1e9),
+            missing: missing.names(),
         }
     }
 }
@@ -297,6 +334,7 @@ mod tests {
 
     fn p(pid: u32, starttime: u64, utime: u64, stime: u64) -> ProcSample {
         ProcSample {
+            missing: Missing::default(),
             pid,
             starttime,
             utime,

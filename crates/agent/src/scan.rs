@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::api::{CpuTimes, DiskCounters, HostCounters, MatchMode, NetCounters};
 use crate::cgroups::Hierarchies;
-use crate::groups::{GroupKey, ProcSample};
+use crate::groups::{GroupKey, Missing, ProcSample};
 use crate::procfs::{self, PidStat};
 
 /// The kernel keeps at most this many bytes of a comm (TASK_COMM_LEN - 1).
@@ -177,6 +177,7 @@ fn to_sample(stat: &PidStat, dir: &Path) -> ProcSample {
         .ok()
         .and_then(|t| procfs::parse_pid_io(&t).ok());
     ProcSample {
+        missing: Missing::default(),
         pid: stat.pid,
         starttime: stat.starttime,
         utime: stat.utime,

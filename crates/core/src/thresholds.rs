@@ -175,6 +175,13 @@ fn evaluate_tier(t: &Threshold, tier: &str, level: &LevelRecord, unit: Unit) -> 
     match t.metric {
         Metric::CpuMs if level.requests == 0 => verdict(None, Some("no request completed".into())),
         Metric::CpuMs => verdict(Some(usage.cpu_ms_per_request.values().sum()), None),
+        Metric::Memory if usage.unmeasured.iter().any(|c| c == "memory") => verdict(
+            None,
+            Some(format!(
+                "tier `{tier}`'s memory was not measured: its cgroups have no memory controller on {}",
+                usage.agent
+            )),
+        ),
         // Agents before memory was sent report none: not a measurement.
         Metric::Memory if usage.memory_max_bytes == 0 => verdict(
             None,
@@ -312,6 +319,7 @@ mod tests {
             sessions: 100,
             throughput_rps: 100.0,
             response_time_ms: latency(1.0),
+            ci95: None,
             think_time_s: ThinkRecord {
                 configured: 0.1,
                 achieved: 0.1,

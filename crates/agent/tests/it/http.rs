@@ -191,6 +191,7 @@ async fn host_counters_and_an_absent_name() {
             rss_bytes: 0,
             cpu_wait_s: Some(0.0),
             sched_cpu_s: Some(0.0),
+            missing: Vec::new(),
         }
     );
     assert!(host.cpu.steal_s >= 0.0 && host.cpu.steal_s <= host.cpu.busy_s);

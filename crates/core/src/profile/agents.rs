@@ -253,6 +253,48 @@ impl AgentSet {
         })
     }
 
+    /// For each tier selected by cgroup whose cgroups lack a controller on
+    /// their host (in `first`, `check_all`'s readings), what goes
+    /// unmeasured and how to have it: the run measures the rest.
+    pub fn missing_controllers(&self, first: &[Counters]) -> Vec<String> {
+        let mut said = Vec::new();
+        for (agent, c) in self.agents.iter().zip(first) {
+            for (glob, tier) in &agent.cgroups {
+                let Some(missing) = c.processes.get(glob).map(|g| &g.missing) else {
+                    continue;
+                };
+                if missing.is_empty() {
+                    continue;
+                }
+                let figures: Vec<&str> = missing
+                    .iter()
+                    .map(|m| match m.as_str() {
+                        "memory" => "its memory (it reads 0)",
+                        "io" => "its storage bytes",
+                        _ => "some figures",
+                    })
+                    .collect();
+                // v1 calls the io controller blkio.
+                let v1: Vec<&str> = missing
+                    .iter()
+                    .map(|m| if m == "io" { "blkio" } else { m.as_str() })
+                    .collect();
+                said.push(format!(
+                    "tier {tier}: the cgroups of `{glob}` have no {} controller on the host of the {}, so {} not measured; its CPU is. Mount the cgroup v1 {} hierarchy there, or enable the controller in the parent cgroup's cgroup.subtree_control (v2: echo +{} > PARENT/cgroup.subtree_control) before the service starts",
+                    missing.join(" nor "),
+                    agent.describe(),
+                    match figures.as_slice() {
+                        [one] => format!("{one} is"),
+                        many => format!("{} are", many.join(" and ")),
+                    },
+                    v1.join(" and "),
+                    missing.join(" +"),
+                ));
+            }
+        }
+        said
+    }
+
     fn unreachable(&self, i: usize, reason: String) -> AgentError {
         let agent = &self.agents[i.min(self.agents.len().saturating_sub(1))];
         let listen = match &agent.source {

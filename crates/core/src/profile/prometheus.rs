@@ -269,6 +269,8 @@ impl Tiers {
                     departed: 0,
                     cpu_wait_s: None,
                     sched_cpu_s: None,
+                    // A tier without a memory query did not ask for it.
+                    missing: Vec::new(),
                 },
             );
         }

@@ -107,6 +107,7 @@ pub fn tier_usage(
                 .map(|glob| last.processes.get(glob).map_or(0, |g| g.processes))
                 .reduce(u32::saturating_add);
         }
+        usage.unmeasured = unmeasured(server, &answered);
         out.insert(server.tier.clone(), usage);
         seconds.extend(window.intervals.iter().map(|i| ServerSecond {
             level,
@@ -127,6 +128,19 @@ pub fn tier_usage(
         seconds,
         warnings,
     }
+}
+
+/// The controllers the tier's cgroups lacked at any reading of the level,
+/// as the agent named them.
+fn unmeasured(server: &ServerSpec, answered: &[(Instant, &Counters)]) -> Vec<String> {
+    let mut names: Vec<String> = answered
+        .iter()
+        .flat_map(|(_, c)| server.processes.iter().filter_map(|p| c.processes.get(p)))
+        .flat_map(|g| g.missing.iter().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// A tier read through Prometheus whose CPU counter moved at fewer than
@@ -326,6 +340,7 @@ impl Window {
             },
             memory_max_bytes: self.memory.iter().copied().max().unwrap_or(0),
             replicas: None,
+            unmeasured: Vec::new(),
             window_s: round_to(dt, 3),
         }
     }

@@ -66,6 +66,11 @@ pub struct TierUsage {
     /// level's end (a service's replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u32>,
+    /// For a tier selected by cgroup: the controllers its cgroups lacked
+    /// in the level (`memory`: the memory figures read 0 for want of it,
+    /// not for want of memory; `io`: no storage bytes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
     /// Seconds between the two readings used.
     pub window_s: f64,
 }

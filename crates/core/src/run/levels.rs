@@ -122,7 +122,7 @@ impl<'a> Session<'a> {
         } else {
             AgentSet::default()
         };
-        agents.check_all()?;
+        let first = agents.check_all()?;
         let promql = PromqlSlos::from_scenario(scenario)?;
         promql.check()?;
         let sampler = (!agents.is_empty()).then(|| Sampler::start(agents.clone(), SAMPLE_PERIOD));
@@ -148,6 +148,12 @@ impl<'a> Session<'a> {
             }
         }
         record.analysis = controller.analysis();
+        // What the hosts cannot measure is said once, before the first
+        // level; the rest is measured.
+        for w in agents.missing_controllers(&first) {
+            observer.warning(&w);
+            record.warnings.push(w);
+        }
         dir.write_run(&record)?;
         Ok(Session {
             scenario,
