@@ -80,6 +80,17 @@ session:
         z.configured
     );
     assert!(!level.client_bottleneck);
+    // Ten seconds are ten batches: each figure has its interval, a few
+    // percent of the throughput (40 users' cycles of about 0.2 s, some
+    // 2,000 requests), neither zero nor the figure itself.
+    let ci = level.ci95.as_ref().expect("10 batches give intervals");
+    assert_eq!((ci.batches, ci.batch_s), (10, 1.0), "{ci:?}");
+    let relative = ci.relative_throughput(level.throughput_rps).unwrap();
+    assert!(relative > 0.0 && relative < 0.2, "{ci:?}");
+    assert!(
+        ci.response_time_ms.p99 > 0.0 && ci.response_time_ms.mean > 0.0,
+        "{ci:?}"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::precision::Batches;
 use super::stats::{new_histogram, IntervalStats};
 use super::Snapshot;
 
@@ -59,6 +60,8 @@ pub struct LevelTotals {
     pub measured: Duration,
     /// Per-tick throughput of the measured window, for steady-state checks.
     pub throughput_series: Vec<f64>,
+    /// The measured window's ticks in batches, for the figures' intervals.
+    pub batches: Batches,
     /// CPU time the generator process used during the measured window.
     pub client_cpu: Duration,
     /// The level ended before its planned duration (stop requested).
@@ -159,6 +162,7 @@ impl Collector {
         let mut shards: HashMap<usize, (u64, bool)> = HashMap::new();
         let mut totals = IntervalStats::new(self.requests);
         let mut series = Vec::new();
+        let mut batches = Batches::default();
         let mut cpu_at_start: Option<Duration> = None;
         let mut remote_cpu = Duration::ZERO;
         let mut end = self.start;
@@ -183,6 +187,7 @@ impl Collector {
                 totals.merge(&tick.stats);
                 user_seconds += f64::from(tick.active_users) * length.as_secs_f64();
                 series.extend(tick.measured_throughput());
+                batches.add(length.as_secs_f64(), &tick.stats.total());
             }
             for sink in sinks.iter_mut() {
                 sink.on_tick(level, &tick);
@@ -263,6 +268,7 @@ impl Collector {
             stats: totals,
             measured,
             throughput_series: series,
+            batches,
             client_cpu: cpu_end.saturating_sub(cpu_at_start.unwrap_or(cpu_end)) + remote_cpu,
             interrupted: end + Duration::from_millis(50) < self.deadline,
             measure_start,

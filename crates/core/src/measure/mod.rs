@@ -1,10 +1,12 @@
 //! Measurement: what a request came to (`outcome`), the mergeable interval
 //! statistics a shard fills without locks (`stats`), and the collector that
 //! merges shards into per-second ticks and level totals (`collector`);
+//! how precise a level's figures are (`precision`, batch means);
 //! `wire`: snapshots across a process or host boundary.
 
 pub mod collector;
 pub mod outcome;
+pub mod precision;
 pub mod stats;
 pub mod wire;
 
@@ -12,6 +14,7 @@ use std::time::Instant;
 
 pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, Tick, TickSink};
 pub use outcome::{ErrorCounts, ErrorKind};
+pub use precision::{Batches, Ci95};
 pub use stats::{
     round3, round6, round_to, CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness,
 };

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::servers::TierUsage;
 use crate::capacity::{client, steady};
 use crate::engine::{Level, LevelRun};
-use crate::measure::RequestStats;
+use crate::measure::{Ci95, RequestStats};
 use crate::scenario::Scenario;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -156,6 +156,11 @@ pub struct LevelRecord {
     pub sessions: u64,
     pub throughput_rps: f64,
     pub response_time_ms: Latency,
+    /// 95% half-widths of `throughput_rps` and `response_time_ms` by batch
+    /// means over the measured window (`measure::precision`); absent when
+    /// it held fewer than 5 batches of a second (and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<Ci95>,
     pub think_time_s: ThinkRecord,
     pub client_bottleneck: bool,
     pub steady_state: bool,
@@ -367,6 +372,7 @@ impl LevelRecord {
             sessions: t.stats.sessions,
             throughput_rps: round3(throughput),
             response_time_ms: Latency::of(&total),
+            ci95: t.batches.ci95(),
             think_time_s: ThinkRecord {
                 configured: round6(configured),
                 achieved: round6(achieved),

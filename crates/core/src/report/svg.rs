@@ -51,6 +51,15 @@ pub struct Band {
     pub class: &'static str,
 }
 
+/// A vertical error bar: the 95% interval around a measured point.
+pub struct ErrorBar {
+    pub x: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Colour slot of the point's series.
+    pub colour: usize,
+}
+
 /// A point drawn over the series to single it out.
 pub struct Highlight {
     pub x: f64,
@@ -66,6 +75,7 @@ pub struct LineChart {
     pub vlines: Vec<VLine>,
     pub bands: Vec<Band>,
     pub highlights: Vec<Highlight>,
+    pub error_bars: Vec<ErrorBar>,
     /// Draw a circle per point (off for dense time series: they get `pt`
     /// circles too, but smaller).
     pub dense: bool,
@@ -81,6 +91,7 @@ impl LineChart {
             vlines: Vec::new(),
             bands: Vec::new(),
             highlights: Vec::new(),
+            error_bars: Vec::new(),
             dense: false,
         }
     }
@@ -100,6 +111,7 @@ impl LineChart {
             .flat_map(|s| s.points.iter().map(|p| p.1));
         let ys: Vec<f64> = ys
             .chain(self.hlines.iter().map(|h| h.y))
+            .chain(self.error_bars.iter().map(|e| e.hi))
             .filter(|y| y.is_finite())
             .collect();
         let x_axis = Axis::new(0.0, max_of(&xs), LEFT, W - RIGHT);
@@ -151,6 +163,30 @@ impl LineChart {
                 f1(TOP + 12.0 + 14.0 * i as f64),
                 esc(&v.label),
                 x = f1(x),
+            );
+        }
+        // Under the points, so their tooltips stay on top.
+        for e in self.error_bars.iter().filter(|e| e.hi > e.lo) {
+            let (x, lo, hi) = (x_axis.map(e.x), y_axis.map(e.lo.max(0.0)), y_axis.map(e.hi));
+            let _ = write!(
+                s,
+                r#"<path class="err s{}" data-x="{}" data-lo="{}" data-hi="{}" d="M{},{}V{}M{},{}H{}M{},{}H{}"><title>95% interval: {} to {} at {}</title></path>"#,
+                e.colour % 6,
+                num(e.x),
+                num(e.lo),
+                num(e.hi),
+                f1(x),
+                f1(lo),
+                f1(hi),
+                f1(x - 3.0),
+                f1(lo),
+                f1(x + 3.0),
+                f1(x - 3.0),
+                f1(hi),
+                f1(x + 3.0),
+                num(e.lo),
+                num(e.hi),
+                num(e.x),
             );
         }
         let r = if self.dense { 1.6 } else { 3.2 };

@@ -73,6 +73,21 @@ pub fn level_table(level: &LevelRecord) -> String {
             .collect();
         let _ = writeln!(out, "errors: {}", kinds.join(", "));
     }
+    if let Some(c) = &level.ci95 {
+        let _ = writeln!(
+            out,
+            "95% intervals: {:.1} ± {:.1} req/s (±{}), mean {:.2} ± {:.2} ms, p99 {:.2} ± {:.2} ms ({} batches of {:.0} s)",
+            level.throughput_rps,
+            c.throughput_rps,
+            precision(level),
+            level.response_time_ms.mean,
+            c.response_time_ms.mean,
+            level.response_time_ms.p99,
+            c.response_time_ms.p99,
+            c.batches,
+            c.batch_s,
+        );
+    }
     if let (Some(target), Some(achieved)) = (level.rate_rps, level.achieved_rate_rps) {
         let a = level.arrivals.as_ref();
         let _ = writeln!(
@@ -104,20 +119,30 @@ pub fn level_table(level: &LevelRecord) -> String {
     out
 }
 
+/// The throughput's 95% half-width relative to it (`3.1%`), or `-` for a
+/// level too short to say.
+fn precision(l: &LevelRecord) -> String {
+    l.ci95
+        .as_ref()
+        .and_then(|c| c.relative_throughput(l.throughput_rps))
+        .map_or_else(|| "-".to_string(), |r| format!("{:.1}%", r * 100.0))
+}
+
 /// One line per level: the curve of a series of levels.
 pub fn levels_table(levels: &[LevelRecord]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>6}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {:>7}",
-        "users", "req/s", "mean ms", "p90 ms", "p99 ms", "think s", "errors", "steady"
+        "{:>6}  {:>10}  {:>6}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {:>7}",
+        "users", "req/s", "±95%", "mean ms", "p90 ms", "p99 ms", "think s", "errors", "steady"
     );
     for l in levels {
         let _ = writeln!(
             out,
-            "{:>6}  {:>10.1}  {:>9.2}  {:>9.2}  {:>9.2}  {:>9.3}  {:>8}  {:>7}{}",
+            "{:>6}  {:>10.1}  {:>6}  {:>9.2}  {:>9.2}  {:>9.2}  {:>9.3}  {:>8}  {:>7}{}",
             l.users.map_or("-".to_string(), |u| u.to_string()),
             l.throughput_rps,
+            precision(l),
             l.response_time_ms.mean,
             l.response_time_ms.p90,
             l.response_time_ms.p99,

@@ -12,7 +12,7 @@ use super::prediction;
 use crate::model::Prediction;
 use crate::record::{LevelRecord, RunRecord};
 use crate::report::svg::fnum;
-use crate::report::svg::{Band, HLine, Highlight, LineChart, Series, VLine};
+use crate::report::svg::{Band, ErrorBar, HLine, Highlight, LineChart, Series, VLine};
 
 /// One row of `timeseries.csv`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -141,6 +141,11 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord, model: Option<&Predic
     let mut c = LineChart::new("users", "throughput (req/s)");
     c.series
         .push(series("throughput", 0, false, &|l| l.throughput_rps));
+    c.error_bars = error_bars(levels, 0, |l| {
+        l.ci95
+            .as_ref()
+            .map(|c| (l.throughput_rps, c.throughput_rps))
+    });
     marks.apply(&mut c, span, at(|l| l.throughput_rps));
     let mut keys = vec![Key::Line("throughput", 0, false)];
     if let Some(x) = model_x {
@@ -162,6 +167,16 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord, model: Option<&Predic
         .push(series("p90", 1, false, &|l| l.response_time_ms.p90));
     c.series
         .push(series("p99", 4, false, &|l| l.response_time_ms.p99));
+    c.error_bars = error_bars(levels, 0, |l| {
+        l.ci95
+            .as_ref()
+            .map(|c| (l.response_time_ms.mean, c.response_time_ms.mean))
+    });
+    c.error_bars.extend(error_bars(levels, 4, |l| {
+        l.ci95
+            .as_ref()
+            .map(|c| (l.response_time_ms.p99, c.response_time_ms.p99))
+    }));
     marks.apply(&mut c, span, at(|l| l.response_time_ms.p99));
     let mut keys = vec![
         Key::Line("mean", 0, false),
@@ -205,6 +220,27 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord, model: Option<&Predic
         &c.render("think time against users"),
     );
     h.push_str("</div>\n");
+}
+
+/// The 95% intervals of the levels that have one: `figure` gives the
+/// point and its half-width.
+fn error_bars(
+    levels: &[(f64, &LevelRecord)],
+    colour: usize,
+    figure: impl Fn(&LevelRecord) -> Option<(f64, f64)>,
+) -> Vec<ErrorBar> {
+    levels
+        .iter()
+        .filter_map(|(u, l)| {
+            let (y, half) = figure(l)?;
+            Some(ErrorBar {
+                x: *u,
+                lo: y - half,
+                hi: y + half,
+                colour,
+            })
+        })
+        .collect()
 }
 
 fn cpu_chart(

@@ -205,3 +205,43 @@ fn a_broken_prediction_file_is_named_with_the_fix() {
     );
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn levels_with_intervals_get_error_bars_around_their_points() {
+    let dir = testdata("capacity");
+    let mut record: RunRecord =
+        serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let series = read_series(&dir.join("timeseries.csv")).unwrap();
+    assert!(!render(&record, &series, None).contains("class=\"err"));
+    let first = &mut record.levels[0];
+    first.ci95 = Some(crate::measure::Ci95 {
+        batches: 20,
+        batch_s: 1.0,
+        throughput_rps: 2.5,
+        response_time_ms: crate::measure::precision::LatencyHalfWidths {
+            mean: 0.5,
+            p50: 0.4,
+            p90: 0.8,
+            p95: 1.0,
+            p99: 3.0,
+        },
+    });
+    let (x, users) = (first.throughput_rps, first.users.unwrap());
+    let p99 = first.response_time_ms.p99;
+    let html = render(&record, &series, None);
+    // One bar on the throughput curve, two on the response times (mean and
+    // p99), each spanning the point ± its half-width.
+    assert_eq!(count(&html, "<path class=\"err s0\""), 2, "{html}");
+    assert_eq!(count(&html, "<path class=\"err s4\""), 1);
+    let bar = format!(
+        "data-x=\"{}\" data-lo=\"{}\" data-hi=\"{}\"",
+        crate::report::svg::num(f64::from(users)),
+        crate::report::svg::num(x - 2.5),
+        crate::report::svg::num(x + 2.5)
+    );
+    assert!(html.contains(&bar), "{bar}");
+    assert!(html.contains(&format!(
+        "data-hi=\"{}\"",
+        crate::report::svg::num(p99 + 3.0)
+    )));
+}
