@@ -13,7 +13,7 @@ manage topics with it; one JSON object on stdout, or a file of records.
     target/pyenv/bin/python scripts/kafka-client.py create BOOTSTRAP TOPIC PARTITIONS
     target/pyenv/bin/python scripts/kafka-client.py grow BOOTSTRAP TOPIC PARTITIONS
         create a topic (replication 1) / add partitions up to PARTITIONS,
-        waiting until the broker has done it
+        waiting until the broker has done it: every partition has a leader
 
 Exits 1 with the error on stderr when the broker refuses or a minute passes.
 """
@@ -82,11 +82,22 @@ def dump(bootstrap, topic, path):
     return {"partitions": len(marks), "total": total, "read": read}
 
 
-def admin(bootstrap, futures_of):
+def admin(bootstrap, topic, partitions, futures_of):
     client = AdminClient({"bootstrap.servers": bootstrap})
     for name, future in futures_of(client).items():
         future.result(timeout=TIMEOUT_S)
-    return {"done": True}
+    # The controller has committed the change; the broker applies it a
+    # moment later (seconds on a busy machine), and until then refuses the
+    # partitions' records. Done when its metadata gives each a leader.
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        meta = client.list_topics(topic, timeout=10).topics.get(topic)
+        led = [p for p in (meta.partitions.values() if meta else []) if p.error is None and p.leader >= 0]
+        if meta is not None and meta.error is None and len(led) >= partitions:
+            return {"done": True}
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{topic}: {len(led)} of {partitions} partitions have a leader after {TIMEOUT_S} s")
+        time.sleep(0.1)
 
 
 def main(argv):
@@ -99,6 +110,8 @@ def main(argv):
         n = int(rest[0])
         result = admin(
             bootstrap,
+            topic,
+            n,
             lambda a: a.create_topics(
                 [NewTopic(topic, num_partitions=n, replication_factor=1)], operation_timeout=10
             ),
@@ -107,6 +120,8 @@ def main(argv):
         n = int(rest[0])
         result = admin(
             bootstrap,
+            topic,
+            n,
             lambda a: a.create_partitions([NewPartitions(topic, n)], operation_timeout=10),
         )
     else:

@@ -123,7 +123,10 @@ fn a_non_cpu_bottleneck_is_found_and_the_cpu_model_disowns_it() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["model_untrusted"] == true)
+        // A level whose server waited for a CPU (a neighbour had it: CI
+        // beside a busy loop per core, web waiting 96% at 436 users) is
+        // not the model's to describe.
+        .filter(|c| c["model_untrusted"] == true && c.get("short_of_cpu").is_none())
         .count();
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     if a.get("hidden_bottleneck").is_some() {
