@@ -20,24 +20,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release/autoperf
 work=$(mktemp -d /tmp/autoperf-sweep.XXXXXX)
-# start() runs in a command substitution (a subshell): its pids go to a
-# file, not a variable, or the servers outlive the script.
-cleanup() { [ -f "$work/pids" ] && xargs -r kill <"$work/pids" 2>/dev/null || true; }
-trap cleanup EXIT
-
-# A process that prints its URL on its first line; returns the URL.
-start() {
-    local log=$1; shift
-    "$bin" "$@" >"$log" 2>&1 &
-    echo $! >>"$work/pids"
-    for _ in $(seq 100); do
-        if url=$(grep -o 'http://[0-9.:]*' "$log" | head -1) && [ -n "$url" ]; then
-            echo "$url"; return
-        fi
-        sleep 0.1
-    done
-    echo "no URL from $*: $(cat "$log")" >&2; exit 1
-}
+. bench/lib.sh
 
 agent=$(start "$work/agent.log" agent --listen 127.0.0.1:0)
 cpu_web=$(start "$work/testbed-cpu.log" testbed --listen 127.0.0.1:0 --web-workers 1)

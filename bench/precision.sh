@@ -27,21 +27,7 @@ bin=${CARGO_TARGET_DIR:-target}/release/autoperf
 reps=${REPS:-20}
 long=${LONG:-300s}
 work=$(mktemp -d /tmp/autoperf-precision.XXXXXX)
-cleanup() { [ -f "$work/pids" ] && xargs -r kill <"$work/pids" 2>/dev/null || true; }
-trap cleanup EXIT
-
-start() {
-    local log=$1; shift
-    "$bin" "$@" >"$log" 2>&1 &
-    echo $! >>"$work/pids"
-    for _ in $(seq 100); do
-        if url=$(grep -o 'http://[0-9.:]*' "$log" | head -1) && [ -n "$url" ]; then
-            echo "$url"; return
-        fi
-        sleep 0.1
-    done
-    echo "no URL from $*: $(cat "$log")" >&2; exit 1
-}
+. bench/lib.sh
 
 web=$(start "$work/testbed.log" testbed --listen 127.0.0.1:0 --web-workers 1)
 cat >"$work/s.yaml" <<YAML

@@ -145,6 +145,15 @@ servers:
     let rss = servers["web"]["memory_max_bytes"].as_u64().unwrap();
     if Hierarchies::system().memory.is_some() {
         assert!(memory > 0 && memory < 4 * rss + (16 << 20), "{servers}");
+        // And by kind, from memory.stat: no more than the whole.
+        let anon = servers["web-cgroup"]["memory_anon_mean_bytes"].as_u64();
+        let file = servers["web-cgroup"]["memory_file_mean_bytes"].as_u64();
+        let mean = servers["web-cgroup"]["memory_mean_bytes"].as_u64().unwrap();
+        assert!(
+            anon.zip(file)
+                .is_some_and(|(a, f)| a + f <= mean + (1 << 20)),
+            "{servers}"
+        );
     }
     assert_eq!(servers["web-cgroup"]["replicas"], 1, "{servers}");
     assert!(servers["web"].get("replicas").is_none(), "{servers}");
@@ -350,4 +359,109 @@ thresholds: ["web.memory < 64GiB", "web.cpu_ms < 1000"]
     );
     assert_eq!(results[1]["passed"], true, "{results:?}");
     drop(tb);
+}
+
+/// A container has a network of its own. The web tier runs in a host of
+/// its own (a network namespace, as a pod has), in a cgroup; the agent and
+/// the load run in another. The tier selected by cgroup counts the bytes
+/// through its own namespace — the responses it sends — while a tier
+/// selected by name counts the agent's host, which receives them.
+#[test]
+fn a_tier_in_its_own_network_namespace_counts_its_own_bytes() {
+    use std::io::BufRead;
+    let tag = "net";
+    let cgroups = Cgroups::make(tag, &["web"]);
+    let mut hosts = support::netns::Hosts::new("cgn", &["client", "server"]);
+    let listen = std::net::SocketAddr::from((hosts.addr("server"), 8080));
+    // The testbed's tiers die with the thread that started them (their
+    // parent-death signal): it lives inside the server's namespace until
+    // the test is done.
+    let (started, testbed) = std::sync::mpsc::channel();
+    let (done, end) = std::sync::mpsc::channel::<()>();
+    let server = hosts.enter("server", move || {
+        let tb = support::testbed_with(autoperf_testbed::TestbedOptions {
+            listen,
+            web_workers: 1,
+            ..Default::default()
+        });
+        started
+            .send((tb.web_url.clone(), tb.web_pid, tb.web_process.clone()))
+            .unwrap();
+        let _ = end.recv();
+        drop(tb);
+    });
+    let (web_url, web_pid, web_process) = testbed.recv().unwrap();
+    cgroups.enter("web", web_pid);
+    let exe = support::autoperf_exe();
+    let agent = hosts.spawn("client", &exe, &["agent", "--listen", "127.0.0.1:0"]);
+    let mut line = String::new();
+    std::io::BufReader::new(agent.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let agent_url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("agent printed {line:?}"))
+        .to_string();
+    let dir = support::scratch_dir("cgroups-net");
+    let parent = format!("autoperf-test-{}-{tag}", std::process::id());
+    let scenario = dir.join("s.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name: cgroup-network
+target: {{base_url: "{}"}}
+think_time: 20ms
+requests:
+  body: {{path: "/bytes?n=20000"}}
+servers:
+  - {{tier: by-name, agent: "{agent_url}", processes: [{web}]}}
+  - {{tier: by-cgroup, agent: "{agent_url}", cgroup: "{parent}/web"}}
+"#,
+            web_url,
+            web = web_process,
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = hosts.run(
+        "client",
+        &exe,
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--users",
+            "2",
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let servers = &support::run_json(&out)["levels"][0]["servers"];
+    let net = |tier: &str, way: &str| {
+        servers[tier]["net_bytes_per_request"][way]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{tier} {way}: {servers}"))
+    };
+    // 20,000 bytes of body, plus headers and the TCP/IP framing of some
+    // fifteen segments; the other way, the request and its ACKs.
+    let body = 20_000.0;
+    let (sent, received) = (net("by-cgroup", "tx"), net("by-cgroup", "rx"));
+    assert!(
+        (body..1.3 * body).contains(&sent) && received < 0.25 * body,
+        "the web tier's namespace sent {sent} and received {received} bytes a request\n{servers}"
+    );
+    let (host_rx, host_tx) = (net("by-name", "rx"), net("by-name", "tx"));
+    assert!(
+        (body..1.3 * body).contains(&host_rx) && host_tx < 0.25 * body,
+        "the agent's host received {host_rx} and sent {host_tx} bytes a request\n{servers}"
+    );
+    drop(done);
+    server.join().unwrap();
 }

@@ -76,6 +76,11 @@ fn check_in_browser(chromium: &Path, report: &Path, work: &Path) -> usize {
         count(&html, "<circle class=\"pt "),
         "the DOM has every point"
     );
+    assert_eq!(
+        count(&page.dom, "<path class=\"err "),
+        count(&html, "<path class=\"err "),
+        "the DOM has every error bar"
+    );
     points
 }
 
@@ -153,7 +158,7 @@ fn reports_of_a_real_run_and_capacity_analysis_render_in_chromium() {
         "--levels",
         "5,20",
         "--duration",
-        "3s",
+        "5s",
         "--no-agents",
         "--out",
         cap_s,
@@ -175,6 +180,9 @@ fn reports_of_a_real_run_and_capacity_analysis_render_in_chromium() {
         points >= 12 + 2 * 3 * 3,
         "{points} points in the capacity report"
     );
+    // Five seconds are five batches: each level's throughput, mean and
+    // p99 carry their 95% interval as a bar.
+    assert_eq!(count(&html, "<path class=\"err "), 2 * 3, "error bars");
 
     if let Some(shots) = std::env::var_os("AUTOPERF_SCREENSHOTS") {
         let shots = PathBuf::from(shots);

@@ -152,6 +152,20 @@ pub struct GroupCounters {
     /// Empty for processes, and from agents before it was sent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// For a cgroup group: bytes through its cgroups' network namespaces,
+    /// each namespace counted once (read from a member process's
+    /// /proc/PID/net/dev, every interface). Null for processes (the
+    /// host's `net` counts theirs) and when a cgroup had no process to
+    /// read it through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetCounters>,
+    /// For a cgroup group: its memory as anonymous pages and as page cache
+    /// (`memory.stat`'s `anon`/`file`, v1's `total_rss`/`total_cache`), of
+    /// the live cgroups now; null for processes and without the files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_anon_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_file_bytes: Option<u64>,
 }
 
 /// The answer to `GET /v1/health`.

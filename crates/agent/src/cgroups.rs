@@ -21,7 +21,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::groups::{Missing, ProcSample};
+use crate::groups::{MemorySplit, Missing, ProcSample};
 use crate::procfs::IoCounters;
 
 /// At most this many directories are visited per glob: a pattern of many
@@ -186,6 +186,19 @@ impl Hierarchies {
         let memory = at(&self.v2)
             .and_then(|d| read_u64(&d.join("memory.current")))
             .or_else(|| at(&self.memory).and_then(|d| read_u64(&d.join("memory.usage_in_bytes"))));
+        let memory_split = at(&self.v2)
+            .and_then(|d| fs::read_to_string(d.join("memory.stat")).ok())
+            .and_then(|t| parse_memory_stat(&t, "anon", "file"))
+            .or_else(|| {
+                at(&self.memory)
+                    .and_then(|d| fs::read_to_string(d.join("memory.stat")).ok())
+                    .and_then(|t| {
+                        // The hierarchy's totals (children included), as
+                        // usage_in_bytes counts them.
+                        parse_memory_stat(&t, "total_rss", "total_cache")
+                            .or_else(|| parse_memory_stat(&t, "rss", "cache"))
+                    })
+            });
         let io = at(&self.v2)
             .and_then(|d| fs::read_to_string(d.join("io.stat")).ok())
             .map(|t| parse_io_stat(&t))
@@ -214,9 +227,21 @@ impl Hierarchies {
                 memory: memory.is_none(),
                 io: io.is_none(),
             },
+            memory_split,
+            net: None,
             io,
             sched: None,
         })
+    }
+
+    /// A process in cgroup `rel` (the first of its `cgroup.procs` in any
+    /// hierarchy), to read what the cgroup shares with its processes: its
+    /// network namespace.
+    pub fn member(&self, rel: &str) -> Option<u32> {
+        self.roots()
+            .map(|r| r.join(rel).join("cgroup.procs"))
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .find_map(|t| t.lines().find_map(|l| l.trim().parse().ok()))
     }
 }
 
@@ -287,6 +312,21 @@ fn v1_cpu(dir: &Path) -> Option<(u64, u64)> {
         (Some(user), Some(sys)) => Some((user, sys)),
         _ => Some((read_u64(&dir.join("cpuacct.usage"))?, 0)),
     }
+}
+
+/// `memory.stat`'s two fields `anon` and `file` (under the names given),
+/// when both are there.
+fn parse_memory_stat(text: &str, anon: &str, file: &str) -> Option<MemorySplit> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (key, value) = l.split_once(' ')?;
+            (key == name).then(|| value.trim().parse::<u64>().ok())?
+        })
+    };
+    Some(MemorySplit {
+        anon: field(anon)?,
+        file: field(file)?,
+    })
 }
 
 /// v2 `io.stat`: `MAJ:MIN rbytes=… wbytes=… rios=…` per device, summed.
@@ -419,7 +459,13 @@ mod tests {
             ),
             (
                 "v1mem/system.slice/web-1.scope",
-                vec![("memory.usage_in_bytes", "4096\n")],
+                vec![
+                    ("memory.usage_in_bytes", "4096\n"),
+                    (
+                        "memory.stat",
+                        "cache 1000\nrss 3000\ntotal_cache 1024\ntotal_rss 3072\n",
+                    ),
+                ],
             ),
         ] {
             let d = root.join(dir);
@@ -458,6 +504,13 @@ mod tests {
         let io = s.io.unwrap();
         assert_eq!((io.read_bytes, io.write_bytes), (101, 52));
         assert_eq!(s.missing, Missing::default());
+        assert_eq!(
+            s.memory_split,
+            Some(MemorySplit {
+                anon: 3072,
+                file: 1024
+            })
+        );
         // Nothing in v1 memory for web-2 (nor io): its memory is unknown,
         // 0, and said to be so.
         let web2 = h.sample("system.slice/web-2.scope").unwrap();
@@ -486,10 +539,24 @@ mod tests {
         assert_eq!((c.processes, c.threads, c.rss_bytes), (2, 3, 4096));
         // One replica without them makes the group's figures unknown.
         assert_eq!(c.missing, ["memory", "io"]);
+        assert_eq!(c.memory_anon_bytes, None);
         assert_eq!(c.read_bytes, None);
         assert!((c.cpu_s - 0.003005).abs() < 1e-12, "{c:?}");
         assert!((c.stime_s - 0.001).abs() < 1e-12, "{c:?}");
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn memory_stat_gives_anonymous_pages_and_page_cache() {
+        let v2 = "anon 8192\nfile 4096\nkernel 100\nfile_mapped 1\n";
+        assert_eq!(
+            parse_memory_stat(v2, "anon", "file"),
+            Some(MemorySplit {
+                anon: 8192,
+                file: 4096
+            })
+        );
+        assert_eq!(parse_memory_stat("anon 1\n", "anon", "file"), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::api::{GroupCounters, MatchMode};
-use crate::procfs::{IoCounters, SchedTimes};
+use crate::procfs::{IoCounters, NetBytes, SchedTimes};
 
 /// At most this many groups are tracked; past it, the group requested least
 /// recently is forgotten (its departed history with it). This bounds the
@@ -50,6 +50,22 @@ pub struct ProcSample {
     pub sched: Option<BTreeMap<u32, SchedTimes>>,
     /// Figures a cgroup could not give (none for a process).
     pub missing: Missing,
+    /// A cgroup's: its memory as anonymous pages and page cache
+    /// (`memory.stat`), whose sum the kernel may reclaim only in part.
+    pub memory_split: Option<MemorySplit>,
+    /// A cgroup's: the bytes through its network namespace (zero when
+    /// another cgroup of the group already counts that namespace); none
+    /// for a process, or a cgroup without a process to read it through.
+    pub net: Option<NetBytes>,
+}
+
+/// A cgroup's memory by kind, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemorySplit {
+    /// Anonymous pages: the heap and stacks, what the service holds.
+    pub anon: u64,
+    /// Page cache: files read and written, reclaimable when clean.
+    pub file: u64,
 }
 
 /// Figures a cgroup could not give because no hierarchy mounted on this
@@ -119,6 +135,9 @@ pub struct Group {
     /// User and system ns of departed cgroups.
     departed_precise_ns: (u64, u64),
     departed_io: IoCounters,
+    departed_net: NetBytes,
+    /// Some member ever gave network bytes: a cgroup group's.
+    net_seen: bool,
     departed: u32,
     /// Per live process: the scheduler's times of its exited threads.
     exited_threads: HashMap<ProcId, SchedTimes>,
@@ -148,6 +167,13 @@ impl Group {
                     (Some(new), Some(old)) => Some(max_io(&new, &old)),
                     (new, old) => new.or(old),
                 };
+                sample.net = match (sample.net, old.net) {
+                    (Some(new), Some(old)) => Some(NetBytes {
+                        rx_bytes: new.rx_bytes.max(old.rx_bytes),
+                        tx_bytes: new.tx_bytes.max(old.tx_bytes),
+                    }),
+                    (new, old) => new.or(old),
+                };
                 if let (Some(new), Some(old)) = (&mut sample.sched, &old.sched) {
                     let exited = self.exited_threads.entry(id).or_default();
                     for (tid, then) in old {
@@ -161,6 +187,7 @@ impl Group {
                     }
                 }
             }
+            self.net_seen |= sample.net.is_some();
             next.insert(id, sample);
         }
         for (id, gone) in self.live.drain() {
@@ -172,6 +199,9 @@ impl Group {
             }
             if let Some(io) = &gone.io {
                 self.departed_io.add(io);
+            }
+            if let Some(net) = gone.net {
+                self.departed_net.add(net);
             }
             self.departed_sched
                 .add(gone.sched_sum().unwrap_or_default());
@@ -192,8 +222,24 @@ impl Group {
         let mut rss_bytes = 0u64;
         let mut sched = Some(self.departed_sched);
         let mut missing = Missing::default();
+        let mut net = self.net_seen.then_some(self.departed_net);
+        // A gauge: the live members' only, unknown when one lacks it.
+        let mut split = (!self.live.is_empty()).then(MemorySplit::default);
         for (id, p) in &self.live {
             missing = missing.or(p.missing);
+            split = split.zip(p.memory_split).map(|(sum, one)| MemorySplit {
+                anon: sum.anon.saturating_add(one.anon),
+                file: sum.file.saturating_add(one.file),
+            });
+            net = match (net, p.net) {
+                (Some(mut sum), Some(one)) => {
+                    sum.add(one);
+                    Some(sum)
+                }
+                // A member whose namespace could not be read: unknown,
+                // not a partial sum that drops when it leaves.
+                _ => None,
+            };
             sched = sched.zip(p.sched_sum()).map(|(mut sum, one)| {
                 sum.add(one);
                 sum.add(self.exited_threads.get(id).copied().unwrap_or_default());
@@ -235,6 +281,12 @@ impl Group {
             cpu_wait_s: sched.map(|t| t.waited as f64 / 1e9),
             sched_cpu_s: sched.map(|t| t.ran as f64 / 1e9),
             missing: missing.names(),
+            memory_anon_bytes: split.map(|s| s.anon),
+            memory_file_bytes: split.map(|s| s.file),
+            net: net.map(|n| crate::api::NetCounters {
+                rx_bytes: n.rx_bytes,
+                tx_bytes: n.tx_bytes,
+            }),
         }
     }
 }
@@ -335,6 +387,8 @@ mod tests {
     fn p(pid: u32, starttime: u64, utime: u64, stime: u64) -> ProcSample {
         ProcSample {
             missing: Missing::default(),
+            memory_split: None,
+            net: None,
             pid,
             starttime,
             utime,

@@ -231,6 +231,22 @@ pub struct NetBytes {
     pub tx_bytes: u64,
 }
 
+impl NetBytes {
+    pub fn add(&mut self, other: NetBytes) {
+        self.rx_bytes = self.rx_bytes.saturating_add(other.rx_bytes);
+        self.tx_bytes = self.tx_bytes.saturating_add(other.tx_bytes);
+    }
+
+    /// Every interface's bytes together.
+    pub fn total(interfaces: &BTreeMap<String, NetBytes>) -> NetBytes {
+        let mut sum = NetBytes::default();
+        for &n in interfaces.values() {
+            sum.add(n);
+        }
+        sum
+    }
+}
+
 /// Parses `/proc/net/dev`: bytes per interface, every interface (the
 /// controller chooses which ones matter). Malformed lines are skipped.
 pub fn parse_net_dev(text: &str) -> BTreeMap<String, NetBytes> {

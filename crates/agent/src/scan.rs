@@ -3,15 +3,16 @@
 //! cgroups' own files (`crate::cgroups`). The roots are parameters so a
 //! test can point them at directories it built.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::api::{CpuTimes, DiskCounters, HostCounters, MatchMode, NetCounters};
 use crate::cgroups::Hierarchies;
 use crate::groups::{GroupKey, Missing, ProcSample};
-use crate::procfs::{self, PidStat};
+use crate::procfs::{self, NetBytes, PidStat};
 
 /// The kernel keeps at most this many bytes of a comm (TASK_COMM_LEN - 1).
 const COMM_BYTES: usize = 15;
@@ -59,11 +60,21 @@ impl ProcFs {
     pub fn scan(&self, keys: &[GroupKey]) -> HashMap<GroupKey, Vec<ProcSample>> {
         let mut out: HashMap<GroupKey, Vec<ProcSample>> = HashMap::new();
         for key in keys.iter().filter(|k| k.mode == MatchMode::Cgroup) {
+            // The pods of one glob may share a namespace (a pod's
+            // containers do): it is counted by the first cgroup in it.
+            let mut counted = HashSet::new();
             let samples = self
                 .cgroups
                 .matching(&key.name)
                 .iter()
-                .filter_map(|rel| self.cgroups.sample(rel))
+                .filter_map(|rel| {
+                    let mut sample = self.cgroups.sample(rel)?;
+                    sample.net = self
+                        .cgroups
+                        .member(rel)
+                        .and_then(|pid| self.namespace_bytes(pid, &mut counted));
+                    Some(sample)
+                })
                 .collect();
             out.insert(key.clone(), samples);
         }
@@ -104,6 +115,21 @@ impl ProcFs {
             }
         }
         out
+    }
+
+    /// The bytes through process `pid`'s network namespace, every
+    /// interface: zero when `counted` already holds the namespace, none
+    /// when it cannot be read (the process left).
+    fn namespace_bytes(&self, pid: u32, counted: &mut HashSet<u64>) -> Option<NetBytes> {
+        let dir = self.root.join(pid.to_string());
+        // The namespace's identity: the inode its ns/net link points to.
+        let namespace = fs::metadata(dir.join("ns/net")).ok()?.ino();
+        let text = read_small(&dir.join("net/dev")).ok()?;
+        let bytes = NetBytes::total(&procfs::parse_net_dev(&text));
+        Some(match counted.insert(namespace) {
+            true => bytes,
+            false => NetBytes::default(),
+        })
     }
 
     /// The host-wide counters. /proc/stat is required; an unreadable
@@ -178,6 +204,8 @@ fn to_sample(stat: &PidStat, dir: &Path) -> ProcSample {
         .and_then(|t| procfs::parse_pid_io(&t).ok());
     ProcSample {
         missing: Missing::default(),
+        memory_split: None,
+        net: None,
         pid: stat.pid,
         starttime: stat.starttime,
         utime: stat.utime,

@@ -192,6 +192,9 @@ async fn host_counters_and_an_absent_name() {
             cpu_wait_s: Some(0.0),
             sched_cpu_s: Some(0.0),
             missing: Vec::new(),
+            net: None,
+            memory_anon_bytes: None,
+            memory_file_bytes: None,
         }
     );
     assert!(host.cpu.steal_s >= 0.0 && host.cpu.steal_s <= host.cpu.busy_s);

@@ -47,8 +47,10 @@ pub struct Ci95 {
     pub batch_s: f64,
     /// ± req/s around `throughput_rps`.
     pub throughput_rps: f64,
-    /// ± ms around each of `response_time_ms`'s figures.
-    pub response_time_ms: LatencyHalfWidths,
+    /// ± ms around each of `response_time_ms`'s figures; absent when
+    /// fewer than [`MIN_BATCHES`] batches had a response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_time_ms: Option<LatencyHalfWidths>,
 }
 
 impl Ci95 {
@@ -159,37 +161,43 @@ impl Batches {
         if k < MIN_BATCHES {
             return None;
         }
-        let t = t_975(k - 1);
-        let half = |values: &[f64]| t * std_dev(values) / (k as f64).sqrt();
-        let of = |f: &dyn Fn(&Batch) -> f64| -> Vec<f64> { self.full.iter().map(f).collect() };
-        let throughput = of(&|b| b.requests as f64 / b.seconds.max(1e-9));
-        // A batch without a response has no response time to spread.
-        let answered: Vec<&Batch> = self
+        let throughput: Vec<f64> = self
             .full
             .iter()
-            .filter(|b| !b.response.is_empty())
+            .map(|b| b.requests as f64 / b.seconds.max(1e-9))
             .collect();
-        let latency = |f: &dyn Fn(&Histogram<u64>) -> f64| -> f64 {
-            if answered.len() < MIN_BATCHES {
-                return 0.0;
-            }
-            let values: Vec<f64> = answered.iter().map(|b| f(&b.response) / 1e6).collect();
-            t_975(values.len() - 1) * std_dev(&values) / (values.len() as f64).sqrt()
+        // A batch without a response has no response time to spread.
+        let answered: Vec<&Histogram<u64>> = self
+            .full
+            .iter()
+            .map(|b| &b.response)
+            .filter(|h| !h.is_empty())
+            .collect();
+        let latency = |f: &dyn Fn(&Histogram<u64>) -> f64| {
+            let values: Vec<f64> = answered.iter().map(|h| f(h) / 1e6).collect();
+            round3(half_width(&values))
         };
         let quantile = |q: f64| move |h: &Histogram<u64>| h.value_at_quantile(q) as f64;
         Some(Ci95 {
             batches: k as u32,
             batch_s: round3(self.full.iter().map(|b| b.seconds).sum::<f64>() / k as f64),
-            throughput_rps: round3(half(&throughput)),
-            response_time_ms: LatencyHalfWidths {
-                mean: round3(latency(&|h| h.mean())),
-                p50: round3(latency(&quantile(0.50))),
-                p90: round3(latency(&quantile(0.90))),
-                p95: round3(latency(&quantile(0.95))),
-                p99: round3(latency(&quantile(0.99))),
-            },
+            throughput_rps: round3(half_width(&throughput)),
+            response_time_ms: (answered.len() >= MIN_BATCHES).then(|| LatencyHalfWidths {
+                mean: latency(&|h| h.mean()),
+                p50: latency(&quantile(0.50)),
+                p90: latency(&quantile(0.90)),
+                p95: latency(&quantile(0.95)),
+                p99: latency(&quantile(0.99)),
+            }),
         })
     }
+}
+
+/// The 95% half-width of the mean of `values`, batch figures:
+/// `t(0.975, n − 1) · s / √n`.
+fn half_width(values: &[f64]) -> f64 {
+    let n = values.len();
+    t_975(n.saturating_sub(1)) * std_dev(values) / (n.max(1) as f64).sqrt()
 }
 
 /// The sample standard deviation (n − 1).
@@ -245,13 +253,11 @@ mod tests {
         assert_eq!((a.batches, a.batch_s), (20, 1.0));
         // 100 and 101 alternating: s = 0.513, t = 2.093, half = 0.240.
         assert!((a.throughput_rps - 0.240).abs() < 1e-3, "{a:?}");
-        assert_eq!(a.response_time_ms.mean, 0.0);
+        assert_eq!(a.response_time_ms.unwrap().mean, 0.0);
         // 60 and 140: s = 41.04, half = 19.21.
         assert!((b.throughput_rps - 19.21).abs() < 0.01, "{b:?}");
-        assert!(
-            b.response_time_ms.mean > 1.0 && b.response_time_ms.p99 > 1.0,
-            "{b:?}"
-        );
+        let r = b.response_time_ms.unwrap();
+        assert!(r.mean > 1.0 && r.p99 > 1.0, "{b:?}");
         assert!((a.relative_throughput(100.5).unwrap() - 0.00239).abs() < 1e-4);
     }
 
@@ -264,6 +270,17 @@ mod tests {
         assert!(b.ci95().is_none());
         b.add(1.0, &second(10, 1));
         assert_eq!(b.ci95().unwrap().batches, MIN_BATCHES as u32);
+        // Seconds without a response (a stalled server) spread no
+        // response time: its interval is not claimed.
+        let mut stalled = Batches::default();
+        for i in 0..10 {
+            stalled.add(1.0, &second(if i < 3 { 10 } else { 0 }, 1));
+        }
+        let ci = stalled.ci95().unwrap();
+        assert!(
+            ci.response_time_ms.is_none() && ci.throughput_rps > 0.0,
+            "{ci:?}"
+        );
     }
 
     #[test]

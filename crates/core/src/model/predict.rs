@@ -104,6 +104,14 @@ pub struct Comparison {
     /// describe for a cause outside the system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_of_cpu: Option<String>,
+    /// The 95% half-width of the measured throughput (`ci95`), when the
+    /// level had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_throughput_ci95_rps: Option<f64>,
+    /// The model's throughput lies inside that interval: a difference the
+    /// level's own noise explains, agreement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_interval: Option<bool>,
 }
 
 /// How well the model followed the levels it describes.
@@ -113,6 +121,12 @@ pub struct Fit {
     pub throughput_rms: f64,
     pub response_time_rms: f64,
     pub levels: usize,
+    /// Of those, the levels with a 95% interval, and how many of them hold
+    /// the model's throughput inside it.
+    pub with_interval: usize,
+    pub within_interval: usize,
+    /// The median of their throughputs' relative half-widths.
+    pub median_precision: Option<f64>,
 }
 
 impl Prediction {
@@ -139,10 +153,27 @@ impl Prediction {
         let rms = |f: fn(&Comparison) -> f64| {
             (trusted.iter().map(|c| f(c).powi(2)).sum::<f64>() / trusted.len() as f64).sqrt()
         };
+        let mut precision: Vec<f64> = trusted
+            .iter()
+            .filter_map(|c| {
+                let half = c.measured_throughput_ci95_rps?;
+                (c.measured_throughput_rps > 0.0).then(|| half / c.measured_throughput_rps)
+            })
+            .collect();
+        precision.sort_by(f64::total_cmp);
         (!trusted.is_empty()).then(|| Fit {
             throughput_rms: rms(|c| c.throughput_error),
             response_time_rms: rms(|c| c.response_time_error),
             levels: trusted.len(),
+            with_interval: trusted
+                .iter()
+                .filter(|c| c.within_interval.is_some())
+                .count(),
+            within_interval: trusted
+                .iter()
+                .filter(|c| c.within_interval == Some(true))
+                .count(),
+            median_precision: (!precision.is_empty()).then(|| precision[precision.len() / 2]),
         })
     }
 
@@ -495,6 +526,11 @@ pub fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
                     l.throughput_rps < p.throughput_rps * (1.0 - UNTRUSTED_GAP.max(noise))
                 },
                 short_of_cpu: crate::record::short_of_cpu(&l.servers),
+                measured_throughput_ci95_rps: l.ci95.as_ref().map(|c| c.throughput_rps),
+                within_interval: l
+                    .ci95
+                    .as_ref()
+                    .map(|c| (p.throughput_rps - l.throughput_rps).abs() <= c.throughput_rps),
             })
         })
         .collect()
@@ -511,128 +547,4 @@ pub fn rms(errors: impl Iterator<Item = f64>) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::network::Tier;
-    use super::*;
-
-    fn testbed(web_cores: u32) -> Model {
-        // The testbed's /db?web_ms=4&db_ms=1 at Z = 0.5 s (tests/it/capacity.rs).
-        Model {
-            classes: vec!["db".into()],
-            mix: vec![1.0],
-            tiers: vec![
-                Tier {
-                    name: "web".into(),
-                    cores: web_cores,
-                    host: "a".into(),
-                },
-                Tier {
-                    name: "db".into(),
-                    cores: 1,
-                    host: "a".into(),
-                },
-            ],
-            demand_s: vec![vec![0.004, 0.001]],
-            process_share: vec![
-                [("tb-web".to_string(), 1.0)].into(),
-                [("tb-db".to_string(), 1.0)].into(),
-            ],
-            think_s: 0.5,
-            host_cores: BTreeMap::new(),
-        }
-    }
-
-    #[test]
-    fn the_testbeds_known_saturation() {
-        let m = testbed(1);
-        let b = bounds(&m);
-        assert_eq!(b.max_throughput_rps, 250.0);
-        assert_eq!(b.n_star, 126.3);
-        assert_eq!(b.bottleneck, "web");
-        let p = closed(&m, &[1, 300]);
-        // One user: no queueing, R = ΣD, X = 1/(Z + R).
-        assert!((p[0].response_time_ms - 5.0).abs() < 1e-9);
-        assert!((p[0].throughput_rps - 1.0 / 0.505).abs() < 1e-3);
-        // Far past N*: X at the bound, the web tier's one core busy.
-        assert!((p[1].throughput_rps - 250.0).abs() < 0.5);
-        assert!((p[1].utilization["web"] - 1.0).abs() < 0.002);
-        assert!((p[1].utilization_per_process["web/tb-web"] - 1.0).abs() < 0.002);
-        // Twice the web cores: the bound moves to 500/s.
-        let two = m.with_cores("web", 2).unwrap();
-        assert_eq!(bounds(&two).max_throughput_rps, 500.0);
-    }
-
-    #[test]
-    fn tiers_that_overbook_a_host_share_its_cores() {
-        let mut m = testbed(2);
-        m.tiers[1].cores = 2;
-        m.host_cores.insert("a".into(), 2);
-        assert_eq!(m.stations(), vec![vec![0, 1]]);
-        // One 2-core station with D = 5 ms: X ≤ 400/s, not web's 500/s.
-        assert_eq!(bounds(&m).max_throughput_rps, 400.0);
-        let p = closed(&m, &[1000]);
-        assert!((p[0].throughput_rps - 400.0).abs() < 1.0);
-        // Four cores on the host: no sharing.
-        m.host_cores.insert("a".into(), 4);
-        assert_eq!(m.stations(), vec![vec![0], vec![1]]);
-    }
-
-    #[test]
-    fn user_steps_cover_the_range() {
-        assert_eq!(user_steps(1, 10, 4), vec![1, 4, 7, 10]);
-        assert_eq!(user_steps(1, 3, 20), vec![1, 2, 3]);
-        assert_eq!(user_steps(0, 0, 5), vec![1]);
-    }
-
-    #[test]
-    fn open_what_ifs_use_erlang_c() {
-        // M/M/1: C = ρ, R = D/(1 − ρ).
-        assert!((erlang_c(1, 0.5) - 0.5).abs() < 1e-12);
-        // M/M/2 at a = 1: C = 1/3.
-        assert!((erlang_c(2, 1.0) - 1.0 / 3.0).abs() < 1e-12);
-        let m = testbed(1);
-        let p = open(&m, &[125.0, 300.0]);
-        // web ρ = 0.5: 8 ms; db ρ = 0.125: 1/0.875 ms.
-        assert!((p[0].response_time_ms - (8.0 + 1.0 / 0.875)).abs() < 1e-3);
-        assert!(p[1].saturated);
-    }
-
-    fn fixture() -> RunRecord {
-        serde_json::from_str(include_str!("../report/html/testdata/run/run.json")).unwrap()
-    }
-
-    /// The fixture's level at `users` (`None`: an open level).
-    fn level(users: Option<u32>, interrupted: bool) -> LevelRecord {
-        let mut l = fixture().levels.swap_remove(0);
-        (l.users, l.interrupted) = (users, interrupted);
-        l
-    }
-
-    #[test]
-    fn default_users_reach_twice_n_star_and_every_measured_level() {
-        let m = testbed(1);
-        // N* = 126.3: 1 to 253, in steps of 2 (at most 200 counts).
-        let users = default_users(&m, &[]);
-        assert_eq!((users[0], users[1], users.len()), (1, 3, 127));
-        // A measured level past 2·N* moves the top; each one is a point.
-        let users = default_users(&m, &[level(Some(400), false), level(Some(6), false)]);
-        assert!(users.ends_with(&[400]) && users.contains(&6), "{users:?}");
-        // N* = 2 (no think time, two equal demands): still up to 10.
-        let mut small = testbed(1);
-        (small.think_s, small.demand_s) = (0.0, vec![vec![0.004, 0.004]]);
-        assert_eq!(default_users(&small, &[]), (1..=10).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn an_analysis_prediction_leaves_out_open_and_interrupted_levels() {
-        let levels = [10, 20, 377].map(|u| level(Some(u), u == 377));
-        let levels = [&levels[..], &[level(None, false)]].concat();
-        assert_eq!(closed_levels(&levels).len(), 3);
-        // A run that was no capacity analysis is compared with nothing.
-        assert!(measured_levels(&fixture(), false).is_empty());
-        let p = of_analysis(&testbed(1), &levels);
-        let compared: Vec<u32> = p.measured.iter().map(|c| c.users).collect();
-        assert_eq!(compared, [10, 20]);
-        assert!(!p.points.iter().any(|p| p.users == Some(377)));
-    }
-}
+mod tests;

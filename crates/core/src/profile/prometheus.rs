@@ -271,6 +271,9 @@ impl Tiers {
                     sched_cpu_s: None,
                     // A tier without a memory query did not ask for it.
                     missing: Vec::new(),
+                    net: None,
+                    memory_anon_bytes: None,
+                    memory_file_bytes: None,
                 },
             );
         }

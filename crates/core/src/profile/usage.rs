@@ -130,6 +130,36 @@ pub fn tier_usage(
     }
 }
 
+/// A cgroup tier's anonymous pages and page cache in one reading, when
+/// every cgroup of it gave them.
+fn memory_split_of(server: &ServerSpec, c: &Counters) -> Option<(u64, u64)> {
+    server
+        .processes
+        .iter()
+        .try_fold((0u64, 0u64), |(anon, file), glob| {
+            let g = c.processes.get(glob)?;
+            Some((
+                anon.saturating_add(g.memory_anon_bytes?),
+                file.saturating_add(g.memory_file_bytes?),
+            ))
+        })
+}
+
+/// The bytes through the network namespaces of `server`'s cgroups in one
+/// reading, when every one of them gave its own.
+fn namespace_bytes(server: &ServerSpec, c: &Counters) -> Option<autoperf_agent::NetCounters> {
+    let mut sum = autoperf_agent::NetCounters {
+        rx_bytes: 0,
+        tx_bytes: 0,
+    };
+    for glob in &server.processes {
+        let n = c.processes.get(glob)?.net?;
+        sum.rx_bytes = sum.rx_bytes.saturating_add(n.rx_bytes);
+        sum.tx_bytes = sum.tx_bytes.saturating_add(n.tx_bytes);
+    }
+    Some(sum)
+}
+
 /// The controllers the tier's cgroups lacked at any reading of the level,
 /// as the agent named them.
 fn unmeasured(server: &ServerSpec, answered: &[(Instant, &Counters)]) -> Vec<String> {
@@ -183,6 +213,9 @@ struct Window {
     intervals: Vec<Interval>,
     /// The tier's resident memory at each reading, in bytes.
     memory: Vec<u64>,
+    /// A cgroup tier's anonymous pages and page cache at each reading,
+    /// when every cgroup gave them.
+    memory_split: Vec<Option<(u64, u64)>>,
 }
 
 /// One interval between two readings of one agent process.
@@ -220,6 +253,10 @@ impl Window {
         let mut restarted = false;
         // Memory is a level, not a count: every reading has one.
         window.memory = answered.iter().map(|(_, c)| memory_of(server, c)).collect();
+        window.memory_split = answered
+            .iter()
+            .map(|(_, c)| memory_split_of(server, c))
+            .collect();
         for pair in answered.windows(2) {
             let ((from, a), (to, b)) = (pair[0], pair[1]);
             if a.agent.started_ms == b.agent.started_ms {
@@ -265,14 +302,29 @@ impl Window {
             self.read += delta(pa.read_bytes, pb.read_bytes);
             self.write += delta(pa.write_bytes, pb.write_bytes);
         }
-        let net = |c: &Counters, f: fn(&autoperf_agent::NetCounters) -> u64| {
-            c.host.net.values().map(f).sum::<u64>()
+        // A tier selected by cgroup has its own network namespace (a
+        // container's): its bytes, when every cgroup gave them; else, as
+        // for processes, the host's.
+        let (rx, tx) = match (namespace_bytes(server, a), namespace_bytes(server, b)) {
+            (Some(x), Some(y)) => (
+                y.rx_bytes.saturating_sub(x.rx_bytes),
+                y.tx_bytes.saturating_sub(x.tx_bytes),
+            ),
+            _ => {
+                let host = |c: &Counters, f: fn(&autoperf_agent::NetCounters) -> u64| {
+                    c.host.net.values().map(f).sum::<u64>()
+                };
+                (
+                    host(b, |n| n.rx_bytes).saturating_sub(host(a, |n| n.rx_bytes)),
+                    host(b, |n| n.tx_bytes).saturating_sub(host(a, |n| n.tx_bytes)),
+                )
+            }
         };
+        self.net_rx += rx as f64;
+        self.net_tx += tx as f64;
         let disk = |c: &Counters, f: fn(&autoperf_agent::DiskCounters) -> u64| {
             c.host.disk.values().map(f).sum::<u64>()
         };
-        self.net_rx += net(b, |n| n.rx_bytes).saturating_sub(net(a, |n| n.rx_bytes)) as f64;
-        self.net_tx += net(b, |n| n.tx_bytes).saturating_sub(net(a, |n| n.tx_bytes)) as f64;
         self.disk_read +=
             disk(b, |d| d.read_bytes).saturating_sub(disk(a, |d| d.read_bytes)) as f64;
         self.disk_write +=
@@ -280,6 +332,14 @@ impl Window {
         self.host_busy_s += (b.host.cpu.busy_s - a.host.cpu.busy_s).max(0.0);
         self.host_steal_s += (b.host.cpu.steal_s - a.host.cpu.steal_s).max(0.0);
         tier_cpu_s
+    }
+
+    /// The mean of one part of the memory split over the readings, when
+    /// every reading had it.
+    fn split_mean(&self, part: fn((u64, u64)) -> u64) -> Option<u64> {
+        let parts: Option<Vec<u64>> = self.memory_split.iter().map(|s| s.map(part)).collect();
+        let parts = parts.filter(|p| !p.is_empty())?;
+        Some((parts.iter().map(|&p| p as f64).sum::<f64>() / parts.len() as f64) as u64)
     }
 
     fn usage(&self, server: &ServerSpec, agent: &str, host_cores: u32) -> TierUsage {
@@ -339,6 +399,8 @@ impl Window {
                 n => (self.memory.iter().map(|&m| m as f64).sum::<f64>() / n as f64) as u64,
             },
             memory_max_bytes: self.memory.iter().copied().max().unwrap_or(0),
+            memory_anon_mean_bytes: self.split_mean(|s| s.0),
+            memory_file_mean_bytes: self.split_mean(|s| s.1),
             replicas: None,
             unmeasured: Vec::new(),
             window_s: round_to(dt, 3),

@@ -62,6 +62,13 @@ pub struct TierUsage {
     pub memory_mean_bytes: u64,
     #[serde(default)]
     pub memory_max_bytes: u64,
+    /// For a tier selected by cgroup: its memory as anonymous pages (what
+    /// the service holds) and as page cache (files, reclaimable), means
+    /// over the readings (`memory.stat`); absent without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_anon_mean_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_file_mean_bytes: Option<u64>,
     /// For a tier selected by cgroup: the cgroups its glob matched at the
     /// level's end (a service's replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]

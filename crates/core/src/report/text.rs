@@ -74,16 +74,18 @@ pub fn level_table(level: &LevelRecord) -> String {
         let _ = writeln!(out, "errors: {}", kinds.join(", "));
     }
     if let Some(c) = &level.ci95 {
+        let latency = c.response_time_ms.map_or(String::new(), |r| {
+            format!(
+                ", mean {:.2} ± {:.2} ms, p99 {:.2} ± {:.2} ms",
+                level.response_time_ms.mean, r.mean, level.response_time_ms.p99, r.p99
+            )
+        });
         let _ = writeln!(
             out,
-            "95% intervals: {:.1} ± {:.1} req/s (±{}), mean {:.2} ± {:.2} ms, p99 {:.2} ± {:.2} ms ({} batches of {:.0} s)",
+            "95% intervals: {:.1} ± {:.1} req/s (±{}){latency} ({} batches of {:.0} s)",
             level.throughput_rps,
             c.throughput_rps,
             precision(level),
-            level.response_time_ms.mean,
-            c.response_time_ms.mean,
-            level.response_time_ms.p99,
-            c.response_time_ms.p99,
             c.batches,
             c.batch_s,
         );
@@ -334,10 +336,19 @@ pub fn model_summary(p: &crate::model::Prediction, path: &std::path::Path) -> St
     if let Some(fit) = p.fit() {
         let _ = writeln!(
             out,
-            "model vs measured: RMS error {:.1}% in throughput, {:.1}% in mean response time over {} levels",
+            "model vs measured: RMS error {:.1}% in throughput, {:.1}% in mean response time over {} levels{}",
             fit.throughput_rms * 100.0,
             fit.response_time_rms * 100.0,
-            fit.levels
+            fit.levels,
+            match fit.median_precision {
+                Some(precision) => format!(
+                    "; the model's throughput inside the 95% interval of {} of the {} levels that have one (median ±{:.1}%)",
+                    fit.within_interval,
+                    fit.with_interval,
+                    precision * 100.0
+                ),
+                None => String::new(),
+            }
         );
     }
     if let Some(users) = p.untrusted_users() {

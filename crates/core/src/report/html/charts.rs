@@ -167,15 +167,12 @@ pub(super) fn capacity(h: &mut String, record: &RunRecord, model: Option<&Predic
         .push(series("p90", 1, false, &|l| l.response_time_ms.p90));
     c.series
         .push(series("p99", 4, false, &|l| l.response_time_ms.p99));
+    let latency = |l: &LevelRecord| l.ci95.as_ref().and_then(|c| c.response_time_ms);
     c.error_bars = error_bars(levels, 0, |l| {
-        l.ci95
-            .as_ref()
-            .map(|c| (l.response_time_ms.mean, c.response_time_ms.mean))
+        latency(l).map(|r| (l.response_time_ms.mean, r.mean))
     });
     c.error_bars.extend(error_bars(levels, 4, |l| {
-        l.ci95
-            .as_ref()
-            .map(|c| (l.response_time_ms.p99, c.response_time_ms.p99))
+        latency(l).map(|r| (l.response_time_ms.p99, r.p99))
     }));
     marks.apply(&mut c, span, at(|l| l.response_time_ms.p99));
     let mut keys = vec![

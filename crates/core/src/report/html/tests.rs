@@ -218,13 +218,13 @@ fn levels_with_intervals_get_error_bars_around_their_points() {
         batches: 20,
         batch_s: 1.0,
         throughput_rps: 2.5,
-        response_time_ms: crate::measure::precision::LatencyHalfWidths {
+        response_time_ms: Some(crate::measure::precision::LatencyHalfWidths {
             mean: 0.5,
             p50: 0.4,
             p90: 0.8,
             p95: 1.0,
             p99: 3.0,
-        },
+        }),
     });
     let (x, users) = (first.throughput_rps, first.users.unwrap());
     let p99 = first.response_time_ms.p99;

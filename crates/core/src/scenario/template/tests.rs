@@ -1,0 +1,208 @@
+use super::*;
+
+struct Fixed {
+    row: Vec<Vec<u8>>,
+    vars: Vec<Vec<u8>>,
+}
+
+impl Bindings for Fixed {
+    fn random(&mut self, lo: i64, hi: i64) -> i64 {
+        assert!(lo <= hi);
+        hi
+    }
+    fn unit(&mut self) -> f64 {
+        0.5
+    }
+    fn now_ms(&mut self) -> i64 {
+        1_700_000_000_123
+    }
+    fn column(&mut self, _feeder: FeederId, column: usize) -> &[u8] {
+        &self.row[column]
+    }
+    fn var(&self, var: VarId) -> &[u8] {
+        self.vars.get(var.index()).map_or(&[], |v| &v[..])
+    }
+}
+
+fn names<'a>(columns: &'a [String], vars: &'a [String]) -> Names<'a> {
+    Names {
+        feeders: vec![("actors", Some(columns))],
+        variables: vars,
+    }
+}
+
+fn render(src: &str, escape: Escape) -> String {
+    let columns = vec!["name".to_string(), "id".to_string()];
+    let vars = vec!["token".to_string()];
+    let t = Template::compile(src, escape, &names(&columns, &vars)).unwrap();
+    let mut b = Fixed {
+        row: vec![b"A b/\"c\"\r\n&=".to_vec(), b"7".to_vec()],
+        vars: vec![b"x y".to_vec()],
+    };
+    let mut out = b"prefix:".to_vec();
+    t.render(&mut b, &mut out);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn raw_keeps_a_path_as_written_but_never_breaks_the_line() {
+    // The value is `A b/"c"` CR LF `&=`.
+    assert_eq!(
+        render("/${raw(actors.name)}", Escape::Path),
+        "prefix:/A%20b/%22c%22%0D%0A&="
+    );
+    assert_eq!(
+        render("/${actors.name}", Escape::Path),
+        "prefix:/A%20b%2F%22c%22%0D%0A%26%3D"
+    );
+    assert_eq!(render("${ raw( token ) }", Escape::Path), "prefix:x%20y");
+    // In a body, raw is verbatim; in a header, still without CR LF.
+    assert_eq!(
+        render("{\"a\": ${raw(actors.name)}}", Escape::Json),
+        "prefix:{\"a\": A b/\"c\"\r\n&=}"
+    );
+    assert_eq!(
+        render("${raw(actors.name)}", Escape::Header),
+        "prefix:A b/\"c\"&="
+    );
+    let columns = vec!["name".to_string()];
+    let err = Template::compile("/${raw(random(1, 2))}", Escape::Path, &names(&columns, &[]))
+        .unwrap_err();
+    assert!(err[0].message.contains("`raw(…)` takes"), "{err:?}");
+}
+
+#[test]
+fn every_escape() {
+    let src = "/a b?n=${actors.name}&t=${token}&r=${random(-5, 12)}";
+    assert_eq!(
+        render(src, Escape::None),
+        "prefix:/a b?n=A b/\"c\"\r\n&=&t=x y&r=12"
+    );
+    assert_eq!(
+        render(src, Escape::Path),
+        "prefix:/a b?n=A%20b%2F%22c%22%0D%0A%26%3D&t=x%20y&r=12"
+    );
+    assert_eq!(
+        render(src, Escape::Form),
+        "prefix:/a b?n=A+b%2F%22c%22%0D%0A%26%3D&t=x+y&r=12"
+    );
+    assert_eq!(
+        render(src, Escape::Json),
+        "prefix:/a b?n=A b/\\\"c\\\"\\r\\n&=&t=x y&r=12"
+    );
+    assert_eq!(
+        render(src, Escape::Header),
+        "prefix:/a b?n=A b/\"c\"&=&t=x y&r=12"
+    );
+}
+
+#[test]
+fn literal_dollars_and_static() {
+    let vars: Vec<String> = vec![];
+    let n = names(&[], &vars);
+    let t = Template::compile("cost $5, $${x} $$", Escape::None, &n).unwrap();
+    assert_eq!(t.static_bytes(), Some(&b"cost $5, ${x} $"[..]));
+    assert_eq!(Template::literal("/x").static_bytes(), Some(&b"/x"[..]));
+    let columns = vec!["name".to_string()];
+    let t = Template::compile(
+        "${actors.name}${actors.name}",
+        Escape::None,
+        &names(&columns, &vars),
+    )
+    .unwrap();
+    assert!(t.static_bytes().is_none());
+    assert_eq!(t.feeders().collect::<Vec<_>>(), vec![FeederId(0)]);
+}
+
+#[test]
+fn literal_parts_escaped_by_builder() {
+    let vars = vec!["v".to_string()];
+    let n = names(&[], &vars);
+    let mut b = Builder::new(Escape::Json);
+    b.literal(b"{\"k\":\"");
+    assert!(b.source("a\"b ${v}", Escape::Json, &n).is_empty());
+    b.literal(b"\"}");
+    let t = b.finish();
+    let mut out = Vec::new();
+    t.render(
+        &mut Fixed {
+            row: vec![],
+            vars: vec![b"q\"".to_vec()],
+        },
+        &mut out,
+    );
+    assert_eq!(out, b"{\"k\":\"a\\\"b q\\\"\"}");
+}
+
+#[test]
+fn errors_with_offsets() {
+    let columns = vec!["name".to_string()];
+    let vars = vec!["token".to_string()];
+    let n = names(&columns, &vars);
+    let err = |src: &str| Template::compile(src, Escape::None, &n).unwrap_err();
+
+    let e = err("ab ${tokn}");
+    assert_eq!(e[0].offset, 3);
+    assert_eq!(e[0].message, "unknown variable `tokn`");
+    assert_eq!(e[0].hint.as_deref(), Some("did you mean `token`?"));
+
+    let e = err("${actor.name} ${actors.nam}");
+    assert_eq!(e.len(), 2);
+    assert!(e[0].message.contains("unknown data feeder `actor`"));
+    assert_eq!(e[0].hint.as_deref(), Some("did you mean `actors`?"));
+    assert_eq!(e[1].offset, 14);
+    assert_eq!(e[1].message, "data feeder `actors` has no column `nam`");
+    assert_eq!(e[1].hint.as_deref(), Some("did you mean `name`?"));
+
+    assert!(err("x${random(5,1)}")[0].message.contains("lo <= hi"));
+    assert!(err("${random(1)}")[0].message.contains("two integers"));
+    assert!(err("${random(a,2)}")[0].message.contains("two integers"));
+    let e = err("a ${token");
+    assert_eq!(
+        (e[0].offset, e[0].message.as_str()),
+        (2, "unclosed `${`: expected `}`")
+    );
+    assert!(err("${}")[0].message.starts_with("expected `${random"));
+    assert!(err("${actors}")[0].message.contains("is a data feeder"));
+}
+
+#[test]
+fn clock_and_decimals() {
+    let vars: Vec<String> = vec![];
+    let n = names(&[], &vars);
+    let t = Template::compile(
+        "${now_ms()} ${ now_ms( ) } ${random(0.0, 100.0)} ${random(-1.5,-1.5)}",
+        Escape::None,
+        &n,
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    t.render(
+        &mut Fixed {
+            row: vec![],
+            vars: vec![],
+        },
+        &mut out,
+    );
+    assert_eq!(out, b"1700000000123 1700000000123 50 -1.5");
+    let err = |src: &str| Template::compile(src, Escape::None, &n).unwrap_err();
+    assert!(err("${now_ms(1)}")[0].message.contains("without arguments"));
+    assert_eq!(
+        err("${now_ms}")[0].hint.as_deref(),
+        Some("write `${now_ms()}` for the time")
+    );
+    assert!(err("${random(2.0, 1.0)}")[0].message.contains("lo <= hi"));
+    assert!(err("${random(x.0, 1.0)}")[0]
+        .message
+        .contains("two decimals"));
+}
+
+#[test]
+fn unread_feeder_accepts_any_column() {
+    let vars: Vec<String> = vec![];
+    let n = Names {
+        feeders: vec![("f", None)],
+        variables: &vars,
+    };
+    assert!(Template::compile("${f.anything}", Escape::None, &n).is_ok());
+}
