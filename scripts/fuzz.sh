@@ -3,7 +3,7 @@
 # libFuzzer on stable Rust (the sanitizer-coverage flags cargo-fuzz passes,
 # without its nightly-only sanitizers), targets in fuzz/fuzz_targets/.
 #
-#   bash scripts/fuzz.sh                 # every target, 20 s each (CI: `fuzz.sh 10`)
+#   bash scripts/fuzz.sh                 # every target, 20 s each (CI: `fuzz.sh 7`)
 #   bash scripts/fuzz.sh 3600 template   # one target for an hour
 #   bash scripts/fuzz.sh --build-only    # only build them (scripts/test.sh, during the tests)
 #

@@ -238,7 +238,7 @@ main() {
         # (at idle priority, a busy neighbour would starve it for good).
         unidle "$FUZZ_BUILD"
         phase "fuzz build" await "the fuzz targets' build" "$FUZZ_BUILD" "$LOGS/fuzz-build.log" &&
-            phase fuzz bash scripts/fuzz.sh 10
+            phase fuzz bash scripts/fuzz.sh 7
     fi
     report
     ((failures == 0))

@@ -387,7 +387,7 @@ requests:
 servers:
   - {{tier: web, agent: "{a}", processes: [{web}], cores: 1}}
   - {{tier: db, agent: "{a}", processes: [{db}], cores: 1}}
-capacity: {{min_duration: 4s, window: 2s, max_duration: 12s, p_max: 10}}
+capacity: {{min_duration: 4s, window: 2s, max_duration: 9s, p_max: 10}}
 "#,
             tb.web_url,
             a = agent.url(),
@@ -527,7 +527,7 @@ servers:
         // settling runs to max_duration and says so.
         for l in levels {
             let ran = l["warmup_s"].as_f64().unwrap() + l["duration_s"].as_f64().unwrap();
-            assert!(l["steady_state"] == true || ran >= 12.0, "{l}");
+            assert!(l["steady_state"] == true || ran >= 9.0, "{l}");
         }
         assert!(stdout.contains("saturation point") && stdout.contains("bottleneck: tier web"));
         // levels.jsonl holds the same levels, one per line.
