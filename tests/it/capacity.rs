@@ -545,24 +545,38 @@ servers:
         // it (the generator's CPU, the cache) measures below the model, never
         // above: the median leaves such a level out, and no level may beat
         // the model by more than a level's noise.
-        let below: Vec<f64> = measured
+        let below_n_star: Vec<&serde_json::Value> = measured
             .iter()
             .filter(|c| c["users"].as_f64().unwrap() < 0.9 * n_star)
+            .collect();
+        assert!(below_n_star.len() >= 2, "too few levels below N*: {p}");
+        let below: Vec<f64> = below_n_star
+            .iter()
             .filter(|c| c.get("short_of_cpu").is_none())
             .map(|c| c["throughput_error"].as_f64().unwrap())
             .collect();
-        let mut sizes: Vec<f64> = below.iter().map(|e| e.abs()).collect();
-        sizes.sort_by(f64::total_cmp);
-        assert!(below.len() >= 2, "too few levels below N*: {p}");
-        let median = sizes[(sizes.len() - 1) / 2];
-        assert!(
-            median < 0.10,
-            "median throughput error {median} below N*: {p}"
-        );
-        assert!(
-            below.iter().all(|&e| e > -0.10),
-            "a level beat the model by more than 10%: {p}"
-        );
+        if below.is_empty() {
+            // Beside a busy loop on each core (CI), every level but the
+            // first user's waited for its CPU (web 42% of its ready time):
+            // nothing to judge the model on, and the summary says why.
+            assert!(
+                run["warnings"].to_string().contains("waited for a CPU"),
+                "{}",
+                run["warnings"]
+            );
+        } else {
+            let mut sizes: Vec<f64> = below.iter().map(|e| e.abs()).collect();
+            sizes.sort_by(f64::total_cmp);
+            let median = sizes[(sizes.len() - 1) / 2];
+            assert!(
+                median < 0.10,
+                "median throughput error {median} below N*: {p}"
+            );
+            assert!(
+                below.iter().all(|&e| e > -0.10),
+                "a level beat the model by more than 10%: {p}"
+            );
+        }
         assert!(stdout.contains("model vs measured: RMS error"), "{stdout}");
         let html = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(html.contains("<h2>Queueing model</h2>") && html.contains("line s3 dashed"));
