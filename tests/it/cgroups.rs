@@ -368,7 +368,6 @@ thresholds: ["web.memory < 64GiB", "web.cpu_ms < 1000"]
 /// selected by name counts the agent's host, which receives them.
 #[test]
 fn a_tier_in_its_own_network_namespace_counts_its_own_bytes() {
-    use std::io::BufRead;
     let tag = "net";
     let cgroups = Cgroups::make(tag, &["web"]);
     let mut hosts = support::netns::Hosts::new("cgn", &["client", "server"]);
@@ -394,15 +393,7 @@ fn a_tier_in_its_own_network_namespace_counts_its_own_bytes() {
     cgroups.enter("web", web_pid);
     let exe = support::autoperf_exe();
     let agent = hosts.spawn("client", &exe, &["agent", "--listen", "127.0.0.1:0"]);
-    let mut line = String::new();
-    std::io::BufReader::new(agent.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let agent_url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("agent printed {line:?}"))
-        .to_string();
+    let agent_url = support::printed_url(agent.stdout.take().unwrap());
     let dir = support::scratch_dir("cgroups-net");
     let parent = format!("autoperf-test-{}-{tag}", std::process::id());
     let scenario = dir.join("s.yaml");

@@ -178,7 +178,6 @@ pub fn agent_process_with(args: &[&str]) -> (std::process::Child, String) {
 
 /// `autoperf agent --listen LISTEN ARGS…` as a child process, and its URL.
 pub fn agent_process_on(listen: &str, args: &[&str]) -> (std::process::Child, String) {
-    use std::io::BufRead;
     let mut child = std::process::Command::new(autoperf_exe())
         .args(["agent", "--listen", listen])
         .args(args)
@@ -186,17 +185,21 @@ pub fn agent_process_on(listen: &str, args: &[&str]) -> (std::process::Child, St
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("agent process starts");
-    let stdout = child.stdout.take().unwrap();
+    let url = printed_url(child.stdout.take().unwrap());
+    (child, url)
+}
+
+/// The URL a process (an agent, a testbed) printed on its first line.
+pub fn printed_url(stdout: std::process::ChildStdout) -> String {
+    use std::io::BufRead;
     let mut line = String::new();
     std::io::BufReader::new(stdout)
         .read_line(&mut line)
         .unwrap();
-    let url = line
-        .split_whitespace()
+    line.split_whitespace()
         .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("agent printed {line:?}"))
-        .to_string();
-    (child, url)
+        .unwrap_or_else(|| panic!("it printed {line:?}"))
+        .to_string()
 }
 
 /// Reads `run.json` from a results directory.
