@@ -172,11 +172,15 @@ mod tests {
 
             // A wait given up (a select took the other branch) leaves no
             // early wake-up behind.
+            // `biased`: the wait is polled first (arming the timer), then
+            // the ready branch wins. (Only a thread descheduled for the 2 ms
+            // between making the deadline and polling finds it passed.)
             tokio::select! {
-                _ = timer.sleep_until(Instant::now() + Duration::from_millis(1)) => unreachable!(),
-                _ = tokio::task::yield_now() => {}
+                biased;
+                _ = timer.sleep_until(Instant::now() + Duration::from_millis(2)) => {}
+                _ = std::future::ready(()) => {}
             }
-            tokio::time::sleep(Duration::from_millis(3)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
             let deadline = Instant::now() + Duration::from_millis(20);
             timer.sleep_until(deadline).await;
             assert!(Instant::now() >= deadline);
