@@ -6,6 +6,8 @@ manage topics with it; one JSON object on stdout, or a file of records.
 
     target/pyenv/bin/python scripts/kafka-client.py counts BOOTSTRAP TOPIC
         {"partitions": [n0, n1, ...]}: records in each partition (high - low watermark)
+    target/pyenv/bin/python scripts/kafka-client.py exists BOOTSTRAP TOPIC
+        {"exists": true|false}, without making it
     target/pyenv/bin/python scripts/kafka-client.py dump BOOTSTRAP TOPIC FILE
         every record present when it starts, one JSON line each into FILE,
         {"p": partition, "k": key, "v": value} (base64, null when absent);
@@ -104,6 +106,10 @@ def main(argv):
     command, bootstrap, topic, *rest = argv
     if command == "counts":
         result = counts(bootstrap, topic)
+    elif command == "exists":
+        # Every topic listed: asking for one by name could make it.
+        listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+        result = {"exists": topic in listed and listed[topic].error is None}
     elif command == "dump":
         result = dump(bootstrap, topic, rest[0])
     elif command == "create":

@@ -369,6 +369,7 @@ pub fn record(
     }
     let stats = &mut rec.per_request[request.index()];
     stats.redirects += u64::from(outcome.redirects);
+    stats.retries += u64::from(outcome.retries);
     stats.body_bytes += outcome.body_bytes;
     stats.decoded_bytes += outcome.decoded_bytes;
     match outcome.result {

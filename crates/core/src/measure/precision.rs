@@ -223,8 +223,10 @@ mod tests {
     use super::*;
 
     fn second(requests: u64, response_ms: u64) -> RequestStats {
-        let mut s = RequestStats::default();
-        s.requests = requests;
+        let mut s = RequestStats {
+            requests,
+            ..RequestStats::default()
+        };
         for _ in 0..requests {
             s.response_time.record(response_ms * 1_000_000).unwrap();
         }

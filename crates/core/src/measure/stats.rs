@@ -75,6 +75,9 @@ pub struct RequestStats {
     pub checks: Vec<CheckCount>,
     /// Redirects followed on the way to the final responses.
     pub redirects: u64,
+    /// Kafka: times records' batches were sent again after a retriable
+    /// refusal (each record counts its batch's retries).
+    pub retries: u64,
     /// Body bytes of the final responses, as received and as decoded.
     pub body_bytes: u64,
     pub decoded_bytes: u64,
@@ -99,6 +102,7 @@ impl Default for RequestStats {
             response_time: new_histogram(),
             checks: Vec::new(),
             redirects: 0,
+            retries: 0,
             body_bytes: 0,
             decoded_bytes: 0,
             failed_ns: 0,
@@ -142,6 +146,7 @@ impl RequestStats {
     pub fn merge(&mut self, other: &RequestStats) {
         self.requests = self.requests.saturating_add(other.requests);
         self.redirects = self.redirects.saturating_add(other.redirects);
+        self.retries = self.retries.saturating_add(other.retries);
         self.body_bytes = self.body_bytes.saturating_add(other.body_bytes);
         self.decoded_bytes = self.decoded_bytes.saturating_add(other.decoded_bytes);
         self.failed_ns = self.failed_ns.saturating_add(other.failed_ns);
@@ -162,6 +167,7 @@ impl RequestStats {
     pub fn clear(&mut self) {
         self.requests = 0;
         self.redirects = 0;
+        self.retries = 0;
         self.body_bytes = 0;
         self.decoded_bytes = 0;
         self.failed_ns = 0;

@@ -61,6 +61,8 @@ struct WireRequest {
     #[serde(default)]
     redirects: u64,
     #[serde(default)]
+    retries: u64,
+    #[serde(default)]
     body_bytes: u64,
     #[serde(default)]
     decoded_bytes: u64,
@@ -98,6 +100,7 @@ impl WireSnapshot {
                         response_time: encode(&r.response_time),
                         checks: r.checks.iter().map(|c| (c.passed, c.failed)).collect(),
                         redirects: r.redirects,
+                        retries: r.retries,
                         body_bytes: r.body_bytes,
                         decoded_bytes: r.decoded_bytes,
                         failed_ns: r.failed_ns,
@@ -134,6 +137,7 @@ impl WireSnapshot {
                     .map(|&(passed, failed)| CheckCount { passed, failed })
                     .collect(),
                 redirects: r.redirects,
+                retries: r.retries,
                 body_bytes: r.body_bytes,
                 decoded_bytes: r.decoded_bytes,
                 failed_ns: r.failed_ns,

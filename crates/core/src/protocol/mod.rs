@@ -50,6 +50,9 @@ pub struct CallOutcome {
     pub http2_connection: bool,
     /// Redirects followed on the way to this response.
     pub redirects: u8,
+    /// Times a Kafka record's batch was sent again after a retriable
+    /// refusal (a leader moving); its response time includes them.
+    pub retries: u16,
     /// The final response's body as it came (after de-chunking), and
     /// after its content coding was undone (the same unless compressed).
     pub body_bytes: u64,
@@ -241,6 +244,7 @@ pub(crate) fn failed(
         tls: opened.and_then(|o| o.tls),
         http2_connection: opened.is_some_and(|o| o.http2),
         redirects: 0,
+        retries: 0,
         body_bytes: 0,
         decoded_bytes: 0,
     }

@@ -104,6 +104,11 @@ pub struct PerRequestRecord {
     /// Redirects followed (their time is in the response time).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// Kafka: record sends retried after a retriable refusal (a leader
+    /// moving, a topic being made); not errors, which count only records
+    /// that were never written.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u64,
     /// Bytes of the final responses' bodies as received, and decoded (the
     /// same unless `target.compression` got compressed answers). Always
     /// written, zero included, so the record's keys do not depend on what
@@ -352,6 +357,7 @@ impl LevelRecord {
                             })
                             .collect(),
                         redirects: s.redirects,
+                        retries: s.retries,
                         body_bytes: s.body_bytes,
                         decoded_bytes: s.decoded_bytes,
                     },

@@ -223,7 +223,7 @@ fn target_and_request_kinds_must_agree() {
 
 #[test]
 fn producer_settings_decode_and_unknown_ones_are_named() {
-    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {linger.ms: 0, batch.size: 16384, max.in.flight: 20, client.id: x, metadata.max.age.ms: 1000}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
+    let text = "target:\n  kafka: {bootstrap: 'h:1', settings: {linger.ms: 0, batch.size: 16384, max.in.flight: 20, client.id: x, metadata.max.age.ms: 1000, retry.backoff.ms: 250, delivery.timeout.ms: 30000}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n";
     let s = ok(text);
     let Endpoint::Kafka(kafka) = &s.target.endpoint else {
         panic!("a Kafka target")
@@ -238,6 +238,8 @@ fn producer_settings_decode_and_unknown_ones_are_named() {
         compression_level: None,
         // 20 in flight: more than the broker's duplicate detection tracks.
         idempotence: false,
+        retry_backoff: Duration::from_millis(250),
+        delivery_timeout: Duration::from_secs(30),
     };
     assert_eq!(kafka.producer, expected);
     let zstd = ok("target:\n  kafka: {bootstrap: 'h:1', settings: {compression.type: zstd, compression.level: 9}}\nrequests: {a: {produce: {topic: t, value: {raw: x}}}}\n");

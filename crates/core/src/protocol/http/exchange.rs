@@ -115,6 +115,7 @@ impl HttpTransport {
                         tls: opened.and_then(|o| o.tls),
                         http2_connection: opened.is_some_and(|o| o.http2),
                         redirects,
+                        retries: 0,
                         body_bytes: reply.body_len,
                         decoded_bytes: reply.body_len,
                     };

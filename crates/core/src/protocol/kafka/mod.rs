@@ -174,6 +174,8 @@ pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Result<Arc<Config>, Tar
         batch_bytes: settings.batch_bytes as usize,
         max_in_flight: settings.max_in_flight as usize,
         metadata_max_age: settings.metadata_max_age,
+        retry_backoff: settings.retry_backoff,
+        delivery_timeout: settings.delivery_timeout,
         compression: settings.compression,
         compression_level: settings.compression_level,
         security: Security {
@@ -347,20 +349,24 @@ impl Transport for KafkaTransport {
             .await;
         let elapsed = begin.elapsed();
         match sent {
-            (Ok(partition), sizes) => CallOutcome {
+            (Ok(partition), sizes, retries) => CallOutcome {
                 result: Ok(partition),
                 response_time: elapsed,
                 connect_time: None,
                 http2_connection: false,
                 status: 0,
                 redirects: 0,
+                retries,
                 // The record's share of its batch as sent, and as written
                 // before compression.
                 body_bytes: sizes.wire,
                 decoded_bytes: sizes.raw,
                 tls: None,
             },
-            (Err(kind), _) => failed(kind, elapsed, None),
+            (Err(kind), _, retries) => CallOutcome {
+                retries,
+                ..failed(kind, elapsed, None)
+            },
         }
     }
 }

@@ -481,5 +481,30 @@ pub fn stale_metadata(code: i16) -> bool {
 /// Kafka's REQUEST_TIMED_OUT.
 pub const REQUEST_TIMED_OUT: i16 = 7;
 
+/// What a retriable error code says of the batch it answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retriable {
+    /// The broker did not write it: sent again, it is written once.
+    NotWritten,
+    /// The broker may have written it (it timed out waiting for replicas,
+    /// or lost them after the append): sent again, it may be written twice.
+    MaybeWritten,
+}
+
+/// Whether a Produce error code is worth sending the batch again, as
+/// Java's producer judges (the codes of its `RetriableException`s).
+pub fn retriable(code: i16) -> Option<Retriable> {
+    match code {
+        // UNKNOWN_TOPIC_OR_PARTITION (metadata still settling),
+        // LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
+        // KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
+        3 | 5 | 6 | 19 | 56 | 74 | 75 => Some(Retriable::NotWritten),
+        // REQUEST_TIMED_OUT, NETWORK_EXCEPTION,
+        // NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+        7 | 13 | 20 => Some(Retriable::MaybeWritten),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests;

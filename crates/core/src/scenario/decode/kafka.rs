@@ -106,6 +106,13 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
                     .filter(|&ms| ms >= 100)
                     .map(|ms| producer.metadata_max_age = Duration::from_millis(ms))
                     .is_some(),
+                "retry.backoff.ms" => number(60_000)
+                    .map(|ms| producer.retry_backoff = Duration::from_millis(ms))
+                    .is_some(),
+                "delivery.timeout.ms" => number(86_400_000)
+                    .filter(|&ms| ms >= 1)
+                    .map(|ms| producer.delivery_timeout = Duration::from_millis(ms))
+                    .is_some(),
                 "enable.idempotence" => match v.trim() {
                     "true" | "false" => {
                         idempotence_at = Some((v.trim() == "true", value.pos()));
@@ -134,7 +141,7 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
                         format!(
                             "unknown producer setting `{}`: autoperf's producer takes linger.ms, batch.size, \
                              max.in.flight.requests.per.connection, client.id, metadata.max.age.ms, \
-                             compression.type, compression.level, enable.idempotence, security.protocol, ssl.* and sasl.*",
+                             retry.backoff.ms, delivery.timeout.ms, compression.type, compression.level, enable.idempotence, security.protocol, ssl.* and sasl.*",
                             key.name
                         ),
                     );
@@ -146,6 +153,8 @@ pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Optio
                     "linger.ms" | "queue.buffering.max.ms" => "milliseconds from 0 to 60000",
                     "batch.size" => "bytes from 1 to 67108864",
                     "metadata.max.age.ms" => "milliseconds from 100 to 86400000",
+                    "retry.backoff.ms" => "milliseconds from 0 to 60000",
+                    "delivery.timeout.ms" => "milliseconds from 1 to 86400000",
                     "compression.type" | "compression.codec" => {
                         "one of `none`, `gzip`, `snappy`, `lz4`, `zstd`"
                     }

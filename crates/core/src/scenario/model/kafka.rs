@@ -105,6 +105,12 @@ pub struct ProducerSettings {
     /// `enable.idempotence`: on by default where acks is all and at most 5
     /// requests are in flight, as Java's producer since Kafka 3.0.
     pub idempotence: bool,
+    /// `retry.backoff.ms`: the wait before a batch the broker refused for
+    /// a passing reason (a leader moving) is sent again.
+    pub retry_backoff: Duration,
+    /// `delivery.timeout.ms`: how long after its first send a batch may
+    /// still be retried; past it, a retriable error fails its records.
+    pub delivery_timeout: Duration,
 }
 
 /// A record batch's codec, as Kafka numbers them.
@@ -163,6 +169,9 @@ impl Default for ProducerSettings {
             compression: Compression::None,
             compression_level: None,
             idempotence: true,
+            // Java's producer's defaults.
+            retry_backoff: Duration::from_millis(100),
+            delivery_timeout: Duration::from_secs(120),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! broker's waiting batches into one Produce request.
 
 use super::broker::broker_task;
-use super::delivery::settle;
+use super::delivery::settle_batch;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -76,8 +76,11 @@ impl Producer {
         if batch.count == 0 {
             batch.base_timestamp = now_ms;
             batch.max_timestamp = now_ms;
-            batch.queued_at = Some(leader);
-            broker.open.push((topic, p));
+            // Listed already when a retry of the partition waits.
+            if batch.queued_at.is_none() {
+                batch.queued_at = Some(leader);
+                broker.open.push((topic, p));
+            }
             broker.oldest.get_or_insert_with(Instant::now);
             if broker.open.len() == 1 {
                 // The broker's task starts the linger from here.
@@ -105,8 +108,10 @@ impl Producer {
         Ok(())
     }
 
-    /// Writes one Produce request with every batch waiting for broker `b`
-    /// into `out`; moves their records in flight.
+    /// Writes one Produce request into `out` with one batch of each
+    /// partition waiting for broker `b` (a retry before the open batch:
+    /// a broker takes one batch per partition per request); moves them in
+    /// flight.
     pub(super) fn drain(&self, b: usize, out: &mut Vec<u8>) {
         let config = &self.0.config;
         let mut st = self.state();
@@ -116,6 +121,8 @@ impl Producer {
             slots,
             correlation,
             compressed,
+            spare,
+            sent_batches,
             ..
         } = &mut *st;
         let broker = &mut brokers[b];
@@ -144,7 +151,12 @@ impl Producer {
             timeout_ms,
             topic_count,
         );
+        let now = Instant::now();
         let mut sent = Vec::with_capacity(open.len());
+        // Partitions with more to send than this request takes, for this
+        // broker and for the one their leadership moved to.
+        let mut again = Vec::new();
+        let mut moved = Vec::new();
         let mut i = 0;
         while i < open.len() {
             let t = open[i].0;
@@ -152,77 +164,115 @@ impl Producer {
             wire::produce_topic(out, &self.0.names[t], same);
             for &(_, p) in &open[i..i + same] {
                 let topic = &mut topics[t];
-                if topic.sticky == Some(p) {
-                    topic.sticky = None;
-                }
                 let partition = &mut topic.partitions[p];
-                let batch = &mut partition.batch;
-                let raw = batch.records.len() as u64;
+                let mut s = match partition.retries.pop_front() {
+                    Some(mut retry) => {
+                        retry.retries = retry.retries.saturating_add(1);
+                        retry
+                    }
+                    None => {
+                        if topic.sticky == Some(p) {
+                            topic.sticky = None;
+                        }
+                        let batch = &mut partition.batch;
+                        let records = spare.pop().unwrap_or_default();
+                        *sent_batches += 1;
+                        let s = Sent {
+                            topic: t,
+                            partition: partition.id,
+                            senders: std::mem::take(&mut batch.senders),
+                            sizes: Sizes::default(),
+                            records: std::mem::replace(&mut batch.records, records),
+                            count: batch.count,
+                            base_timestamp: batch.base_timestamp,
+                            max_timestamp: batch.max_timestamp,
+                            sequenced: None,
+                            first_sent: now,
+                            retries: 0,
+                            order: *sent_batches,
+                        };
+                        batch.count = 0;
+                        partition.drained.notify_waiters();
+                        s
+                    }
+                };
+                let raw = s.records.len() as u64;
                 let records = if config.compression == Compression::None {
-                    &batch.records[..]
+                    &s.records[..]
                 } else {
                     codec::compress(
                         config.compression,
                         config.compression_level,
-                        &batch.records,
+                        &s.records,
                         compressed,
                     );
                     &compressed[..]
                 };
                 let wire = records.len() as u64;
-                let sequenced = brokers[b]
-                    .idempotent
-                    .as_mut()
-                    .map(|session| session.next(t, partition.id, batch.count));
+                s.sizes = Sizes { wire, raw };
+                s.sequenced = brokers[b].idempotent.as_mut().map(|session| {
+                    // A retry goes under the numbers it had on this
+                    // producer id; anything else takes the next ones.
+                    match s.sequenced {
+                        Some(was) if was.producer_id == session.producer_id => was,
+                        _ => session.next(t, partition.id, s.count),
+                    }
+                });
                 wire::produce_batch(
                     out,
                     &BatchRef {
                         partition: partition.id,
                         records,
                         attributes: codec::attribute(config.compression),
-                        count: batch.count,
-                        base_timestamp: batch.base_timestamp,
-                        max_timestamp: batch.max_timestamp,
-                        sequenced,
+                        count: s.count,
+                        base_timestamp: s.base_timestamp,
+                        max_timestamp: s.max_timestamp,
+                        sequenced: s.sequenced,
                     },
                 );
-                batch.records.clear();
-                batch.count = 0;
-                batch.queued_at = None;
-                partition.drained.notify_waiters();
-                sent.push(Sent {
-                    topic: t,
-                    partition: partition.id,
-                    senders: std::mem::take(&mut batch.senders),
-                    sizes: Sizes { wire, raw },
-                });
+                if partition.batch.count == 0 && partition.retries.is_empty() {
+                    partition.batch.queued_at = None;
+                } else if partition.leader == b {
+                    again.push((t, p));
+                } else {
+                    // Its leader moved: what is left goes there.
+                    partition.batch.queued_at = Some(partition.leader);
+                    moved.push((t, p, partition.leader));
+                }
+                sent.push(s);
             }
             i += same;
         }
         wire::produce_end(out, start);
         open.clear();
         let broker = &mut brokers[b];
-        if broker.open.is_empty() {
-            // Keeps the vector's room for the next round.
-            broker.open = open;
+        // Keeps the vector's room for the next round.
+        open.append(&mut again);
+        broker.open = open;
+        if !broker.open.is_empty() {
+            // What is left waited its linger already.
+            broker.oldest = Some(now);
+            broker.full = true;
+        }
+        for (t, p, leader) in moved {
+            let broker = &mut brokers[leader];
+            broker.open.push((t, p));
+            broker.oldest = Some(now);
+            broker.full = true;
+            broker.wake.notify_one();
+            if !broker.running {
+                broker.running = true;
+                tokio::task::spawn_local(broker_task(self.clone(), leader));
+            }
         }
         if config.acks == 0 {
             // No answer comes: written is acknowledged.
-            let now = Instant::now();
             for s in sent {
-                let n = s.senders.len();
-                for (i, sender) in s.senders.into_iter().enumerate() {
-                    settle(
-                        slots,
-                        sender,
-                        Ok(s.partition as u16),
-                        s.sizes.share(i, n),
-                        now,
-                    );
-                }
+                let partition = s.partition as u16;
+                settle_batch(slots, spare, s, Ok(partition), now);
             }
         } else {
-            broker.in_flight.push_back(InFlight {
+            brokers[b].in_flight.push_back(InFlight {
                 correlation: *correlation,
                 sent: Instant::now(),
                 batches: sent,

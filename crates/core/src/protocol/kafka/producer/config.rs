@@ -24,6 +24,11 @@ pub struct Config {
     pub timeout: Duration,
     /// Metadata older than this is asked again.
     pub metadata_max_age: Duration,
+    /// `retry.backoff.ms` and `delivery.timeout.ms`: a batch refused with a
+    /// retriable error goes again after the first, until the second has
+    /// passed since it was first sent.
+    pub retry_backoff: Duration,
+    pub delivery_timeout: Duration,
     pub compression: crate::scenario::Compression,
     pub compression_level: Option<i32>,
     /// TLS and SASL, as `security.protocol` says.

@@ -13,16 +13,23 @@ use super::super::wire;
 use crate::measure::ErrorKind;
 use crate::protocol::CallOutcome;
 
+use super::broker::broker_task;
+
 use super::state::*;
 
 impl Producer {
-    /// Settles every record of the answered request.
+    /// Settles every record of the answered request, or puts its batch
+    /// back for another try when the broker refused it for a passing
+    /// reason (a leader moving, a topic being made) and its delivery
+    /// timeout has not passed.
     pub(super) fn answered(&self, b: usize, body: &[u8]) -> Result<(), ErrorKind> {
+        let config = &self.0.config;
         let mut st = self.state();
         let State {
             topics,
             brokers,
             slots,
+            spare,
             ..
         } = &mut *st;
         let broker = &mut brokers[b];
@@ -43,6 +50,7 @@ impl Producer {
         let now = Instant::now();
         let mut sequence_lost = false;
         let idempotent = broker.idempotent.is_some();
+        let mut retry = Vec::new();
         let parsed = wire::produce_response(&body[4..], |topic, partition, code| {
             let Some(i) = batches
                 .iter()
@@ -51,41 +59,45 @@ impl Producer {
                 return;
             };
             let s = batches.swap_remove(i);
-            let n = s.senders.len();
             let outcome = match code {
                 // A duplicate was written before: that write stands.
                 0 | wire::DUPLICATE_SEQUENCE => Ok(partition.clamp(0, u16::MAX as i32) as u16),
-                wire::REQUEST_TIMED_OUT => Err(ErrorKind::Timeout),
-                code if wire::sequence_lost(code) => {
-                    sequence_lost = true;
-                    Err(ErrorKind::KafkaBroker)
-                }
                 code => {
                     if wire::stale_metadata(code) {
                         topics[s.topic].refreshing = true;
                     }
                     // A batch not written leaves a gap in its partition's
-                    // sequence numbers, which the broker refuses after.
-                    sequence_lost |= idempotent;
-                    Err(ErrorKind::KafkaBroker)
+                    // sequence numbers, which the broker refuses after, so
+                    // the connection's producer id is done with. One that
+                    // timed out may have been written: it goes again under
+                    // the same numbers while the id lasts (`drain`), and
+                    // the broker writes it once.
+                    if code != wire::REQUEST_TIMED_OUT {
+                        sequence_lost |= idempotent;
+                    }
+                    let again = match wire::retriable(code) {
+                        Some(_) => true,
+                        // Refused for its numbers, on a producer id of the
+                        // connection's own: not written, and numbered
+                        // afresh on the next connection.
+                        None => idempotent && wire::sequence_lost(code),
+                    };
+                    if again && now < s.first_sent + config.delivery_timeout {
+                        retry.push(s);
+                        return;
+                    }
+                    Err(match code {
+                        wire::REQUEST_TIMED_OUT => ErrorKind::Timeout,
+                        _ => ErrorKind::KafkaBroker,
+                    })
                 }
             };
-            for (i, sender) in s.senders.into_iter().enumerate() {
-                settle(slots, sender, outcome, s.sizes.share(i, n), now);
-            }
+            settle_batch(slots, spare, s, outcome, now);
         });
         // Partitions the answer left out (or that a malformed answer did not
         // reach) did not get their records.
         for s in batches {
-            for sender in s.senders {
-                settle(
-                    slots,
-                    sender,
-                    Err(ErrorKind::Malformed),
-                    Sizes::default(),
-                    now,
-                );
-            }
+            settle_batch(slots, spare, s, Err(ErrorKind::Malformed), now);
         }
         if sequence_lost {
             // Every later batch on this producer id would be refused: the
@@ -94,19 +106,62 @@ impl Producer {
             broker.retiring = true;
         }
         broker.wake.notify_one();
+        if !retry.is_empty() {
+            tokio::task::spawn_local(requeue_after(self.clone(), config.retry_backoff, retry));
+        }
         parsed.map_err(|_| ErrorKind::Malformed)
+    }
+
+    /// Puts refused batches back in their partitions' queues, each before
+    /// the batches sent after it, and lists the partitions with a broker:
+    /// the one that holds the partition already, or its leader now.
+    fn requeue(&self, batches: Vec<Sent>) {
+        let mut st = self.state();
+        let State {
+            topics, brokers, ..
+        } = &mut *st;
+        for s in batches {
+            let topic = &mut topics[s.topic];
+            // Partitions only grow, and keep their places.
+            let Some(p) = topic.partitions.iter().position(|x| x.id == s.partition) else {
+                continue;
+            };
+            let partition = &mut topic.partitions[p];
+            let at = partition
+                .retries
+                .iter()
+                .position(|r| r.order > s.order)
+                .unwrap_or(partition.retries.len());
+            let t = s.topic;
+            partition.retries.insert(at, s);
+            let b = *partition.batch.queued_at.get_or_insert_with(|| {
+                brokers[partition.leader].open.push((t, p));
+                partition.leader
+            });
+            let broker = &mut brokers[b];
+            broker.oldest.get_or_insert_with(Instant::now);
+            broker.full = true;
+            broker.wake.notify_one();
+            if !broker.running {
+                broker.running = true;
+                tokio::task::spawn_local(broker_task(self.clone(), b));
+            }
+        }
     }
 
     /// Fails what is in flight to broker `b` (its connection is gone).
     pub(super) fn fail_in_flight(&self, b: usize, kind: ErrorKind) {
         let mut st = self.state();
-        let State { brokers, slots, .. } = &mut *st;
+        let State {
+            brokers,
+            slots,
+            spare,
+            ..
+        } = &mut *st;
         let now = Instant::now();
         for request in brokers[b].in_flight.drain(..) {
             for s in request.batches {
-                for sender in s.senders {
-                    settle(slots, sender, Err(kind), Sizes::default(), now);
-                }
+                settle_batch(slots, spare, s, Err(kind), now);
             }
         }
     }
@@ -118,6 +173,7 @@ impl Producer {
             topics,
             brokers,
             slots,
+            spare,
             ..
         } = &mut *st;
         let broker = &mut brokers[b];
@@ -127,14 +183,47 @@ impl Producer {
         for (t, p) in broker.open.drain(..) {
             let partition = &mut topics[t].partitions[p];
             partition.drained.notify_waiters();
+            for s in partition.retries.drain(..) {
+                settle_batch(slots, spare, s, Err(kind), now);
+            }
             let batch = &mut partition.batch;
             batch.records.clear();
             batch.count = 0;
             batch.queued_at = None;
             for sender in batch.senders.drain(..) {
-                settle(slots, sender, Err(kind), Sizes::default(), now);
+                settle(slots, sender, Err(kind), Sizes::default(), 0, now);
             }
         }
+    }
+}
+
+/// Waits `retry.backoff.ms`, then puts the batches back to be sent.
+async fn requeue_after(producer: Producer, backoff: std::time::Duration, batches: Vec<Sent>) {
+    tokio::time::sleep(backoff).await;
+    producer.requeue(batches);
+}
+
+/// Settles every record of batch `s` with `outcome`, each with its share
+/// of the batch's bytes, and keeps its buffer for a next batch.
+pub(super) fn settle_batch(
+    slots: &mut Slab<Slot>,
+    spare: &mut Vec<Vec<u8>>,
+    s: Sent,
+    outcome: Result<u16, ErrorKind>,
+    now: Instant,
+) {
+    let n = s.senders.len();
+    let sizes = match outcome {
+        Ok(_) => s.sizes,
+        Err(_) => Sizes::default(),
+    };
+    for (i, sender) in s.senders.into_iter().enumerate() {
+        settle(slots, sender, outcome, sizes.share(i, n), s.retries, now);
+    }
+    if spare.len() < SPARE_BUFFERS {
+        let mut records = s.records;
+        records.clear();
+        spare.push(records);
     }
 }
 
@@ -145,6 +234,7 @@ pub(super) fn settle(
     sender: Sender,
     outcome: Result<u16, ErrorKind>,
     sizes: Sizes,
+    retries: u16,
     now: Instant,
 ) {
     let slot = match sender {
@@ -157,6 +247,7 @@ pub(super) fn settle(
                 http2_connection: false,
                 status: 0,
                 redirects: 0,
+                retries,
                 body_bytes: sizes.wire,
                 decoded_bytes: sizes.raw,
                 tls: None,
@@ -172,7 +263,7 @@ pub(super) fn settle(
         slots.remove(slot);
         return;
     }
-    s.outcome = Some((outcome, sizes));
+    s.outcome = Some((outcome, sizes, retries));
     if let Some(waker) = s.waker.take() {
         waker.wake();
     }
@@ -186,8 +277,7 @@ pub(super) struct Delivery<'a> {
 }
 
 impl Future for Delivery<'_> {
-    /// The partition written to, or why not; the record's bytes.
-    type Output = (Result<u16, ErrorKind>, Sizes);
+    type Output = Settled;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut st = self.producer.state();

@@ -83,6 +83,7 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
                         id,
                         leader,
                         batch: Batch::default(),
+                        retries: VecDeque::new(),
                         drained: Rc::new(Notify::new()),
                     }),
                 }

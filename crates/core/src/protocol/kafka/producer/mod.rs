@@ -28,10 +28,16 @@
 //! it (`connect_refused` / `connect`) and is retried with backoff; a
 //! connection that breaks fails the requests in flight (`reset`, `closed`);
 //! a request unanswered past the target's timeout fails as `timeout` and
-//! the connection is replaced. Errors the broker reports are counted as
-//! `kafka_broker` (or `timeout`), and a "not the leader" kind of answer
-//! refreshes the topic's metadata. So does its age (`metadata.max.age.ms`),
-//! which is how partitions added during a run start getting records.
+//! the connection is replaced. A batch the broker refuses for a passing
+//! reason (its leader moving, a topic being made: Java's retriable errors)
+//! goes again after `retry.backoff.ms`, until `delivery.timeout.ms` after
+//! it was first sent, and its records count the retries, not an error;
+//! with idempotence it keeps its sequence numbers while the connection's
+//! producer id lasts, so the broker writes it once. Other errors the broker
+//! reports are counted as `kafka_broker` (or `timeout`). A "not the leader"
+//! kind of answer refreshes the topic's metadata. So does its age
+//! (`metadata.max.age.ms`), which is how partitions added during a run
+//! start getting records.
 
 mod batch;
 mod broker;
@@ -49,7 +55,7 @@ pub use config::Config;
 use delivery::Delivery;
 use metadata::load_metadata;
 use state::*;
-pub use state::{Producer, Sizes};
+pub use state::{Producer, Settled, Sizes};
 
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
@@ -89,6 +95,8 @@ impl Producer {
                 rng: fastrand::Rng::with_seed(seed),
                 correlation: 0,
                 compressed: Vec::new(),
+                spare: Vec::new(),
+                sent_batches: 0,
             }),
         }))
     }
@@ -98,17 +106,17 @@ impl Producer {
     }
 
     /// Sends one record (at `begin`) and waits for its acknowledgement: the
-    /// partition it was written to, or why not, and its share of its
-    /// batch's bytes.
+    /// partition it was written to, or why not, its share of its batch's
+    /// bytes, and how many times the batch was sent again.
     pub async fn send(
         &self,
         topic: usize,
         key: Option<&[u8]>,
         value: &[u8],
         begin: Instant,
-    ) -> (Result<u16, ErrorKind>, Sizes) {
+    ) -> Settled {
         if let Err(kind) = self.metadata(topic, begin).await {
-            return (Err(kind), Sizes::default());
+            return (Err(kind), Sizes::default(), 0);
         }
         let slot = self.0.state.borrow_mut().slots.insert(Slot::default());
         let delivery = Delivery {
@@ -132,6 +140,7 @@ impl Producer {
                 http2_connection: false,
                 status: 0,
                 redirects: 0,
+                retries: 0,
                 body_bytes: 0,
                 decoded_bytes: 0,
                 tls: None,

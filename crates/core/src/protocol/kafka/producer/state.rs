@@ -43,7 +43,14 @@ pub(crate) struct State {
     pub(crate) correlation: i32,
     /// A batch's records compressed, before they join the request.
     pub(crate) compressed: Vec<u8>,
+    /// Record buffers of answered batches, for the next batches to fill.
+    pub(crate) spare: Vec<Vec<u8>>,
+    /// Batches sent so far: each one's place, which retries keep.
+    pub(crate) sent_batches: u64,
 }
+
+/// Spare record buffers kept at most (each holds up to `batch.size`).
+pub(crate) const SPARE_BUFFERS: usize = 64;
 
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Meta {
@@ -70,6 +77,10 @@ pub(crate) struct Partition {
     /// Index into `State::brokers`.
     pub(crate) leader: usize,
     pub(crate) batch: Batch,
+    /// Batches the broker refused for a passing reason, back from their
+    /// backoff, in the order they were first sent: each goes before the
+    /// open batch.
+    pub(crate) retries: VecDeque<Sent>,
     /// Told when the batch goes out (or fails): senders waiting for room.
     pub(crate) drained: Rc<Notify>,
 }
@@ -81,7 +92,8 @@ pub(crate) struct Batch {
     pub(crate) base_timestamp: i64,
     pub(crate) max_timestamp: i64,
     pub(crate) senders: Vec<Sender>,
-    /// Which broker's `open` list holds this batch (set while non-empty).
+    /// Which broker's `open` list holds the partition: set while this
+    /// batch, or a retry, waits to be sent.
     pub(crate) queued_at: Option<usize>,
 }
 
@@ -144,12 +156,29 @@ pub(crate) struct InFlight {
     pub(crate) batches: Vec<Sent>,
 }
 
+/// A batch sent and not answered yet; kept whole, to be sent again if the
+/// broker refuses it for a passing reason.
 pub(crate) struct Sent {
     pub(crate) topic: usize,
     pub(crate) partition: i32,
     pub(crate) senders: Vec<Sender>,
     /// The batch's records as sent and before compression.
     pub(crate) sizes: Sizes,
+    /// Its records as written (uncompressed), and what the header says.
+    pub(crate) records: Vec<u8>,
+    pub(crate) count: i32,
+    pub(crate) base_timestamp: i64,
+    pub(crate) max_timestamp: i64,
+    /// Its producer id and sequence when last sent idempotently: a batch
+    /// the broker may have written goes again under the same, so that the
+    /// broker writes it once.
+    pub(crate) sequenced: Option<super::super::wire::Sequenced>,
+    /// When it was first sent: `delivery.timeout.ms` counts from here.
+    pub(crate) first_sent: Instant,
+    /// How many times it was sent again.
+    pub(crate) retries: u16,
+    /// Its place among the producer's batches: retries keep the order.
+    pub(crate) order: u64,
 }
 
 /// Bytes of records on the wire (compressed) and as written, summed over
@@ -182,9 +211,13 @@ pub(crate) enum Sender {
     Fired(Fired),
 }
 
+/// A record's outcome: the partition written to, or why not; its share of
+/// its batch's bytes; how many times its batch was sent again.
+pub type Settled = (Result<u16, ErrorKind>, Sizes, u16);
+
 #[derive(Default)]
 pub(crate) struct Slot {
-    pub(crate) outcome: Option<(Result<u16, ErrorKind>, Sizes)>,
+    pub(crate) outcome: Option<Settled>,
     pub(crate) waker: Option<Waker>,
     /// Its sender stopped waiting (the level ended).
     pub(crate) abandoned: bool,

@@ -114,3 +114,17 @@ fn metadata_and_produce_responses_decode() {
     produce_response(&p, |t, part, e| seen.push((t.to_string(), part, e))).unwrap();
     assert_eq!(seen, [("t".to_string(), 4, 6)]);
 }
+
+#[test]
+fn retriable_codes_say_whether_the_batch_may_have_been_written() {
+    // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION: written nowhere.
+    assert_eq!(retriable(6), Some(Retriable::NotWritten));
+    assert_eq!(retriable(3), Some(Retriable::NotWritten));
+    // REQUEST_TIMED_OUT: the leader may have appended it.
+    assert_eq!(retriable(REQUEST_TIMED_OUT), Some(Retriable::MaybeWritten));
+    // MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, a sequence out of order: as
+    // refused the next time.
+    assert_eq!(retriable(10), None);
+    assert_eq!(retriable(2), None);
+    assert_eq!(retriable(45), None);
+}
