@@ -6,6 +6,9 @@ manage topics with it; one JSON object on stdout, or a file of records.
 
     target/pyenv/bin/python scripts/kafka-client.py counts BOOTSTRAP TOPIC
         {"partitions": [n0, n1, ...]}: records in each partition (high - low watermark)
+    target/pyenv/bin/python scripts/kafka-client.py consume BOOTSTRAP TOPIC GROUP PER_RECORD_US SECONDS
+        a consumer group member spending PER_RECORD_US of CPU per record,
+        committing every 500 ms, for SECONDS: {"consumed": n}
     target/pyenv/bin/python scripts/kafka-client.py exists BOOTSTRAP TOPIC
         {"exists": true|false}, without making it
     target/pyenv/bin/python scripts/kafka-client.py dump BOOTSTRAP TOPIC FILE
@@ -53,6 +56,38 @@ def counts(bootstrap, topic):
         return {"partitions": [high - low for low, high in watermarks(c, topic)]}
     finally:
         c.close()
+
+
+def consume(bootstrap, topic, group, per_record_us, seconds):
+    """A stream processor of known capacity: a member of consumer group
+    `group` that spends `per_record_us` of CPU on each record of `topic`
+    (so it keeps up with at most 1e6 / per_record_us records/s on one
+    core), its offsets committed every 500 ms, for `seconds`."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": True,
+            "auto.commit.interval.ms": 500,
+        }
+    )
+    c.subscribe([topic])
+    spend = per_record_us / 1e6
+    end = time.monotonic() + seconds
+    consumed = 0
+    try:
+        while time.monotonic() < end:
+            for m in c.consume(num_messages=10, timeout=0.2):
+                if m.error():
+                    continue
+                busy = time.perf_counter() + spend
+                while time.perf_counter() < busy:
+                    pass
+                consumed += 1
+    finally:
+        c.close()
+    return {"consumed": consumed}
 
 
 def b64(data):
@@ -106,6 +141,8 @@ def main(argv):
     command, bootstrap, topic, *rest = argv
     if command == "counts":
         result = counts(bootstrap, topic)
+    elif command == "consume":
+        result = consume(bootstrap, topic, rest[0], int(rest[1]), float(rest[2]))
     elif command == "exists":
         # Every topic listed: asking for one by name could make it.
         listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics

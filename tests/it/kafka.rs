@@ -1309,3 +1309,5 @@ mod alone {
         theodolite_delivers("sasl-ssl", &sec["SASL_SSL"], Some(secured), 20_000);
     }
 }
+
+mod lag;

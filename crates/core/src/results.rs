@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::measure::{LevelInfo, Tick, TickSink};
-use crate::record::{LevelRecord, RunRecord};
+use crate::record::{LagReading, LevelRecord, RunRecord};
 
 pub struct ResultsDir {
     path: PathBuf,
@@ -23,6 +23,9 @@ pub struct ResultsDir {
     /// `server_series.csv`, opened with the first row (runs without
     /// `servers:` have none).
     servers: Option<BufWriter<File>>,
+    /// `lag_series.csv`, opened with the first row (runs without lag
+    /// thresholds have none).
+    lag: Option<BufWriter<File>>,
     /// Request names in `RequestId` order, for `request_series.csv`.
     request_names: Vec<String>,
 }
@@ -129,6 +132,23 @@ pub const REQUEST_SERIES_HEADER: &str =
 pub const SERVER_SERIES_HEADER: &str =
     "window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores,memory_bytes\n";
 
+/// `lag_series.csv`: each reading of a lag threshold's consumer group in a
+/// level's measured window (seconds into it), in records.
+pub const LAG_SERIES_HEADER: &str = "window_s,level,group,lag_records\n";
+
+/// A CSV file opened to append to, its header written if it is new.
+fn appending(path: &Path, header: &str) -> Result<BufWriter<File>, ResultsError> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(at(path))?;
+    if file.metadata().map_err(at(path))?.len() == 0 {
+        file.write_all(header.as_bytes()).map_err(at(path))?;
+    }
+    Ok(BufWriter::new(file))
+}
+
 /// The request name that stands for all of a level's requests together in
 /// `request_series.csv`.
 pub const ALL_REQUESTS: &str = "*";
@@ -189,6 +209,7 @@ impl ResultsDir {
             series: new_csv("timeseries.csv", SERIES_HEADER)?,
             requests: new_csv("request_series.csv", REQUEST_SERIES_HEADER)?,
             servers: None,
+            lag: None,
             request_names,
         })
     }
@@ -202,7 +223,12 @@ impl ResultsDir {
         kept: &[u32],
     ) -> Result<ResultsDir, ResultsError> {
         check_room(path)?;
-        for name in ["timeseries.csv", "request_series.csv", "server_series.csv"] {
+        for name in [
+            "timeseries.csv",
+            "request_series.csv",
+            "server_series.csv",
+            "lag_series.csv",
+        ] {
             keep_levels(&path.join(name), kept)?;
         }
         let levels_path = path.join("levels.jsonl");
@@ -211,18 +237,7 @@ impl ResultsDir {
             .open(&levels_path)
             .map_err(at(&levels_path))?;
         // Results written before a file existed get it, header first.
-        let append_csv = |name: &str, header: &str| -> Result<BufWriter<File>, ResultsError> {
-            let path = path.join(name);
-            let mut file = OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&path)
-                .map_err(at(&path))?;
-            if file.metadata().map_err(at(&path))?.len() == 0 {
-                file.write_all(header.as_bytes()).map_err(at(&path))?;
-            }
-            Ok(BufWriter::new(file))
-        };
+        let append_csv = |name: &str, header: &str| appending(&path.join(name), header);
         Ok(ResultsDir {
             path: path.to_path_buf(),
             opened: Instant::now(),
@@ -230,6 +245,7 @@ impl ResultsDir {
             series: append_csv("timeseries.csv", SERIES_HEADER)?,
             requests: append_csv("request_series.csv", REQUEST_SERIES_HEADER)?,
             servers: None,
+            lag: None,
             request_names,
         })
     }
@@ -259,18 +275,7 @@ impl ResultsDir {
         let path = self.path.join("server_series.csv");
         let file = match &mut self.servers {
             Some(file) => file,
-            None => {
-                let mut file = OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(&path)
-                    .map_err(at(&path))?;
-                if file.metadata().map_err(at(&path))?.len() == 0 {
-                    file.write_all(SERVER_SERIES_HEADER.as_bytes())
-                        .map_err(at(&path))?;
-                }
-                self.servers.insert(BufWriter::new(file))
-            }
+            None => self.servers.insert(appending(&path, SERVER_SERIES_HEADER)?),
         };
         for r in rows {
             writeln!(
@@ -283,6 +288,27 @@ impl ResultsDir {
                 r.cpu_ms_per_request,
                 r.cpu_util_cores,
                 r.memory_bytes
+            )
+            .map_err(at(&path))?;
+        }
+        file.flush().map_err(at(&path))
+    }
+
+    /// Appends a level's consumer-lag readings to `lag_series.csv`.
+    pub fn append_lag_readings(&mut self, rows: &[LagReading]) -> Result<(), ResultsError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.join("lag_series.csv");
+        let file = match &mut self.lag {
+            Some(file) => file,
+            None => self.lag.insert(appending(&path, LAG_SERIES_HEADER)?),
+        };
+        for r in rows {
+            writeln!(
+                file,
+                "{},{},{},{}",
+                r.window_s, r.level, r.group, r.lag_records
             )
             .map_err(at(&path))?;
         }

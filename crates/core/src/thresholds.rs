@@ -61,10 +61,15 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
         Metric::Throughput => Unit::PerSecond,
         Metric::Memory => Unit::Bytes,
         Metric::Promql => Unit::Value,
+        Metric::Lag => Unit::Records,
+        Metric::LagTrend => Unit::RecordsPerSecond,
         _ => Unit::Ms,
     };
     if let Some(p) = &t.promql {
         return evaluate_promql(t, &p.query, level);
+    }
+    if let Some(group) = &t.group {
+        return evaluate_lag(t, group, level);
     }
     if let Some(tier) = &t.tier {
         return evaluate_tier(t, tier, level, unit);
@@ -131,6 +136,9 @@ fn evaluate_one(scenario: &Scenario, t: &Threshold, level: &LevelRecord) -> Thre
             return not_measured("a tier's metric without a tier".into())
         }
         Metric::Promql => return not_measured("a PromQL threshold without its query".into()),
+        Metric::Lag | Metric::LagTrend => {
+            return not_measured("a lag threshold without its consumer group".into())
+        }
         Metric::Percentile(per_mille) => match percentile(figures.latency, per_mille) {
             Some(v) => v,
             None => {
@@ -211,6 +219,29 @@ fn evaluate_promql(t: &Threshold, query: &str, level: &LevelRecord) -> Threshold
         unit: Unit::Value,
         note: figure.is_none().then(|| {
             "its query was not read in this level (Prometheus did not answer)".to_string()
+        }),
+    }
+}
+
+/// A lag threshold against its consumer group's figure over the level:
+/// the trend (records/s) or the last reading (records). A group not read
+/// in the level fails as not measured.
+fn evaluate_lag(t: &Threshold, group: &str, level: &LevelRecord) -> ThresholdResult {
+    let figure = level.kafka_lag.get(group);
+    let (actual, unit) = match t.metric {
+        Metric::LagTrend => (figure.map(|f| f.trend_rps), Unit::RecordsPerSecond),
+        _ => (figure.map(|f| f.last as f64), Unit::Records),
+    };
+    ThresholdResult {
+        source: t.source.clone(),
+        passed: actual.is_some_and(|v| t.op.holds(v, t.bound)),
+        actual,
+        bound: t.bound,
+        unit,
+        note: figure.is_none().then(|| {
+            format!(
+                "consumer group `{group}`'s lag was not read in this level (the warnings say why)"
+            )
         }),
     }
 }
@@ -361,9 +392,42 @@ mod tests {
             per_request,
             servers: BTreeMap::new(),
             promql: BTreeMap::new(),
+            kafka_lag: BTreeMap::new(),
             capacity: None,
             rate_search: None,
         }
+    }
+
+    #[test]
+    fn a_lag_threshold_judges_its_groups_trend_or_last_reading_and_never_passes_unread() {
+        let parse =
+            |text| crate::scenario::threshold::parse_threshold(text, |_| None, &[]).unwrap();
+        let mut level = level();
+        level.kafka_lag.insert(
+            "app".into(),
+            crate::record::LagFigure {
+                trend_rps: 250.0,
+                last: 4000,
+                max: 4100,
+                readings: 10,
+                unread: 0,
+            },
+        );
+        let s = scenario(&[]);
+        let result = evaluate_one(&s, &parse("lag_trend(app) < 100/s"), &level);
+        assert!(!result.passed);
+        assert_eq!(
+            (result.actual, result.unit),
+            (Some(250.0), Unit::RecordsPerSecond)
+        );
+        assert!(evaluate_one(&s, &parse("lag_trend(app) < 300/s"), &level).passed);
+        let result = evaluate_one(&s, &parse("lag(app) < 10000"), &level);
+        assert!(result.passed);
+        assert_eq!((result.actual, result.unit), (Some(4000.0), Unit::Records));
+        // A group not read in the level is not measured: it fails.
+        let result = evaluate_one(&s, &parse("lag_trend(other) < 1000000/s"), &level);
+        assert!(!result.passed && result.actual.is_none());
+        assert!(result.note.unwrap().contains("`other`"));
     }
 
     fn scenario(thresholds: &[&str]) -> Scenario {

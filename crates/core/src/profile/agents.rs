@@ -92,6 +92,14 @@ pub enum AgentError {
         url: String,
         reason: String,
     },
+    /// A consumer group a lag threshold names cannot be read when the run
+    /// starts.
+    #[error("threshold on consumer lag: group `{group}` at {bootstrap}: {reason}; start the application under test (its consumers must have committed offsets) or fix the group's name in the threshold")]
+    KafkaLag {
+        group: String,
+        bootstrap: String,
+        reason: String,
+    },
 }
 
 /// `; there are: a, b` (the cgroups nearest an unmatched glob), or how to

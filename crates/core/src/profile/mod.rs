@@ -7,6 +7,8 @@
 //! mode's controller is `run::profile`.
 
 pub mod agents;
+#[cfg(feature = "kafka")]
+pub mod kafka_lag;
 pub mod prometheus;
 pub mod promql;
 pub mod sampler;

@@ -274,6 +274,12 @@ impl ThresholdResult {
             .any(|metric| left.ends_with(metric))
     }
 
+    /// Whether the threshold judges a Kafka consumer group's lag
+    /// (`lag(app) < 10000`, `lag_trend(app) < 100/s`): the application's.
+    pub fn of_consumer_group(&self) -> bool {
+        self.source.starts_with("lag(") || self.source.starts_with("lag_trend(")
+    }
+
     /// `p99 < 100ms failed: 412.000 ms (4.1× the bound)`.
     pub fn failure_text(&self) -> String {
         match self.actual {
@@ -308,6 +314,12 @@ pub enum Unit {
     /// Whatever a PromQL query returns.
     #[serde(rename = "value")]
     Value,
+    /// Kafka records: a consumer group's lag.
+    #[serde(rename = "records")]
+    Records,
+    /// Kafka records a second: a consumer group's lag trend.
+    #[serde(rename = "records/s")]
+    RecordsPerSecond,
 }
 
 impl Unit {
@@ -319,6 +331,8 @@ impl Unit {
             Unit::Ms => format!("{v:.3} ms"),
             Unit::Bytes => crate::scenario::files::human_bytes(v as u64),
             Unit::Value => format!("{}", crate::measure::round_to(v, 4)),
+            Unit::Records => format!("{v:.0} records"),
+            Unit::RecordsPerSecond => format!("{v:.1} records/s"),
         }
     }
 }

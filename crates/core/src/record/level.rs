@@ -200,6 +200,10 @@ pub struct LevelRecord {
     /// The PromQL thresholds' queries over the measured window, by query.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub promql: BTreeMap<String, PromqlFigure>,
+    /// The lag thresholds' consumer groups over the measured window, by
+    /// group.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kafka_lag: BTreeMap<String, LagFigure>,
     /// What the capacity analysis made of this level (capacity runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityLevel>,
@@ -216,6 +220,33 @@ pub struct PromqlFigure {
     pub min: f64,
     pub max: f64,
     pub points: u32,
+}
+
+/// A consumer group's lag over a level's measured window, read from the
+/// brokers each second: Theodolite's figure of whether the application
+/// keeps up.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct LagFigure {
+    /// The least-squares slope of the lag over the window, records per
+    /// second: above zero, the application falls behind.
+    pub trend_rps: f64,
+    /// The lag at the last reading, and at its highest, in records.
+    pub last: u64,
+    pub max: u64,
+    /// Readings the figure is made of, and readings that failed.
+    pub readings: u32,
+    #[serde(default)]
+    pub unread: u32,
+}
+
+/// One reading of a consumer group's lag in a level's measured window
+/// (seconds into it): a row of `lag_series.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LagReading {
+    pub window_s: f64,
+    pub level: u32,
+    pub group: String,
+    pub lag_records: u64,
 }
 
 /// An open capacity level's verdict: every SLO it was held to and how it
@@ -429,6 +460,7 @@ impl LevelRecord {
             per_request,
             servers: BTreeMap::new(),
             promql: BTreeMap::new(),
+            kafka_lag: BTreeMap::new(),
             capacity: None,
             rate_search: None,
         }

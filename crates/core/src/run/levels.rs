@@ -86,6 +86,9 @@ struct Session<'a> {
     sampler: Option<Sampler>,
     /// The PromQL thresholds' queries, read over each level.
     promql: PromqlSlos,
+    /// The lag thresholds' consumer groups, read each second.
+    #[cfg(feature = "kafka")]
+    lag: Option<crate::profile::kafka_lag::LagWatch>,
     dir: ResultsDir,
     record: RunRecord,
 }
@@ -125,6 +128,15 @@ impl<'a> Session<'a> {
         let first = agents.check_all()?;
         let promql = PromqlSlos::from_scenario(scenario)?;
         promql.check()?;
+        #[cfg(feature = "kafka")]
+        let lag = match crate::profile::kafka_lag::LagWatch::from_scenario(scenario)? {
+            Some(mut lag) => {
+                lag.check()?;
+                lag.start();
+                Some(lag)
+            }
+            None => None,
+        };
         let sampler = (!agents.is_empty()).then(|| Sampler::start(agents.clone(), SAMPLE_PERIOD));
         let names = scenario.requests.iter().map(|r| r.name.clone()).collect();
         let dir = if plan.resumed.is_empty() {
@@ -163,6 +175,8 @@ impl<'a> Session<'a> {
             agents,
             sampler,
             promql,
+            #[cfg(feature = "kafka")]
+            lag,
             dir,
             record,
         })
@@ -271,6 +285,16 @@ impl<'a> Session<'a> {
             let (figures, warnings) = self.promql.over(t.measure_start, t.measure_end);
             record.promql = figures;
             for w in warnings {
+                self.warn(format!("level {}: {w}", record.level));
+            }
+        }
+        #[cfg(feature = "kafka")]
+        if let Some(lag) = &self.lag {
+            let t = &run.totals;
+            let over = lag.over(record.level, t.measure_start, t.measure_end);
+            record.kafka_lag = over.figures;
+            self.dir.append_lag_readings(&over.readings)?;
+            for w in over.warnings {
                 self.warn(format!("level {}: {w}", record.level));
             }
         }

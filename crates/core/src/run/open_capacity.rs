@@ -376,8 +376,9 @@ impl GeneratorLimit {
         let Some(actual) = slo.actual else {
             return true;
         };
-        // Late arrivals only lower what the servers spend.
-        if slo.of_tier() {
+        // Late arrivals only lower what the servers spend, and what the
+        // consumers have to catch up on.
+        if slo.of_tier() || slo.of_consumer_group() {
             return false;
         }
         match slo.unit {

@@ -8,6 +8,10 @@
 //! (`web.cpu_ms < 5`: its CPU per request), `tier "." util op share`
 //! (`web.util < 60%`: its busy cores over its cores) and `tier "." memory
 //! op size` (`web.memory < 1GiB`: its resident memory at its highest).
+//! Of a Kafka target's consumer group (the application under test):
+//! `lag(GROUP) op records` (its lag at the level's last reading) and
+//! `lag_trend(GROUP) op rate` (its lag's least-squares trend over the
+//! level, records per second: Theodolite's criterion).
 //! Times take a duration and are kept in milliseconds; `error_rate` and
 //! `checks` (the share of checks passed) take a percent or a fraction and
 //! are kept as a fraction; `throughput` takes `100/s` or a plain number, in
@@ -41,6 +45,9 @@ pub fn parse_threshold(
     let left = text[..at].trim();
     let right = text[at + op_text.len()..].trim();
 
+    if let Some(lag) = parse_lag(left) {
+        return lag_threshold(text, lag?, op, op_text, right);
+    }
     let (request, tier, metric) = match parse_metric(left) {
         Some(metric) if metric.of_tier() => {
             let example = tiers.first().copied().unwrap_or("web");
@@ -89,6 +96,7 @@ pub fn parse_threshold(
     };
 
     let bound = match metric {
+        Metric::Lag | Metric::LagTrend => unreachable!("parsed above"),
         Metric::Promql => {
             return Err("a PromQL threshold is a map: `promql: {query: '…', below: 5}`".into())
         }
@@ -132,6 +140,80 @@ pub fn parse_threshold(
         op,
         bound,
         promql: None,
+        group: None,
+    })
+}
+
+/// `lag(GROUP) op records` or `lag_trend(GROUP) op rate`, if `left` is
+/// one of them: the metric and the group.
+fn parse_lag(left: &str) -> Option<Result<(Metric, String), String>> {
+    let (metric, rest) = if let Some(rest) = left.strip_prefix("lag_trend(") {
+        (Metric::LagTrend, rest)
+    } else if let Some(rest) = left.strip_prefix("lag(") {
+        (Metric::Lag, rest)
+    } else {
+        return None;
+    };
+    let name = match rest.strip_suffix(')') {
+        Some(name) => name.trim(),
+        None => {
+            return Some(Err(format!(
+                "expected `)` after the consumer group's name in `{left}`"
+            )))
+        }
+    };
+    // Kafka's legal group names are any string, but one with quotes,
+    // spaces or parentheses here is far likelier a typo.
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || "()'\"".contains(c)) {
+        return Some(Err(format!(
+            "expected a consumer group's name inside `{left}`, like `lag_trend(my-app)`"
+        )));
+    }
+    Some(Ok((metric, name.to_string())))
+}
+
+/// A lag threshold: its bound in records (`lag`) or records per second
+/// (`lag_trend`, which may be negative: a lag that must shrink).
+fn lag_threshold(
+    text: &str,
+    (metric, group): (Metric, String),
+    op: Comparison,
+    op_text: &str,
+    right: &str,
+) -> Result<Threshold, String> {
+    let bound = match metric {
+        Metric::LagTrend => right
+            .strip_suffix("/s")
+            .unwrap_or(right)
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| {
+                format!(
+                    "expected a rate of records like `100/s` after `{op_text}`, found `{right}`"
+                )
+            })?,
+        _ => right
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| {
+                format!(
+                    "expected a number of records like `10000` after `{op_text}`, found `{right}`"
+                )
+            })?,
+    };
+    Ok(Threshold {
+        source: text.to_string(),
+        request: None,
+        tier: None,
+        metric,
+        op,
+        bound,
+        promql: None,
+        group: Some(group),
     })
 }
 
@@ -293,6 +375,27 @@ mod tests {
         assert!(parse_threshold("web.util < 50%", lookup, &[])
             .unwrap_err()
             .contains("no `servers:`"));
+    }
+
+    #[test]
+    fn a_consumer_groups_lag_and_its_trend() {
+        let t = parse_threshold("lag_trend(my-app) < 100/s", lookup, &[]).unwrap();
+        assert_eq!((t.metric, t.bound), (Metric::LagTrend, 100.0));
+        assert_eq!(t.group.as_deref(), Some("my-app"));
+        assert_eq!((t.request, t.tier), (None, None));
+        // A lag that must shrink.
+        let t = parse_threshold("lag_trend(g) <= -5", lookup, &[]).unwrap();
+        assert_eq!((t.op, t.bound), (Comparison::LessOrEqual, -5.0));
+        let t = parse_threshold("lag( g.v2 ) < 10_000", lookup, &[]).unwrap();
+        assert_eq!((t.metric, t.bound), (Metric::Lag, 10_000.0));
+        assert_eq!(t.group.as_deref(), Some("g.v2"));
+        let err = |s| parse_threshold(s, lookup, &[]).unwrap_err();
+        assert!(err("lag_trend(my app) < 1/s").contains("consumer group's name"));
+        assert!(err("lag_trend() < 1/s").contains("consumer group's name"));
+        assert!(err("lag_trend(g < 1/s").contains("expected `)`"));
+        assert!(err("lag(g) < many").contains("number of records"));
+        assert!(err("lag(g) < -1").contains("number of records"));
+        assert!(err("lag_trend(g) < fast").contains("rate of records"));
     }
 
     #[test]

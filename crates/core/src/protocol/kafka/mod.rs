@@ -26,6 +26,7 @@
 //! producer with them, so a dead broker cannot hold the level past its end.
 
 mod codec;
+pub mod lag;
 mod producer;
 mod sasl;
 /// Public for the fuzzer (fuzz/), which feeds its decoders arbitrary bytes.
@@ -34,7 +35,8 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::producer::{Config, Producer, Security};
+pub use self::producer::Config;
+use self::producer::{Producer, Security};
 use super::registry;
 use super::{failed, CallOutcome, Fired, TargetError, Transport};
 use crate::measure::ErrorKind;

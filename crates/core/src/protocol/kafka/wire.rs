@@ -506,5 +506,8 @@ pub fn retriable(code: i16) -> Option<Retriable> {
     }
 }
 
+mod offsets;
+pub use offsets::*;
+
 #[cfg(test)]
 mod tests;

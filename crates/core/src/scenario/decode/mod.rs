@@ -222,6 +222,11 @@ pub fn decode(
             };
             let tiers: Vec<&str> = servers.iter().map(|s| s.tier.as_str()).collect();
             match parse_threshold(&text, id, &tiers) {
+                // A consumer group's lag is read from the Kafka target.
+                Ok(t) if t.group.is_some() && target_kind == Some(TargetKind::Http) => ctx.error(
+                    item.pos(),
+                    format!("`{text}` reads a Kafka consumer group's lag, from a `target: {{kafka: …}}`; this scenario's target is HTTP"),
+                ),
                 Ok(t) => thresholds.push(t),
                 Err(message) => {
                     let hint = message

@@ -22,6 +22,9 @@ pub struct Threshold {
     pub bound: f64,
     /// With `Metric::Promql`, the query and the Prometheus it asks.
     pub promql: Option<PromqlQuery>,
+    /// With `Metric::Lag` and `Metric::LagTrend`, the Kafka consumer
+    /// group whose lag it judges.
+    pub group: Option<String>,
 }
 
 /// A PromQL SLO's query (`thresholds: [{promql: {query, below}}]`).
@@ -57,6 +60,12 @@ pub enum Metric {
     /// A PromQL query's worst point over the level (its highest against
     /// `below`, its lowest against `above`).
     Promql,
+    /// A consumer group's lag at the level's last reading, in records:
+    /// `lag(my-app) < 10000`.
+    Lag,
+    /// A consumer group's lag trend over the level, records per second
+    /// (Theodolite's criterion): `lag_trend(my-app) < 100/s`.
+    LagTrend,
 }
 
 impl Metric {

@@ -66,7 +66,10 @@ pub struct Opened {
 
 /// Opens a connection to `addr` and secures it: TCP within the timeout
 /// (`connect` if not), then TLS and SASL within it again (`timeout`).
-pub(super) async fn open(addr: &str, config: &Config) -> Result<Opened, OpenError> {
+pub(in crate::protocol::kafka) async fn open(
+    addr: &str,
+    config: &Config,
+) -> Result<Opened, OpenError> {
     let tcp = match tokio::time::timeout(config.timeout, net::connect_named(addr)).await {
         Ok(connected) => connected?,
         Err(_) => return Err(ErrorKind::Connect.into()),
@@ -264,7 +267,10 @@ pub(in crate::protocol::kafka) async fn probe_producer_id(
 
 /// Sends one request and reads its answer: the body after the
 /// correlation id.
-pub(super) async fn round_trip(conn: &mut Conn, request: &[u8]) -> Result<Vec<u8>, ErrorKind> {
+pub(in crate::protocol::kafka) async fn round_trip(
+    conn: &mut Conn,
+    request: &[u8],
+) -> Result<Vec<u8>, ErrorKind> {
     conn.write_all(request).await.map_err(|e| io_kind(&e))?;
     let mut size = [0u8; 4];
     conn.read_exact(&mut size).await.map_err(|e| io_kind(&e))?;
