@@ -170,6 +170,25 @@ pub struct TierDemands {
 mod tests {
     use super::*;
 
+    /// A figure with more digits than an f64 holds (written by another
+    /// tool, or edited) reads back the same once written again: found by
+    /// the `run_record` fuzz target, where serde_json's default parser
+    /// read 1.0777777777777777 as 1.0777777777777775.
+    #[test]
+    fn a_figure_read_and_written_again_reads_the_same() {
+        let text = r#"{"agent": "http://127.0.0.1:1", "cores": 2, "cpu_util_cores": 0.9,
+            "cpu_util_cores_per_process": {"tb-web": 0.9}, "cpu_ms_per_request": {"tb-web": 2.28},
+            "net_bytes_per_request": {"rx": 309.5, "tx": 309.5},
+            "disk_bytes_per_request": {"read": 0.0, "write": 0.0},
+            "host_disk_bytes_per_request": {"read": 139.0, "write": 24755.0},
+            "host_cpu_util_cores": 1.0777777777777777545, "window_s": 4.998}"#;
+        let read: TierUsage = serde_json::from_str(text).unwrap();
+        let again: TierUsage =
+            serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
+        assert_eq!(again, read);
+        assert_eq!(read.host_cpu_util_cores, 1.0777777777777777);
+    }
+
     fn tier(process: &str, running: f64, share: f64, steal: f64) -> TierUsage {
         serde_json::from_value(serde_json::json!({
             "agent": "http://127.0.0.1:1", "cores": 1, "host_cores": 2,
