@@ -1,5 +1,6 @@
 //! The open capacity search's part of the report: its verdict cards, the
 //! delivered rate and p99 against the offered rate (the bracket marked),
+//! with lag thresholds each consumer group's lag trend against it,
 //! every level with the SLO it failed, and with `--vary` Theodolite's
 //! scalability result: the highest passing rate per resource value and the
 //! resource each load needs.
@@ -212,10 +213,69 @@ pub(super) fn section(h: &mut String, record: &RunRecord, a: &RateAnalysis) {
         &legend,
         &p99.render("p99 against offered rate"),
     );
+    lag_chart(h, &series, first.and_then(|l| l.rate_search.as_ref()));
     if !a.series.is_empty() {
         scalability(h, a);
     }
     levels_table(h, &record.levels);
+}
+
+/// With lag thresholds, each consumer group's lag trend against the
+/// offered rate (Theodolite's view: the application keeps up where the
+/// trend stays flat), their bounds drawn.
+fn lag_chart(
+    h: &mut String,
+    series: &BTreeMap<String, Vec<&LevelRecord>>,
+    judged: Option<&crate::record::RateLevel>,
+) {
+    let mut chart = LineChart::new("offered rate (arrivals/s)", "lag trend (records/s)");
+    let mut names = Vec::new();
+    for (key, levels) in series {
+        let groups: std::collections::BTreeSet<&String> =
+            levels.iter().flat_map(|l| l.kafka_lag.keys()).collect();
+        for group in groups {
+            let points: Vec<(f64, f64)> = levels
+                .iter()
+                .filter_map(|l| Some((l.rate_rps?, l.kafka_lag.get(group)?.trend_rps)))
+                .collect();
+            let name = if key.is_empty() {
+                group.clone()
+            } else {
+                format!("{group} {key}")
+            };
+            chart.series.push(Series {
+                name: name.clone(),
+                colour: names.len(),
+                points,
+                dashed: false,
+                markers: true,
+            });
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    for slo in judged.into_iter().flat_map(|j| &j.slos) {
+        if slo.unit == Unit::RecordsPerSecond {
+            chart.hlines.push(HLine {
+                y: slo.bound,
+                label: slo.source.clone(),
+                colour: 3,
+            });
+        }
+    }
+    let legend: Vec<Key> = names
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Key::Line(k, i, false))
+        .collect();
+    figure(
+        h,
+        "Consumer lag trend against offered rate",
+        &legend,
+        &chart.render("consumer lag trend against offered rate"),
+    );
 }
 
 /// Theodolite's result: capacity per resource value, and demand per load.

@@ -245,3 +245,21 @@ fn levels_with_intervals_get_error_bars_around_their_points() {
         crate::report::svg::num(p99 + 3.0)
     )));
 }
+
+/// An open search judged by a consumer group's lag (a real run: a consumer
+/// of about 490 records/s, `lag_trend < 20/s`): the lag trend is drawn
+/// against the offered rate, one point a level, the SLO's bound with it.
+#[test]
+fn an_open_search_judged_by_lag_draws_the_lag_trend_against_the_rate() {
+    let html = rendered("open-lag");
+    let at = html
+        .find("Consumer lag trend against offered rate")
+        .expect("the lag chart");
+    let chart = &html[at..];
+    let chart = &chart[..chart.find("</figure>").unwrap()];
+    // Nine levels, each a marker of the group's series.
+    assert_eq!(count(chart, "<circle"), 9, "{chart}");
+    assert!(chart.contains("lag_trend(proc-29412) &lt; 20/s"), "{chart}");
+    // The other runs draw none.
+    assert!(!rendered("capacity").contains("Consumer lag trend"));
+}
