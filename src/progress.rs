@@ -1,5 +1,6 @@
 //! The live view on a terminal: one progress line per level (level, users,
-//! req/s, p99, errors, elapsed and estimated remaining). Off a terminal, or
+//! req/s, p99, errors, each watched consumer group's lag, elapsed and
+//! estimated remaining). Off a terminal, or
 //! with `--quiet`, it stays silent; warnings still go to stderr unless quiet.
 
 use std::io::IsTerminal;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use autoperf_core::engine::Level;
 use autoperf_core::measure::printable;
 use autoperf_core::measure::{LevelInfo, Tick, TickSink};
+use autoperf_core::profile::latest_lag::LatestLag;
 use autoperf_core::record::{LevelRecord, SloVerdict};
 use autoperf_core::report::prometheus::SharedMetrics;
 use autoperf_core::run::RunObserver;
@@ -23,6 +25,8 @@ pub struct LiveView {
     echo_levels: bool,
     /// The running level's load: "50 users", "200.0 arrivals/s".
     load: String,
+    /// The consumer groups' latest lag, when lag thresholds are watched.
+    lag: Option<LatestLag>,
 }
 
 impl LiveView {
@@ -34,6 +38,7 @@ impl LiveView {
             levels,
             quiet,
             echo_levels: false,
+            lag: None,
         }
     }
 
@@ -72,18 +77,25 @@ impl TickSink for LiveView {
         let elapsed = Duration::from_secs(tick.seq + 1);
         bar.set_position(elapsed.as_secs().min(bar.length().unwrap_or(u64::MAX)));
         bar.set_message(format!(
-            "level {} · {} · {:.1} req/s · p99 {:.1} ms · errors {}{}",
+            "level {} · {} · {:.1} req/s · p99 {:.1} ms · errors {}{}{}",
             self.of(level.index),
             self.load,
             total.requests as f64 / secs,
             total.quantile_ms(0.99),
             total.errors.total(),
+            self.lag
+                .as_ref()
+                .map_or(String::new(), |lag| format!(" · {}", lag.text())),
             if tick.warmup { " · warm-up" } else { "" }
         ));
     }
 }
 
 impl RunObserver for LiveView {
+    fn watching_lag(&mut self, latest: LatestLag) {
+        self.lag = Some(latest);
+    }
+
     fn level_started(&mut self, level: &Level) {
         if !self.interactive() {
             return;

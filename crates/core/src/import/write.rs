@@ -2,6 +2,7 @@
 //! commented with the evidence behind it (counts, the fit), the data files
 //! beside it.
 
+use crate::measure::thousands;
 use std::fmt::Write;
 
 use super::fit::Model;
@@ -78,18 +79,6 @@ pub fn human(seconds: f64) -> String {
         seconds.round().max(0.0) as u64
     ))
     .to_string()
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 pub struct LogScenario<'a> {

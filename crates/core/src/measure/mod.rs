@@ -38,6 +38,19 @@ pub struct Snapshot {
     pub remote_cpu: std::time::Duration,
 }
 
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `text` with every control character but line feed and tab written as
 /// an escape (`\u{1b}`): text from elsewhere (a worker's name, a path from
 /// an imported log, a server's words) must not drive a terminal.

@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::agents::AgentError;
+use super::latest_lag::LatestLag;
 use crate::protocol::kafka::lag::{read_lag, LagError};
 use crate::protocol::kafka::{self as kafka_protocol, Config};
 use crate::record::{LagFigure, LagReading};
@@ -36,6 +37,8 @@ pub struct LagWatch {
     bootstrap: String,
     config: Arc<Config>,
     samples: Arc<Mutex<Vec<Sample>>>,
+    /// The last reading of each group, for the live view.
+    latest: LatestLag,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -74,6 +77,7 @@ impl LagWatch {
             }
         })?;
         Ok(Some(LagWatch {
+            latest: LatestLag::new(groups.clone()),
             groups,
             bootstrap: target.bootstrap.clone(),
             config,
@@ -103,10 +107,16 @@ impl LagWatch {
         }
     }
 
+    /// The last reading of each group, as the reader's thread updates it.
+    pub fn latest(&self) -> LatestLag {
+        self.latest.clone()
+    }
+
     /// Starts reading every group each second, until dropped.
     pub fn start(&mut self) {
         let (config, groups) = (self.config.clone(), self.groups.clone());
         let (samples, stop) = (self.samples.clone(), self.stop.clone());
+        let latest = self.latest.clone();
         self.thread = std::thread::Builder::new()
             .name("kafka-lag".into())
             .spawn(move || {
@@ -115,6 +125,7 @@ impl LagWatch {
                 while !stop.load(Ordering::Relaxed) {
                     for (i, group) in groups.iter().enumerate() {
                         let lag = runtime.block_on(read(&config, group));
+                        latest.set(i, lag.as_ref().ok().map(|l| l.records));
                         let sample = Sample {
                             at: Instant::now(),
                             group: i,

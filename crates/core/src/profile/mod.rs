@@ -9,6 +9,7 @@
 pub mod agents;
 #[cfg(feature = "kafka")]
 pub mod kafka_lag;
+pub mod latest_lag;
 pub mod prometheus;
 pub mod promql;
 pub mod sampler;

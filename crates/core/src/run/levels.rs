@@ -133,6 +133,7 @@ impl<'a> Session<'a> {
             Some(mut lag) => {
                 lag.check()?;
                 lag.start();
+                observer.watching_lag(lag.latest());
                 Some(lag)
             }
             None => None,

@@ -55,6 +55,9 @@ pub trait RunObserver: TickSink {
     }
     /// A controller's note on what it does next and why.
     fn note(&mut self, _message: &str) {}
+    /// The consumer groups' latest lag, when lag thresholds are watched:
+    /// told once, before the first level.
+    fn watching_lag(&mut self, _latest: crate::profile::latest_lag::LatestLag) {}
 }
 
 /// An observer that ignores everything.
