@@ -38,13 +38,19 @@ fn count(text: &str, needle: &str) -> usize {
     text.matches(needle).count()
 }
 
-/// Attributes and CSS through which a page could fetch something.
+/// Attributes and CSS through which a page could fetch something (a link
+/// within the page, `href="#level-3"`, fetches nothing).
 fn assert_fetches_nothing(html: &str) {
     for bad in [
-        "<script", "<link", "<img", "<iframe", "src=", "href=", "url(", "@import",
+        "<script", "<link", "<img", "<iframe", "src=", "url(", "@import",
     ] {
         assert!(!html.contains(bad), "the report contains `{bad}`");
     }
+    assert_eq!(
+        count(html, "href="),
+        count(html, "href=\"#"),
+        "the report links outside itself"
+    );
 }
 
 /// Opens the report in Chromium and checks what the browser made of it;
@@ -206,5 +212,35 @@ fn reports_of_a_real_run_and_capacity_analysis_render_in_chromium() {
         );
     }
     drop(tb);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The report of a real open search judged by a consumer group's lag (kept
+/// in the core's report test data): the browser builds the lag trend's
+/// chart, one point a level.
+#[test]
+fn an_open_search_judged_by_lag_renders_its_lag_chart_in_chromium() {
+    let test = "an_open_search_judged_by_lag_renders_its_lag_chart_in_chromium";
+    let Some(chromium) = browser::chromium_or_skip(test) else {
+        return;
+    };
+    let dir = scratch("open-lag");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src/report/html/testdata/open-lag");
+    let results = dir.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    for file in ["run.json", "timeseries.csv"] {
+        std::fs::copy(fixture.join(file), results.join(file)).unwrap();
+    }
+    let report = write_report(&results).expect("report written");
+    check_in_browser(&chromium, &report, &dir.join("browser"));
+    let page = browser::load(&chromium, &report, &dir.join("browser-lag"));
+    let at = page
+        .dom
+        .find("Consumer lag trend against offered rate")
+        .expect("the lag chart in the DOM");
+    let chart = &page.dom[at..];
+    let chart = &chart[..chart.find("</figure>").unwrap()];
+    assert_eq!(count(chart, "<circle class=\"pt "), 9, "one point a level");
     let _ = std::fs::remove_dir_all(&dir);
 }
