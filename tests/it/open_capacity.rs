@@ -265,6 +265,15 @@ mod alone {
             .find(|l| l["rate_search"]["verdict"] == "generator_bound");
         assert!(bound.is_some(), "{}", levels(&run));
         assert!(stdout.contains("load generator could not keep"), "{stdout}");
+        // Every level knows the quota it ran under, and the level the
+        // generator could not keep saw the quota hold it back (its
+        // responses, read late, would otherwise pass for the system's
+        // latency: 139 ms p99 at 50/s beside arrivals on time, CI 0fbe022).
+        for level in run["levels"].as_array().unwrap() {
+            assert_eq!(level["client"]["cpu_quota"]["cores"], 0.1, "{level:#}");
+        }
+        let quota = &bound.unwrap()["client"]["cpu_quota"];
+        assert!(quota["throttled_periods"].as_u64().unwrap() > 0, "{quota}");
     }
 
     #[test]

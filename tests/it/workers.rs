@@ -723,6 +723,17 @@ mod alone {
                 run["warnings"]
             );
         }
+        // Its quota held it back, and the warning says so by name: the
+        // response times of a held-back worker count time it could not run.
+        let w1 = &limited["workers"][0];
+        assert!(w1["quota_throttled_periods"].as_u64() > Some(0), "{w1:#}");
+        assert!(
+            run["warnings"]
+                .to_string()
+                .contains("w1 held back by its CPU quota in"),
+            "{:#}",
+            run["warnings"]
+        );
         // With w2 in the pool, the limited level runs again on both, and the
         // analysis goes on to complete with nothing limited.
         let out = dir.join("pool");
@@ -754,6 +765,8 @@ mod alone {
         let shares = last["workers"].as_array().unwrap();
         assert_eq!(shares.len(), 2, "{last:#}");
         assert!(shares[0]["cpu"].as_f64().unwrap() < 0.15, "{shares:?}");
+        assert!(shares[0]["quota_periods"].as_u64() > Some(0), "{shares:?}");
+        assert!(shares[1]["quota_periods"].is_null(), "{shares:?}");
         assert!(
             shares[0]["connections"].as_u64().unwrap() < u64::from(users) / 10,
             "{shares:?}"

@@ -385,6 +385,7 @@ mod tests {
                 tls_handshakes: None,
                 tls_resumed: None,
                 http2_connections: None,
+                cpu_quota: None,
             },
             achieved_rate_rps: None,
             service_time_ms: None,

@@ -143,6 +143,7 @@ pub fn run_shard<T: Transport>(
                 stats,
                 active_users: active.get() + open.in_flight,
                 remote_cpu: Duration::ZERO,
+                remote_quota: None,
             });
         };
         let send = |seq: u64, last: bool| {
@@ -254,6 +255,7 @@ impl Snapshot {
             stats: IntervalStats::new(shared.scenario.requests.len()),
             active_users: 0,
             remote_cpu: Duration::ZERO,
+            remote_quota: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::cgroup::{CpuLimit, Throttling};
 use super::precision::Batches;
 use super::stats::{new_histogram, IntervalStats};
 use super::Snapshot;
@@ -64,6 +65,9 @@ pub struct LevelTotals {
     pub batches: Batches,
     /// CPU time the generator process used during the measured window.
     pub client_cpu: Duration,
+    /// The cgroup CPU quota this process ran under, and how it held the
+    /// group back in the measured window (None without a quota).
+    pub client_quota: Option<QuotaUse>,
     /// The level ended before its planned duration (stop requested).
     pub interrupted: bool,
     /// The measured window on the monotonic clock (to match agent readings).
@@ -77,13 +81,24 @@ pub struct LevelTotals {
     pub lateness_by_group: Vec<GroupLateness>,
 }
 
-/// How late one group of shards' timers fired.
+/// A CPU quota and what it did in a window.
+#[derive(Debug, Clone)]
+pub struct QuotaUse {
+    pub limit: CpuLimit,
+    pub throttling: Throttling,
+}
+
+/// How late one group of shards' timers fired, and what the CPU quota of
+/// the processes running them did (a worker's: its group's own).
 #[derive(Debug, Clone)]
 pub struct GroupLateness {
     /// Think timers (closed workloads).
     pub timer: Histogram<u64>,
     /// Arrivals (open workloads).
     pub arrival: Histogram<u64>,
+    /// Summed over the measured window's snapshots; None when none came
+    /// from under a quota.
+    pub quota: Option<Throttling>,
 }
 
 impl Default for GroupLateness {
@@ -91,6 +106,7 @@ impl Default for GroupLateness {
         GroupLateness {
             timer: new_histogram(),
             arrival: new_histogram(),
+            quota: None,
         }
     }
 }
@@ -164,6 +180,9 @@ impl Collector {
         let mut series = Vec::new();
         let mut batches = Batches::default();
         let mut cpu_at_start: Option<Duration> = None;
+        let quota = CpuLimit::of_this_process();
+        let throttled = || quota.as_ref().and_then(CpuLimit::throttling);
+        let mut throttled_at_start = None;
         let mut remote_cpu = Duration::ZERO;
         let mut end = self.start;
         let mut user_seconds = 0.0;
@@ -199,6 +218,7 @@ impl Collector {
         while finished < self.shards {
             if cpu_at_start.is_none() && Instant::now() >= measure_start {
                 cpu_at_start = Some(process_cpu_time());
+                throttled_at_start = throttled();
             }
             let wait = if cpu_at_start.is_none() {
                 measure_start
@@ -222,6 +242,12 @@ impl Collector {
                     late.arrival
                         .add(&snap.stats.arrival_lateness)
                         .expect("auto-resizing histograms always add");
+                    if let Some(q) = snap.remote_quota {
+                        let sum = late.quota.get_or_insert_with(Throttling::default);
+                        sum.periods += q.periods;
+                        sum.throttled_periods += q.throttled_periods;
+                        sum.throttled += q.throttled;
+                    }
                 }
             }
             if snap.last {
@@ -263,6 +289,13 @@ impl Collector {
             emit(seq, p, sinks);
         }
         let cpu_end = process_cpu_time();
+        let client_quota = match (&quota, throttled_at_start, throttled()) {
+            (Some(limit), Some(start), Some(end)) => Some(QuotaUse {
+                limit: limit.clone(),
+                throttling: end.since(&start),
+            }),
+            _ => None,
+        };
         let measured = end.saturating_duration_since(measure_start);
         LevelTotals {
             stats: totals,
@@ -270,6 +303,7 @@ impl Collector {
             throughput_series: series,
             batches,
             client_cpu: cpu_end.saturating_sub(cpu_at_start.unwrap_or(cpu_end)) + remote_cpu,
+            client_quota,
             interrupted: end + Duration::from_millis(50) < self.deadline,
             measure_start,
             measure_end: end,
@@ -343,6 +377,7 @@ mod tests {
             stats: IntervalStats::new(1),
             active_users: 1,
             remote_cpu: Duration::ZERO,
+            remote_quota: None,
         }
     }
 
@@ -415,9 +450,16 @@ mod tests {
         let start = Instant::now();
         let deadline = start + Duration::from_secs(3);
         let (tx, rx) = mpsc::channel();
+        // The second worker runs under a quota, held back in 2 of 10
+        // periods each second (and 9 of 10 in the warm-up).
         let late = |shard: usize, seq: u64, last: bool, ms: u64| {
             let mut s = snapshot(shard, seq, last, deadline);
             s.stats.timer_lateness.record(ms * 1_000_000).unwrap();
+            s.remote_quota = (shard == 2).then_some(Throttling {
+                periods: 10,
+                throttled_periods: if seq == 0 { 9 } else { 2 },
+                throttled: Duration::from_millis(150),
+            });
             s
         };
         for shard in 0..3 {
@@ -450,5 +492,8 @@ mod tests {
             "the merged figure holds both"
         );
         assert!(groups.iter().all(|g| g.arrival.is_empty()));
+        assert_eq!(groups[0].quota, None);
+        let quota = groups[1].quota.unwrap();
+        assert_eq!((quota.periods, quota.throttled_periods), (20, 4));
     }
 }

@@ -2,8 +2,10 @@
 //! statistics a shard fills without locks (`stats`), and the collector that
 //! merges shards into per-second ticks and level totals (`collector`);
 //! how precise a level's figures are (`precision`, batch means);
-//! `wire`: snapshots across a process or host boundary.
+//! `wire`: snapshots across a process or host boundary; `cgroup`: the CPU
+//! quota this process runs under and how often it held the process back.
 
+pub mod cgroup;
 pub mod collector;
 pub mod outcome;
 pub mod precision;
@@ -12,7 +14,7 @@ pub mod wire;
 
 use std::time::Instant;
 
-pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, Tick, TickSink};
+pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, QuotaUse, Tick, TickSink};
 pub use outcome::{ErrorCounts, ErrorKind};
 pub use precision::{Batches, Ci95};
 pub use stats::{
@@ -36,6 +38,9 @@ pub struct Snapshot {
     /// previous snapshot (zero for this process's own shards, which
     /// `getrusage` already covers).
     pub remote_cpu: std::time::Duration,
+    /// What a CPU quota did to such a process's cgroup since its previous
+    /// snapshot (None for this process's shards, and without a quota).
+    pub remote_quota: Option<cgroup::Throttling>,
 }
 
 /// `1234567` → `1,234,567`.

@@ -15,6 +15,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::cgroup::Throttling;
 use super::outcome::ErrorKind;
 use super::stats::{new_histogram, CheckCount, DurationSum, IntervalStats, RequestStats};
 use super::Snapshot;
@@ -28,7 +29,35 @@ pub struct WireSnapshot {
     pub active_users: u32,
     /// CPU the sending process used since its previous snapshot.
     pub cpu_ns: u64,
+    /// Under a CPU quota: what the quota did to the sending process's
+    /// group since its previous snapshot (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<WireThrottling>,
     pub stats: WireStats,
+}
+
+/// `Throttling` on the wire: periods, throttled periods, throttled ns.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct WireThrottling(pub u64, pub u64, pub u64);
+
+impl From<Throttling> for WireThrottling {
+    fn from(t: Throttling) -> WireThrottling {
+        WireThrottling(
+            t.periods,
+            t.throttled_periods,
+            t.throttled.as_nanos() as u64,
+        )
+    }
+}
+
+impl From<WireThrottling> for Throttling {
+    fn from(w: WireThrottling) -> Throttling {
+        Throttling {
+            periods: w.0,
+            throttled_periods: w.1,
+            throttled: Duration::from_nanos(w.2),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -85,6 +114,7 @@ impl WireSnapshot {
             at_ns: to_monotonic_ns(snapshot.at),
             active_users: snapshot.active_users,
             cpu_ns: cpu.as_nanos() as u64,
+            quota: None,
             stats: WireStats {
                 per_request: s
                     .per_request
@@ -159,6 +189,7 @@ impl WireSnapshot {
             at: from_monotonic_ns(self.at_ns),
             active_users: self.active_users,
             remote_cpu: Duration::from_nanos(self.cpu_ns),
+            remote_quota: self.quota.map(Throttling::from),
             stats: IntervalStats {
                 per_request,
                 think: sum_from_wire(w.think),
@@ -289,6 +320,7 @@ mod tests {
             stats,
             active_users: 12,
             remote_cpu: Duration::ZERO,
+            remote_quota: None,
         };
         let line = serde_json::to_string(&WireSnapshot::new(&snapshot, Duration::from_millis(250)))
             .unwrap();

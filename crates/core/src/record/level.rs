@@ -72,6 +72,50 @@ pub struct ClientRecord {
     /// 2, or `auto` and the server agreed): absent when none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2_connections: Option<u64>,
+    /// Under a cgroup CPU quota (a container's CPU limit): the quota, and
+    /// how often it held the generator back in the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<CpuQuotaRecord>,
+}
+
+/// A generator's CPU quota and its throttling over a measured window. A
+/// throttled generator holds responses unread and timers unfired until
+/// the next period: up to `period_ms` more on a latency.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CpuQuotaRecord {
+    /// The quota in cores (a 500m limit is 0.5).
+    pub cores: f64,
+    /// The period it is granted in.
+    pub period_ms: f64,
+    /// Periods in the window, and those in which the quota ran out.
+    pub periods: u64,
+    pub throttled_periods: u64,
+    /// Time held back (cgroup v1 adds up each CPU's).
+    pub throttled_ms: f64,
+}
+
+impl CpuQuotaRecord {
+    pub fn of(quota: &crate::measure::QuotaUse) -> CpuQuotaRecord {
+        let t = &quota.throttling;
+        CpuQuotaRecord {
+            cores: round6(quota.limit.cores),
+            period_ms: round3(ms_of(quota.limit.period)),
+            periods: t.periods,
+            throttled_periods: t.throttled_periods,
+            throttled_ms: round3(ms_of(t.throttled)),
+        }
+    }
+
+    /// Whether the quota held the generator back at all in the window.
+    pub fn throttled(&self) -> bool {
+        self.throttled_periods > 0
+    }
+
+    /// Whether it held the generator back often enough to be its
+    /// bottleneck (a tenth of the periods).
+    pub fn holds_back(&self) -> bool {
+        crate::measure::cgroup::holds_back(self.periods, self.throttled_periods)
+    }
 }
 
 /// What became of an open level's arrivals.
@@ -453,6 +497,14 @@ impl LevelRecord {
                 tls_resumed: (t.stats.tls.count > 0).then_some(t.stats.tls_resumed),
                 http2_connections: (t.stats.http2_connections > 0)
                     .then_some(t.stats.http2_connections),
+                // A quota here holds back only this process: workers
+                // generate elsewhere, under their own.
+                cpu_quota: run
+                    .workers
+                    .is_empty()
+                    .then_some(t.client_quota.as_ref())
+                    .flatten()
+                    .map(CpuQuotaRecord::of),
             },
             achieved_rate_rps: None,
             service_time_ms: None,
@@ -465,6 +517,23 @@ impl LevelRecord {
             rate_search: None,
         }
         .with_open(run)
+        .with_quota()
+    }
+
+    /// A generator its CPU quota held back in a tenth or more of the
+    /// periods was a bottleneck, whatever else shows: a response it was
+    /// not allowed to read counts in the response time, not in the think
+    /// time or the arrivals' lateness the other witnesses watch.
+    fn with_quota(mut self) -> LevelRecord {
+        if self
+            .client
+            .cpu_quota
+            .as_ref()
+            .is_some_and(|q| q.holds_back())
+        {
+            self.client_bottleneck = true;
+        }
+        self
     }
 
     /// An open level: the target and achieved rates, the uncorrected

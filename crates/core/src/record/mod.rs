@@ -25,9 +25,9 @@ pub use analysis::{
 };
 pub use check::{unmeasurable, MAX_FIGURE};
 pub use level::{
-    round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, LagFigure,
-    LagReading, Latency, LevelRecord, LittleCheck, PerRequestRecord, PromqlFigure, RateLevel,
-    SloVerdict, ThinkRecord, TimerLateness,
+    round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, CpuQuotaRecord,
+    LagFigure, LagReading, Latency, LevelRecord, LittleCheck, PerRequestRecord, PromqlFigure,
+    RateLevel, SloVerdict, ThinkRecord, TimerLateness,
 };
 pub use plan::CapacityPlan;
 pub use servers::{

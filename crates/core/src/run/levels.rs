@@ -9,8 +9,8 @@ use super::completions::Completions;
 use super::redo::{remeasure_short_of_cpu, replace_lost, scale_out};
 use super::validity::{self, Invalid};
 use super::warnings::{
-    all_failed, answered_wrong, body_too_large, client_bottleneck, data_exhausted, late_workers,
-    servers_short_of_cpu, unanswered,
+    all_failed, answered_wrong, body_too_large, client_bottleneck, data_exhausted,
+    generator_throttled, late_workers, servers_short_of_cpu, unanswered,
 };
 use super::{LevelController, Next, RunError, RunObserver, RunPlan, SAMPLE_PERIOD};
 use crate::engine::{self, Level, LevelRun, StopSignal};
@@ -303,6 +303,9 @@ impl<'a> Session<'a> {
             self.warn(w);
         }
         if let Some(w) = servers_short_of_cpu(&record) {
+            self.warn(w);
+        }
+        if let Some(w) = generator_throttled(&record) {
             self.warn(w);
         }
         if let Some(w) = answered_wrong(&record) {

@@ -43,6 +43,10 @@ const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// counts as the generator's limit.
 const GENERATOR_CPU_LIMIT: f64 = 0.95;
 
+/// The CFS period a quota is granted in unless set otherwise (Linux's,
+/// Kubernetes'): a worker sends what its quota did, not its period.
+const DEFAULT_QUOTA_PERIOD_MS: f64 = 100.0;
+
 /// Changes the system under test to one `--vary` value and waits until it
 /// is ready; an error ends the analysis (`apply_failed`).
 pub type Reconfigure = Box<dyn FnMut(&str) -> Result<(), String>>;
@@ -344,8 +348,20 @@ pub enum GeneratorLimit {
     /// slot are not evidence: the slots fill when sessions do not finish,
     /// which is the server's doing.
     Late { p99_ms: f64, max_ms: f64 },
-    /// Its CPU was all but spent.
-    Cpu { used: f64, cores: u32 },
+    /// Its CPU quota held it back: until the next period began, responses
+    /// that had arrived stayed unread and arrivals due stayed unsent, so
+    /// latencies count time the generator was not allowed to run — which
+    /// its arrival lateness alone does not show (a response read late is
+    /// not an arrival sent late).
+    Throttled {
+        quota_cores: f64,
+        periods: u64,
+        throttled_periods: u64,
+        period_ms: f64,
+        late_max_ms: f64,
+    },
+    /// Its CPU (or its quota of CPU) was all but spent.
+    Cpu { used: f64, cores: f64 },
 }
 
 impl GeneratorLimit {
@@ -354,6 +370,14 @@ impl GeneratorLimit {
             GeneratorLimit::Late { p99_ms, .. } => {
                 format!("arrivals left the generator late (p99 {p99_ms:.1} ms past their time)")
             }
+            GeneratorLimit::Throttled {
+                quota_cores,
+                periods,
+                throttled_periods,
+                ..
+            } => format!(
+                "the generator's CPU quota ({quota_cores} cores) held it back in {throttled_periods} of {periods} periods"
+            ),
             GeneratorLimit::Cpu { used, cores } => {
                 format!("the generator used {used:.2} of its {cores} cores")
             }
@@ -364,48 +388,88 @@ impl GeneratorLimit {
     /// anything. Lateness is bounded: every latency counts from the
     /// arrival's intended start, so late arrivals add at most the largest
     /// lateness to each; and arrivals late by that much can take at most
-    /// that share of the level from the delivered rate. A system whose p99
-    /// stands seconds past its SLO, or that delivered half the rate, failed
-    /// on its own account even while a shared machine made a few arrivals
-    /// late by tens of milliseconds: that level is the system's failure and
-    /// its capacity, not the generator's limit.
+    /// that share of the level from the delivered rate. A throttled
+    /// generator adds to that at most a period's wait for its quota, on
+    /// the response's side. A system whose p99 stands seconds past its
+    /// SLO, or that delivered half the rate, failed on its own account
+    /// even while a shared machine made a few arrivals late by tens of
+    /// milliseconds: that level is the system's failure and its capacity,
+    /// not the generator's limit.
     pub fn explains(&self, slo: &ThresholdResult, rate: f64, delivered: f64, secs: f64) -> bool {
-        let GeneratorLimit::Late { max_ms, .. } = *self else {
-            return true;
+        let (added_ms, bounded_loss) = match *self {
+            GeneratorLimit::Cpu { .. } => return true,
+            GeneratorLimit::Late { max_ms, .. } => (max_ms, true),
+            GeneratorLimit::Throttled {
+                period_ms,
+                late_max_ms,
+                ..
+            } => (late_max_ms + period_ms, false),
         };
         let Some(actual) = slo.actual else {
             return true;
         };
-        // Late arrivals only lower what the servers spend, and what the
-        // consumers have to catch up on.
+        // A late or held-back generator only lowers what the servers
+        // spend, and what the consumers have to catch up on.
         if slo.of_tier() || slo.of_consumer_group() {
             return false;
         }
         match slo.unit {
-            // Lateness only adds latency: it can explain a latency above
-            // an upper bound, never one below a lower bound.
-            Unit::Ms => actual > slo.bound && actual - max_ms <= slo.bound,
-            Unit::Fraction if slo.source.starts_with("achieved") => {
-                let lost = rate * (max_ms / 1e3) / secs.max(1e-9);
+            // It only adds latency: it can explain a latency above an
+            // upper bound, never one below a lower bound.
+            Unit::Ms => actual > slo.bound && actual - added_ms <= slo.bound,
+            Unit::Fraction if slo.source.starts_with("achieved") && bounded_loss => {
+                let lost = rate * (added_ms / 1e3) / secs.max(1e-9);
                 rate > 0.0 && (delivered + lost) / rate >= slo.bound
             }
-            // Errors and throughput thresholds: nothing bounds what late
-            // arrivals do to them; the generator is not cleared.
+            // Errors and throughput thresholds, and a throttled
+            // generator's rate: nothing bounds what it does to them; the
+            // generator is not cleared.
             _ => true,
         }
     }
 }
 
-/// Why the generator may have limited a level, if it may have.
+/// Why the generator may have limited a level, if it may have: its CPU
+/// (its quota's, under one) all but spent; its quota holding it back at
+/// times; arrivals sent late.
 pub fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
-    let cores = level.client.cores.max(1) as f64;
+    let quota = level.client.cpu_quota.as_ref();
+    let cores = quota.map_or(level.client.cores.max(1) as f64, |q| {
+        q.cores.min(level.client.cores.max(1) as f64)
+    });
     if level.client.cpu_util_cores >= GENERATOR_CPU_LIMIT * cores {
         return Some(GeneratorLimit::Cpu {
             used: level.client.cpu_util_cores,
-            cores: level.client.cores,
+            cores,
         });
     }
-    let late = level.client.arrival_lateness_ms.as_ref()?;
+    let late = level.client.arrival_lateness_ms.as_ref();
+    let late_max_ms = late.map_or(0.0, |l| l.max);
+    if let Some(q) = quota.filter(|q| q.throttled()) {
+        return Some(GeneratorLimit::Throttled {
+            quota_cores: q.cores,
+            periods: q.periods,
+            throttled_periods: q.throttled_periods,
+            period_ms: q.period_ms,
+            late_max_ms,
+        });
+    }
+    // A worker's quota: its period is not sent, so the common 100 ms.
+    let worker = level
+        .workers
+        .iter()
+        .filter(|w| w.quota_throttled_periods.unwrap_or(0) > 0)
+        .max_by_key(|w| w.quota_throttled_periods);
+    if let Some(w) = worker {
+        return Some(GeneratorLimit::Throttled {
+            quota_cores: w.cpu,
+            periods: w.quota_periods.unwrap_or(0),
+            throttled_periods: w.quota_throttled_periods.unwrap_or(0),
+            period_ms: DEFAULT_QUOTA_PERIOD_MS,
+            late_max_ms,
+        });
+    }
+    let late = late?;
     (late.p99 > LATENESS_FLOOR_S * 1e3).then_some(GeneratorLimit::Late {
         p99_ms: late.p99,
         max_ms: late.max,

@@ -7,9 +7,10 @@ use crate::record::{LevelRecord, Mode};
 use crate::scenario::Scenario;
 
 /// Names the workers whose timers fired later than scheduling noise
-/// explains, latest first — the level's lateness merges every worker's, so
-/// one starved worker in a pool would otherwise go unnamed:
-/// `", timers late on w1 (p99 85.7 ms)"`. Empty when none was.
+/// explains, latest first, and those their CPU quota held back — the
+/// level's lateness merges every worker's, so one starved worker in a pool
+/// would otherwise go unnamed: `", timers late on w1 (p99 85.7 ms), w1
+/// held back by its CPU quota in 31 of 40 periods"`. Empty when none was.
 pub(super) fn late_workers(level: &LevelRecord) -> String {
     let floor_ms = crate::capacity::client::LATENESS_FLOOR_S * 1e3;
     let mut late: Vec<(f64, &str)> = level
@@ -18,15 +19,24 @@ pub(super) fn late_workers(level: &LevelRecord) -> String {
         .filter_map(|w| Some((w.lateness_p99_ms()?, w.name.as_str())))
         .filter(|&(p99, _)| p99 > floor_ms)
         .collect();
-    if late.is_empty() {
-        return String::new();
+    let mut text = String::new();
+    if !late.is_empty() {
+        late.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let named: Vec<String> = late
+            .iter()
+            .map(|(p99, name)| format!("{name} (p99 {p99:.1} ms)"))
+            .collect();
+        text = format!(", timers late on {}", named.join(", "));
     }
-    late.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let named: Vec<String> = late
-        .iter()
-        .map(|(p99, name)| format!("{name} (p99 {p99:.1} ms)"))
-        .collect();
-    format!(", timers late on {}", named.join(", "))
+    for w in level.workers.iter().filter(|w| w.held_back()) {
+        text.push_str(&format!(
+            ", {} held back by its CPU quota in {} of {} periods",
+            w.name,
+            w.quota_throttled_periods.unwrap_or(0),
+            w.quota_periods.unwrap_or(0)
+        ));
+    }
+    text
 }
 
 /// Says so when every request of a level failed: its response times, if
@@ -161,6 +171,21 @@ pub(super) fn servers_short_of_cpu(level: &LevelRecord) -> Option<String> {
     Some(format!(
         "level {}: the servers were short of CPU ({why}): its figures may fall short of what the system gives with the cores to itself; run the servers where nothing else takes their cores",
         level.level
+    ))
+}
+
+/// Says so when the generator's CPU quota (a container's CPU limit) held
+/// it back in a tenth or more of the level's periods: while held, it read
+/// no response and sent no request, so its latencies count time it was
+/// not allowed to run.
+pub(super) fn generator_throttled(level: &LevelRecord) -> Option<String> {
+    let q = level.client.cpu_quota.as_ref()?;
+    if !q.holds_back() {
+        return None;
+    }
+    Some(format!(
+        "level {}: the generator's CPU quota ({} cores) held it back in {} of {} periods ({:.0} ms in all): its latencies include time it was not allowed to run; give it a larger CPU limit, or spread the load with --workers or --generators",
+        level.level, q.cores, q.throttled_periods, q.periods, q.throttled_ms
     ))
 }
 

@@ -312,6 +312,7 @@ pub(crate) fn end_shards(running: BTreeSet<usize>, start: Instant, tx: &Sender<S
             stats: IntervalStats::new(0),
             active_users: 0,
             remote_cpu: Duration::ZERO,
+            remote_quota: None,
         });
     }
 }

@@ -8,6 +8,7 @@ use super::place::raise_open_file_limit;
 use super::Job;
 use crate::engine::start::{start_shards, Clock, LevelContext};
 use crate::engine::stop::StopSignal;
+use crate::measure::cgroup::CpuLimit;
 use crate::measure::collector::process_cpu_time;
 use crate::measure::wire::{from_monotonic_ns, WireSnapshot};
 use crate::measure::Snapshot;
@@ -72,17 +73,27 @@ impl Job {
 
 /// Sends every snapshot from `rx` through `send` as it travels, with the
 /// CPU this process (and the generator processes it heard from) used
-/// since the previous one, until every shard has ended.
+/// since the previous one, and what its CPU quota did to its cgroup in
+/// that time, until every shard has ended. A generator process beside it
+/// shares its cgroup: the group's counters already hold that one's.
 pub(crate) fn forward(
     rx: mpsc::Receiver<Snapshot>,
     mut send: impl FnMut(WireSnapshot) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut cpu = process_cpu_time();
+    let limit = CpuLimit::of_this_process();
+    let throttling = || limit.as_ref().and_then(CpuLimit::throttling);
+    let mut throttled = throttling();
     for snapshot in rx {
         let now = process_cpu_time();
         let spent = now.saturating_sub(cpu) + snapshot.remote_cpu;
         cpu = now;
-        send(WireSnapshot::new(&snapshot, spent))?;
+        let mut wire = WireSnapshot::new(&snapshot, spent);
+        if let (Some(before), Some(now)) = (throttled, throttling()) {
+            wire.quota = Some(now.since(&before).into());
+            throttled = Some(now);
+        }
+        send(wire)?;
     }
     Ok(())
 }

@@ -82,6 +82,12 @@ pub struct WorkerShare {
     pub timer_lateness_ms: Option<TimerLateness>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_lateness_ms: Option<TimerLateness>,
+    /// Under a CPU quota (a container's limit): the measured window's
+    /// periods, and those in which the quota held it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_periods: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_throttled_periods: Option<u64>,
 }
 
 impl WorkerShare {
@@ -89,6 +95,17 @@ impl WorkerShare {
     pub fn lateness_p99_ms(&self) -> Option<f64> {
         let timers = [&self.timer_lateness_ms, &self.arrival_lateness_ms];
         timers.into_iter().flatten().map(|l| l.p99).reduce(f64::max)
+    }
+
+    /// Whether its CPU quota held it back in a tenth or more of the
+    /// measured window's periods.
+    pub fn held_back(&self) -> bool {
+        match (self.quota_periods, self.quota_throttled_periods) {
+            (Some(periods), Some(throttled)) => {
+                crate::measure::cgroup::holds_back(periods, throttled)
+            }
+            _ => false,
+        }
     }
 }
 
@@ -140,6 +157,8 @@ pub(crate) fn drive(
                 rtt_ms: round6(link.rtt.as_secs_f64() * 1e3),
                 timer_lateness_ms: None,
                 arrival_lateness_ms: None,
+                quota_periods: None,
+                quota_throttled_periods: None,
             })
             .collect();
         match remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap) {
@@ -187,6 +206,8 @@ pub(crate) fn drive(
             |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| TimerLateness::of(h));
         share.timer_lateness_ms = timed(&late.timer);
         share.arrival_lateness_ms = timed(&late.arrival);
+        share.quota_periods = late.quota.map(|q| q.periods);
+        share.quota_throttled_periods = late.quota.map(|q| q.throttled_periods);
     }
     Ok(Driven {
         started_at,

@@ -133,6 +133,7 @@ mod tests {
             stats,
             active_users: 1,
             remote_cpu: Duration::ZERO,
+            remote_quota: None,
         }
     }
 

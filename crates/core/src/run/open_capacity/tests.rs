@@ -32,8 +32,43 @@ fn late_arrivals_explain_only_what_their_lateness_can_add() {
     assert!(late.explains(&errors, 400.0, 227.0, 10.0));
     let cpu = GeneratorLimit::Cpu {
         used: 1.98,
-        cores: 2,
+        cores: 2.0,
     };
     assert!(cpu.explains(&p99(5000.0), 400.0, 227.0, 10.0));
     assert!(cpu.explains(&achieved(0.57), 400.0, 227.0, 10.0));
+}
+
+#[test]
+fn a_throttled_generator_explains_a_period_more_than_its_lateness() {
+    // Seen under a 0.1-core quota: arrivals late by at most 40 ms, a p99
+    // of 139 ms against 50 ms: the responses waited for the quota too.
+    let throttled = GeneratorLimit::Throttled {
+        quota_cores: 0.1,
+        periods: 30,
+        throttled_periods: 2,
+        period_ms: 100.0,
+        late_max_ms: 40.0,
+    };
+    let p99 = |actual| slo("p99 < 50ms", actual, 50.0, Unit::Ms);
+    assert!(throttled.explains(&p99(139.0), 50.0, 50.0, 3.0));
+    assert!(GeneratorLimit::Late {
+        p99_ms: 12.0,
+        max_ms: 40.0
+    }
+    .explains(&p99(60.0), 50.0, 50.0, 3.0));
+    assert!(!GeneratorLimit::Late {
+        p99_ms: 12.0,
+        max_ms: 40.0
+    }
+    .explains(&p99(139.0), 50.0, 50.0, 3.0));
+    // Not a system seconds past its SLO, nor a tier's CPU or a lag.
+    assert!(!throttled.explains(&p99(2000.0), 50.0, 50.0, 3.0));
+    let tier = slo("web.util < 60%", 0.9, 0.6, Unit::Fraction);
+    assert!(tier.of_tier());
+    assert!(!throttled.explains(&tier, 50.0, 50.0, 3.0));
+    let why = throttled.why();
+    assert!(
+        why.contains("quota (0.1 cores) held it back in 2 of 30 periods"),
+        "{why}"
+    );
 }
