@@ -21,9 +21,12 @@ pub struct CpuLimit {
     v2: bool,
 }
 
-/// The kernel's throttling counters of a group, since it was made.
+/// The kernel's throttling counters of a group, since it was made, and
+/// the period its quota is granted in (a held-back process waits at most
+/// about that long).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Throttling {
+    pub period: Duration,
     /// Enforcement periods that went by while the group had work.
     pub periods: u64,
     /// Of those, the periods in which the group spent its quota and was
@@ -37,6 +40,7 @@ impl Throttling {
     /// What went by between `earlier` and this reading.
     pub fn since(&self, earlier: &Throttling) -> Throttling {
         Throttling {
+            period: self.period,
             periods: self.periods.saturating_sub(earlier.periods),
             throttled_periods: self
                 .throttled_periods
@@ -95,7 +99,11 @@ impl CpuLimit {
     /// The group's throttling counters now; None when they cannot be read.
     pub fn throttling(&self) -> Option<Throttling> {
         let text = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
-        parse_stat(&text, self.v2)
+        let counters = parse_stat(&text, self.v2)?;
+        Some(Throttling {
+            period: self.period,
+            ..counters
+        })
     }
 }
 
@@ -206,6 +214,7 @@ mod tests {
         assert_eq!(
             parse_stat(v1, false),
             Some(Throttling {
+                period: Duration::ZERO,
                 periods: 929,
                 throttled_periods: 579,
                 throttled: Duration::from_nanos(30_947_215_882),
@@ -218,6 +227,7 @@ mod tests {
         // A group without a quota's counters (v2 lists usage only).
         assert_eq!(parse_stat("usage_usec 8016\nuser_usec 4811\n", true), None);
         let later = Throttling {
+            period: Duration::ZERO,
             periods: 940,
             throttled_periods: 580,
             throttled: Duration::from_nanos(31_000_000_000),

@@ -244,6 +244,7 @@ impl Collector {
                         .expect("auto-resizing histograms always add");
                     if let Some(q) = snap.remote_quota {
                         let sum = late.quota.get_or_insert_with(Throttling::default);
+                        sum.period = sum.period.max(q.period);
                         sum.periods += q.periods;
                         sum.throttled_periods += q.throttled_periods;
                         sum.throttled += q.throttled;
@@ -456,6 +457,7 @@ mod tests {
             let mut s = snapshot(shard, seq, last, deadline);
             s.stats.timer_lateness.record(ms * 1_000_000).unwrap();
             s.remote_quota = (shard == 2).then_some(Throttling {
+                period: Duration::from_millis(100),
                 periods: 10,
                 throttled_periods: if seq == 0 { 9 } else { 2 },
                 throttled: Duration::from_millis(150),
@@ -495,5 +497,6 @@ mod tests {
         assert_eq!(groups[0].quota, None);
         let quota = groups[1].quota.unwrap();
         assert_eq!((quota.periods, quota.throttled_periods), (20, 4));
+        assert_eq!(quota.period, Duration::from_millis(100));
     }
 }

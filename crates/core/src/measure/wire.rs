@@ -36,9 +36,10 @@ pub struct WireSnapshot {
     pub stats: WireStats,
 }
 
-/// `Throttling` on the wire: periods, throttled periods, throttled ns.
+/// `Throttling` on the wire: periods, throttled periods, throttled ns, the
+/// period in µs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct WireThrottling(pub u64, pub u64, pub u64);
+pub struct WireThrottling(pub u64, pub u64, pub u64, pub u64);
 
 impl From<Throttling> for WireThrottling {
     fn from(t: Throttling) -> WireThrottling {
@@ -46,6 +47,7 @@ impl From<Throttling> for WireThrottling {
             t.periods,
             t.throttled_periods,
             t.throttled.as_nanos() as u64,
+            t.period.as_micros() as u64,
         )
     }
 }
@@ -53,6 +55,7 @@ impl From<Throttling> for WireThrottling {
 impl From<WireThrottling> for Throttling {
     fn from(w: WireThrottling) -> Throttling {
         Throttling {
+            period: Duration::from_micros(w.3),
             periods: w.0,
             throttled_periods: w.1,
             throttled: Duration::from_nanos(w.2),

@@ -43,10 +43,6 @@ const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// counts as the generator's limit.
 const GENERATOR_CPU_LIMIT: f64 = 0.95;
 
-/// The CFS period a quota is granted in unless set otherwise (Linux's,
-/// Kubernetes'): a worker sends what its quota did, not its period.
-const DEFAULT_QUOTA_PERIOD_MS: f64 = 100.0;
-
 /// Changes the system under test to one `--vary` value and waits until it
 /// is ready; an error ends the analysis (`apply_failed`).
 pub type Reconfigure = Box<dyn FnMut(&str) -> Result<(), String>>;
@@ -454,7 +450,6 @@ pub fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
             late_max_ms,
         });
     }
-    // A worker's quota: its period is not sent, so the common 100 ms.
     let worker = level
         .workers
         .iter()
@@ -465,7 +460,7 @@ pub fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
             quota_cores: w.cpu,
             periods: w.quota_periods.unwrap_or(0),
             throttled_periods: w.quota_throttled_periods.unwrap_or(0),
-            period_ms: DEFAULT_QUOTA_PERIOD_MS,
+            period_ms: w.quota_period_ms.unwrap_or(0.0),
             late_max_ms,
         });
     }

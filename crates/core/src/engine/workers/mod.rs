@@ -88,6 +88,10 @@ pub struct WorkerShare {
     pub quota_periods: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota_throttled_periods: Option<u64>,
+    /// The period its quota is granted in: a held-back worker waits up to
+    /// about that long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_period_ms: Option<f64>,
 }
 
 impl WorkerShare {
@@ -159,6 +163,7 @@ pub(crate) fn drive(
                 arrival_lateness_ms: None,
                 quota_periods: None,
                 quota_throttled_periods: None,
+                quota_period_ms: None,
             })
             .collect();
         match remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap) {
@@ -208,6 +213,7 @@ pub(crate) fn drive(
         share.arrival_lateness_ms = timed(&late.arrival);
         share.quota_periods = late.quota.map(|q| q.periods);
         share.quota_throttled_periods = late.quota.map(|q| q.throttled_periods);
+        share.quota_period_ms = late.quota.map(|q| round6(q.period.as_secs_f64() * 1e3));
     }
     Ok(Driven {
         started_at,
