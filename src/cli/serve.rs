@@ -29,6 +29,23 @@ pub struct TestbedArgs {
     /// keeps one), e.g. `1MiB`: a known memory per user to profile.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "0")]
     pub session_memory: u64,
+    /// Also run a stream processor (tb-con): a Kafka consumer group that
+    /// reads this topic, pays --record-cost of CPU per record and commits
+    /// every second, for lag SLOs and a known demand per record.
+    #[arg(long, value_name = "TOPIC")]
+    pub consume: Option<String>,
+    /// The broker tb-con reads from (plaintext).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9092")]
+    pub kafka: String,
+    /// tb-con's consumer group.
+    #[arg(long, value_name = "GROUP", default_value = "tb-con")]
+    pub consumer_group: String,
+    /// tb-con's threads, each reading its share of the partitions.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub consumer_workers: usize,
+    /// CPU tb-con spends on each record, e.g. `2ms`.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "1ms")]
+    pub record_cost: std::time::Duration,
 }
 
 /// `1MiB`, `512KB`, `1048576`.
@@ -84,9 +101,9 @@ pub struct AgentArgs {
 
 #[derive(Debug, Args)]
 pub struct TierArgs {
-    /// web or db
+    /// web, db or consumer
     pub tier: String,
-    #[arg(long)]
+    #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
@@ -99,4 +116,13 @@ pub struct TierArgs {
     /// Bytes held for each open connection (web only).
     #[arg(long, default_value_t = 0)]
     pub session_memory: usize,
+    /// The consumer tier's broker, topic, group and CPU per record.
+    #[arg(long)]
+    pub kafka: Option<String>,
+    #[arg(long)]
+    pub topic: Option<String>,
+    #[arg(long)]
+    pub group: Option<String>,
+    #[arg(long)]
+    pub record_cost_us: Option<u64>,
 }

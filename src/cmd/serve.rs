@@ -74,6 +74,13 @@ pub fn testbed(args: TestbedArgs) -> Outcome {
         schema_registry: args.schema_registry,
         name_tag: args.name_tag,
         session_memory: args.session_memory as usize,
+        consumer: args.consume.map(|topic| autoperf_testbed::ConsumerOptions {
+            bootstrap: args.kafka,
+            topic,
+            group: args.consumer_group,
+            record_cost: args.record_cost,
+        }),
+        consumer_workers: args.consumer_workers,
     };
     autoperf_testbed::testbed_main(&exe, options)
         .map(|_| exit::OK)
@@ -84,22 +91,65 @@ pub fn tier(args: TierArgs) -> Outcome {
     let tier = match args.tier.as_str() {
         "web" => autoperf_testbed::Tier::Web,
         "db" => autoperf_testbed::Tier::Db,
+        "consumer" => autoperf_testbed::Tier::Consumer,
         other => {
             return Err(Failure::bad_input(format!(
-                "unknown tier `{other}`: expected web or db"
+                "unknown tier `{other}`: expected web, db or consumer"
             )))
         }
     };
-    autoperf_testbed::tier_main(autoperf_testbed::TierArgs {
+    let consume = match (args.kafka, args.topic, args.group) {
+        (Some(bootstrap), Some(topic), Some(group)) => Some(autoperf_testbed::ConsumerOptions {
+            bootstrap,
+            topic,
+            group,
+            record_cost: std::time::Duration::from_micros(args.record_cost_us.unwrap_or(0)),
+        }),
+        _ => None,
+    };
+    let tier_args = autoperf_testbed::TierArgs {
         tier,
         listen: args.listen,
         workers: args.workers,
         db: args.db,
         name_tag: args.name_tag,
         session_memory: args.session_memory,
-    })
-    .map(|_| exit::OK)
-    .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))
+        consume,
+    };
+    let served = match tier {
+        autoperf_testbed::Tier::Consumer => consumer_tier(tier_args),
+        _ => autoperf_testbed::tier_main(tier_args),
+    };
+    served
+        .map(|_| exit::OK)
+        .map_err(|e| Failure::cannot_proceed(format!("{e:#}")))
+}
+
+/// The consumer tier: the testbed names the process and pays for the
+/// records; core's Kafka consumer reads them.
+fn consumer_tier(args: autoperf_testbed::TierArgs) -> anyhow::Result<()> {
+    use autoperf_core::protocol::kafka::consumer::{self, ConsumerSpec};
+    let workers = args.workers;
+    let mut failed = None;
+    autoperf_testbed::consumer_tier_main(args, |options, pay, stop| {
+        let target = autoperf_core::scenario::KafkaTarget::plaintext(&options.bootstrap);
+        match autoperf_core::protocol::kafka::config(&target, std::time::Duration::from_secs(10)) {
+            Ok(config) => {
+                let spec = ConsumerSpec {
+                    config,
+                    topic: options.topic.clone(),
+                    group: options.group.clone(),
+                    workers,
+                };
+                consumer::run(&spec, pay, stop);
+            }
+            Err(e) => failed = Some(e.to_string()),
+        }
+    })?;
+    match failed {
+        Some(why) => anyhow::bail!("{why}"),
+        None => Ok(()),
+    }
 }
 
 pub fn agent(args: AgentArgs) -> Outcome {

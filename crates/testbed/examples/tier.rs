@@ -21,6 +21,7 @@ fn main() -> anyhow::Result<()> {
         db: None,
         name_tag: None,
         session_memory: 0,
+        consume: None,
     };
     while let Some(flag) = args.next() {
         let value = args

@@ -40,5 +40,8 @@ mod tls;
 pub mod web;
 
 pub use db::{serve_db, DbConfig};
-pub use process::{testbed_main, tier_main, Testbed, TestbedOptions, Tier, TierArgs};
+pub use process::{
+    consumer_tier_main, testbed_main, tier_main, ConsumerOptions, PayForRecords, Testbed,
+    TestbedOptions, Tier, TierArgs,
+};
 pub use web::{serve_web, WebConfig};

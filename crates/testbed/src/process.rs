@@ -38,6 +38,10 @@ const PARENT_ENV: &str = "AUTOPERF_TESTBED_PARENT";
 pub enum Tier {
     Web,
     Db,
+    /// A stream processor: a Kafka consumer group paying a known CPU time
+    /// per record (`autoperf tier consumer`, run by the CLI, which has the
+    /// Kafka client).
+    Consumer,
 }
 
 impl Tier {
@@ -46,6 +50,7 @@ impl Tier {
         match self {
             Tier::Web => "tb-web",
             Tier::Db => "tb-db",
+            Tier::Consumer => "tb-con",
         }
     }
 
@@ -63,6 +68,7 @@ impl Tier {
         match self {
             Tier::Web => "web",
             Tier::Db => "db",
+            Tier::Consumer => "consumer",
         }
     }
 }
@@ -81,6 +87,21 @@ pub struct TierArgs {
     /// Bytes the web tier holds for each open connection: see
     /// [`TestbedOptions::session_memory`].
     pub session_memory: usize,
+    /// The consumer tier's topic and group (consumer only).
+    pub consume: Option<ConsumerOptions>,
+}
+
+/// The consumer tier: what it reads, as which group, and what a record
+/// costs it.
+#[derive(Debug, Clone)]
+pub struct ConsumerOptions {
+    /// `host:port` of a Kafka broker (plaintext).
+    pub bootstrap: String,
+    pub topic: String,
+    pub group: String,
+    /// CPU time burned per record, in thread CPU time (see burn.rs): the
+    /// tier's demand per record, known by construction.
+    pub record_cost: Duration,
 }
 
 /// Options of `autoperf testbed`.
@@ -102,6 +123,10 @@ pub struct TestbedOptions {
     /// and frees when it closes: a known memory per session (a closed
     /// user keeps one connection), for the memory model's tests.
     pub session_memory: usize,
+    /// Also start the consumer tier (`tb-con`) with `consumer_workers`
+    /// threads.
+    pub consumer: Option<ConsumerOptions>,
+    pub consumer_workers: usize,
 }
 
 impl Default for TestbedOptions {
@@ -113,6 +138,8 @@ impl Default for TestbedOptions {
             schema_registry: None,
             name_tag: None,
             session_memory: 0,
+            consumer: None,
+            consumer_workers: 1,
         }
     }
 }
@@ -120,6 +147,10 @@ impl Default for TestbedOptions {
 /// The body of `autoperf tier web|db`: names the process, binds, prints
 /// `listening http://IP:PORT`, serves until SIGTERM or SIGINT.
 pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.tier != Tier::Consumer,
+        "the consumer tier runs through consumer_tier_main"
+    );
     // Before any thread exists: threads copy the name of the thread that
     // starts them, so every thread of the process reads tb-web/tb-db too.
     set_process_name(&args.tier.tagged_name(args.name_tag.as_deref()))?;
@@ -145,7 +176,7 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
                     .context("binding the HTTPS port")?;
                 Some((tls, tls_listener))
             }
-            Tier::Db => None,
+            Tier::Db | Tier::Consumer => None,
         };
         {
             let mut out = std::io::stdout().lock();
@@ -176,7 +207,7 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
                 // `tls` lives until the tier stops; its file goes with it.
                 serve_web_and_https(listener, Some(https), config, shutdown).await
             }
-            Tier::Db => {
+            Tier::Db | Tier::Consumer => {
                 let config = DbConfig {
                     workers: args.workers,
                 };
@@ -184,6 +215,53 @@ pub fn tier_main(args: TierArgs) -> anyhow::Result<()> {
             }
         }
     })
+}
+
+/// What a consumer tier does with a fetch's records: pays for them.
+pub type PayForRecords = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// The body of `autoperf tier consumer`: names the process, prints
+/// `consuming TOPIC as GROUP`, and runs `consume` until it returns — with
+/// what each fetch's records cost (a burn of `record_cost` each, the
+/// handling of the fetch included, as the other tiers' burns include
+/// theirs) and a flag SIGTERM or SIGINT sets.
+pub fn consumer_tier_main(
+    args: TierArgs,
+    consume: impl FnOnce(&ConsumerOptions, PayForRecords, Arc<AtomicBool>),
+) -> anyhow::Result<()> {
+    let options = args
+        .consume
+        .clone()
+        .context("the consumer tier needs a topic and a group")?;
+    set_process_name(&args.tier.tagged_name(args.name_tag.as_deref()))?;
+    die_with_parent();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tier's runtime")?;
+    let shutdown = runtime.block_on(async { termination() })?;
+    thread::spawn(move || {
+        runtime.block_on(shutdown);
+        stopping.store(true, Ordering::Relaxed);
+    });
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "consuming {} as {} from {}",
+            options.topic, options.group, options.bootstrap
+        )?;
+        out.flush()?;
+    }
+    let cost = options.record_cost;
+    let pay: PayForRecords = Arc::new(move |records| {
+        crate::burn::request_started();
+        crate::burn::burn(cost * records.min(u64::from(u32::MAX)) as u32);
+    });
+    consume(&options, pay, stop);
+    Ok(())
 }
 
 /// Sets the name of the calling thread, which for the main thread is the
@@ -253,8 +331,12 @@ pub struct Testbed {
     pub https_url: Option<String>,
     pub https_addr: Option<SocketAddr>,
     pub ca_file: Option<PathBuf>,
+    /// The consumer tier, when started: its pid and process name.
+    pub consumer_pid: Option<u32>,
+    pub consumer_process: Option<String>,
     web: Option<TierProcess>,
     db: Option<TierProcess>,
+    consumer: Option<TierProcess>,
 }
 
 impl Testbed {
@@ -282,6 +364,7 @@ impl Testbed {
                 db: None,
                 name_tag: options.name_tag.clone(),
                 session_memory: 0,
+                consume: None,
             },
         )?;
         let web = TierProcess::spawn(
@@ -293,15 +376,43 @@ impl Testbed {
                 db: Some(db.addr),
                 name_tag: options.name_tag.clone(),
                 session_memory: options.session_memory,
+                consume: None,
             },
         );
-        let web = match web {
+        let mut web = match web {
             Ok(web) => web,
             Err(e) => {
                 db.signal(libc::SIGTERM);
                 db.stop(Instant::now() + STOP_TIMEOUT);
                 return Err(e);
             }
+        };
+        let consumer = match &options.consumer {
+            Some(consume) => {
+                let spawned = TierProcess::spawn(
+                    exe,
+                    &TierArgs {
+                        tier: Tier::Consumer,
+                        listen: localhost,
+                        workers: options.consumer_workers,
+                        db: None,
+                        name_tag: options.name_tag.clone(),
+                        session_memory: 0,
+                        consume: Some(consume.clone()),
+                    },
+                );
+                match spawned {
+                    Ok(consumer) => Some(consumer),
+                    Err(e) => {
+                        for tier in [&mut web, &mut db] {
+                            tier.signal(libc::SIGTERM);
+                            tier.stop(Instant::now() + STOP_TIMEOUT);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
         };
         // A tier bound to 0.0.0.0 is reached through loopback from here.
         let reachable = |mut addr: SocketAddr| {
@@ -326,8 +437,13 @@ impl Testbed {
             https_url: https_addr.map(|a| format!("https://{a}")),
             https_addr,
             ca_file: web.ca_file.clone(),
+            consumer_pid: consumer.as_ref().map(|c| c.child.id()),
+            consumer_process: consumer
+                .as_ref()
+                .map(|_| Tier::Consumer.tagged_name(options.name_tag.as_deref())),
             web: Some(web),
             db: Some(db),
+            consumer,
         })
     }
 
@@ -336,12 +452,12 @@ impl Testbed {
     pub fn shutdown(&mut self) {
         let deadline = Instant::now() + STOP_TIMEOUT;
         // Web first: it is the db tier's only client.
-        for tier in [&mut self.web, &mut self.db] {
+        for tier in [&mut self.web, &mut self.db, &mut self.consumer] {
             if let Some(process) = tier.as_mut() {
                 process.signal(libc::SIGTERM);
             }
         }
-        for tier in [&mut self.web, &mut self.db] {
+        for tier in [&mut self.web, &mut self.db, &mut self.consumer] {
             if let Some(mut process) = tier.take() {
                 process.stop(deadline);
             }
@@ -350,7 +466,10 @@ impl Testbed {
 
     /// A tier that exited on its own (crashed, or was killed from outside).
     pub fn exited(&mut self) -> Option<(Tier, ExitStatus)> {
-        for process in [&mut self.web, &mut self.db].into_iter().flatten() {
+        for process in [&mut self.web, &mut self.db, &mut self.consumer]
+            .into_iter()
+            .flatten()
+        {
             if let Ok(Some(status)) = process.child.try_wait() {
                 return Some((process.tier, status));
             }
@@ -395,6 +514,18 @@ impl TierProcess {
             cmd.arg("--session-memory")
                 .arg(args.session_memory.to_string());
         }
+        if let Some(c) = &args.consume {
+            cmd.args([
+                "--kafka",
+                &c.bootstrap,
+                "--topic",
+                &c.topic,
+                "--group",
+                &c.group,
+            ])
+            .arg("--record-cost-us")
+            .arg(c.record_cost.as_micros().to_string());
+        }
         cmd.env(PARENT_ENV, std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -406,7 +537,7 @@ impl TierProcess {
         let first_line = first_line(child.stdout.take().expect("stdout is piped"));
 
         let failure = match first_line.recv_timeout(START_TIMEOUT) {
-            Ok(line) => match parse_listening(&line) {
+            Ok(line) => match parse_ready(args.tier, &line) {
                 Some(said) => {
                     stderr.forward.store(true, Ordering::Relaxed);
                     return Ok(TierProcess {
@@ -417,7 +548,13 @@ impl TierProcess {
                         ca_file: said.ca_file,
                     });
                 }
-                None => format!("printed {line:?} instead of \"listening http://IP:PORT\""),
+                None => format!(
+                    "printed {line:?} instead of \"{}\"",
+                    match args.tier {
+                        Tier::Consumer => "consuming TOPIC as GROUP",
+                        _ => "listening http://IP:PORT",
+                    }
+                ),
             },
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 format!("did not print its address within {START_TIMEOUT:?}")
@@ -470,6 +607,19 @@ impl TierProcess {
                 Err(_) => return None,
             }
         }
+    }
+}
+
+/// A tier's first line: where it listens, or (the consumer tier, which
+/// listens nowhere) that it consumes.
+fn parse_ready(tier: Tier, line: &str) -> Option<Listening> {
+    match tier {
+        Tier::Consumer => line.starts_with("consuming ").then(|| Listening {
+            addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+            https: None,
+            ca_file: None,
+        }),
+        _ => parse_listening(line),
     }
 }
 
@@ -599,6 +749,20 @@ pub fn testbed_main(exe: &Path, options: TestbedOptions) -> anyhow::Result<()> {
         testbed.db_process,
         testbed.db_pid
     );
+    if let (Some(name), Some(pid), Some(c)) = (
+        &testbed.consumer_process,
+        testbed.consumer_pid,
+        &options.consumer,
+    ) {
+        let _ = writeln!(
+            std::io::stdout(),
+            "testbed: {name} pid {pid} consumes `{}` from {} as group `{}` ({} µs of CPU per record)",
+            c.topic,
+            c.bootstrap,
+            c.group,
+            c.record_cost.as_micros()
+        );
+    }
     let died = runtime.block_on(async {
         tokio::pin!(stop);
         let mut tick = tokio::time::interval(Duration::from_millis(500));

@@ -1,46 +1,44 @@
 //! Theodolite's question, whether the stream processor under test keeps up:
-//! a real consumer group (librdkafka, `kafka-client.py consume`) of known
-//! capacity (a fixed time per record) reads the topic autoperf writes,
-//! and the lag thresholds judge it by its lag, read from the broker.
+//! the testbed's consumer tier (`tb-con`, a consumer group of autoperf's
+//! own) of known capacity (2 ms of CPU per record) reads the topic
+//! autoperf writes, the lag thresholds judge it by its lag, read from the
+//! broker, and the agent measures what a record costs it.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{broker, python, root, run_ok, Admin};
+use super::{broker, run_ok, Admin};
 use crate::support;
 
-/// The stream processor: a consumer group member taking `per_record_us`
-/// over each record, for at most `seconds`; killed when dropped.
-struct Processor(Child);
-
-impl Processor {
-    fn start(
-        bootstrap: &str,
-        topic: &str,
-        group: &str,
-        per_record_us: u32,
-        seconds: u32,
-    ) -> Processor {
-        let child = Command::new(python())
-            .arg(root().join("scripts/kafka-client.py"))
-            .args(["consume", bootstrap, topic, group])
-            .args([per_record_us.to_string(), seconds.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("the venv's Python runs");
-        Processor(child)
-    }
+/// The stream processor: the testbed with its consumer tier reading
+/// `topic` as `group`, one thread at `record_cost` per record.
+fn processor(
+    bootstrap: &str,
+    topic: &str,
+    group: &str,
+    record_cost: Duration,
+) -> autoperf_testbed::Testbed {
+    support::testbed_with(autoperf_testbed::TestbedOptions {
+        web_workers: 1,
+        db_workers: 1,
+        consumer: Some(autoperf_testbed::ConsumerOptions {
+            bootstrap: bootstrap.to_string(),
+            topic: topic.to_string(),
+            group: group.to_string(),
+            record_cost,
+        }),
+        consumer_workers: 1,
+        ..Default::default()
+    })
 }
 
-impl Drop for Processor {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn scenario(dir: &std::path::Path, bootstrap: &str, topic: &str, thresholds: &str) -> String {
-    let path = dir.join(format!("lag-{}.yaml", thresholds.len()));
+fn scenario(
+    dir: &std::path::Path,
+    bootstrap: &str,
+    topic: &str,
+    thresholds: &str,
+    servers: &str,
+) -> String {
+    let path = dir.join(format!("lag-{}-{}.yaml", thresholds.len(), servers.len()));
     std::fs::write(
         &path,
         format!(
@@ -52,6 +50,7 @@ requests:
   record:
     produce: {{topic: {topic}, value: {{raw: "a reading"}}}}
 thresholds: [{thresholds}]
+{servers}
 "#
         ),
     )
@@ -66,8 +65,11 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
     let topic = format!("autoperf-lag-{}", std::process::id());
     let group = format!("processor-{}", std::process::id());
     Admin::new(&bootstrap).create_topic(&topic, 2);
-    // 2 ms a record: at most 500 records/s, however fast the machine.
-    let processor = Processor::start(&bootstrap, &topic, &group, 2000, 90);
+    // 2 ms of CPU a record: at most 500 records/s, however fast the machine.
+    let cost_ms = 2.0;
+    let mut processor = processor(&bootstrap, &topic, &group, Duration::from_millis(2));
+    let consumer = processor.consumer_process.clone().expect("tb-con started");
+    let agent = support::agent();
 
     // Records for the group to commit: before it has, its lag is unknown,
     // and a run that judges it refuses to start (exit 3, naming it).
@@ -76,8 +78,12 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
         &bootstrap,
         &topic,
         &format!("\"lag_trend({group}) < 50/s\""),
+        &format!(
+            "servers:\n  - {{tier: stream, agent: \"{}\", processes: [{consumer}]}}",
+            agent.url()
+        ),
     );
-    let priming = scenario(&dir, &bootstrap, &topic, "");
+    let priming = scenario(&dir, &bootstrap, &topic, "", "");
     let committed_by = Instant::now() + Duration::from_secs(60);
     loop {
         run_ok(
@@ -115,6 +121,16 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
     let lag = &level["kafka_lag"][&group];
     assert!(lag["readings"].as_u64().unwrap() >= 2, "{level:#}");
     assert!(lag["trend_rps"].as_f64().unwrap() < 50.0, "{level:#}");
+    // Keeping up, it processed each record written: the agent measures
+    // the CPU it burned per record, the tier's demand, known by
+    // construction (its fetches' handling is taken off the burn).
+    let per_record = level["servers"]["stream"]["cpu_ms_per_request"][&consumer]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (per_record - cost_ms).abs() <= 0.25 * cost_ms,
+        "{per_record} ms of CPU per record for {cost_ms}: {level:#}"
+    );
 
     // Four times its capacity: the lag grows by at least the difference.
     let out = dir.join("behind");
@@ -132,7 +148,7 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
     ]);
     assert_eq!(code, Some(1), "an SLO failed: {stdout}{stderr}");
     // Its backlog is no longer needed.
-    drop(processor);
+    processor.shutdown();
     let run = support::run_json(&out);
     let lag = &run["levels"][0]["kafka_lag"][&group];
     assert!(
@@ -150,6 +166,7 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
         &bootstrap,
         &topic,
         "\"lag(nobody-consumes-this) < 10000\"",
+        "",
     );
     let (code, _, stderr) = support::autoperf(&[
         "run",

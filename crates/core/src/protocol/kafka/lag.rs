@@ -145,7 +145,10 @@ pub async fn read_lag(config: &Config, group: &str) -> Result<GroupLag, LagError
 }
 
 /// The group's coordinator, asked of each bootstrap broker in turn.
-async fn find_coordinator(config: &Config, group: &str) -> Result<String, LagError> {
+pub(in crate::protocol::kafka) async fn find_coordinator(
+    config: &Config,
+    group: &str,
+) -> Result<String, LagError> {
     let mut last = LagError::Unreadable("no bootstrap broker".into());
     for addr in &config.bootstrap {
         let asked = async {

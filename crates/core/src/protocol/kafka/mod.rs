@@ -20,12 +20,16 @@
 //! - `wire`: the Kafka protocol's requests and responses, as bytes.
 //! - `codec`: record-batch compression (gzip, snappy, lz4, zstd).
 //! - `sasl`: SASL's client side (PLAIN, SCRAM, OAUTHBEARER).
+//! - `lag`: a consumer group's lag, read from the brokers.
+//! - `consumer`: the testbed's stream processor, a consumer group whose
+//!   lag and CPU per record the tests judge.
 //!
 //! Bounds: a record unacknowledged after the target's timeout fails as
 //! `timeout`; at the end of a level the shard drops its users and its
 //! producer with them, so a dead broker cannot hold the level past its end.
 
 mod codec;
+pub mod consumer;
 pub mod lag;
 mod producer;
 mod sasl;

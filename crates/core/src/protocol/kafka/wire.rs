@@ -363,6 +363,12 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(self.take(8)?.try_into().unwrap()))
     }
 
+    /// Nullable bytes (i32 length, -1 for null): empty when null.
+    fn bytes(&mut self) -> Result<&'a [u8], Malformed> {
+        let len = self.i32()?;
+        self.take(len.max(0) as usize)
+    }
+
     fn bool(&mut self) -> Result<bool, Malformed> {
         Ok(self.take(1)?[0] != 0)
     }
@@ -506,7 +512,9 @@ pub fn retriable(code: i16) -> Option<Retriable> {
     }
 }
 
+mod fetch;
 mod offsets;
+pub use fetch::*;
 pub use offsets::*;
 
 #[cfg(test)]

@@ -18,6 +18,19 @@ pub struct KafkaTarget {
     pub security: KafkaSecurity,
 }
 
+impl KafkaTarget {
+    /// A cluster reached over plaintext with every setting at its default:
+    /// what the testbed's consumer tier connects with.
+    pub fn plaintext(bootstrap: &str) -> KafkaTarget {
+        KafkaTarget {
+            bootstrap: bootstrap.to_string(),
+            acks: Acks::All,
+            producer: ProducerSettings::default(),
+            security: KafkaSecurity::default(),
+        }
+    }
+}
+
 /// How the producer's connections are secured: `security.protocol`
 /// `PLAINTEXT` (neither), `SSL` (TLS), `SASL_PLAINTEXT` (SASL) or
 /// `SASL_SSL` (both).

@@ -48,7 +48,7 @@ mod metadata;
 mod state;
 
 pub(super) use config::Security;
-pub(super) use connection::{open, probe_producer_id, round_trip, OpenError};
+pub(super) use connection::{open, probe_producer_id, round_trip, Conn, OpenError};
 pub(super) use metadata::fetch_metadata;
 
 pub use config::Config;

@@ -13,7 +13,7 @@ const FIND_COORDINATOR: i16 = 10;
 const FIND_COORDINATOR_VERSION: i16 = 1;
 
 /// ListOffsets' timestamp that asks for the end (the next offset written).
-const LATEST: i64 = -1;
+pub const LATEST: i64 = -1;
 
 /// A FindCoordinator v1 request for consumer group `group`.
 pub fn find_coordinator_request(out: &mut Vec<u8>, correlation: i32, client: &str, group: &str) {
@@ -98,12 +98,27 @@ pub fn offset_fetch_response(body: &[u8]) -> Result<Result<Vec<Committed>, i16>,
     })
 }
 
+/// ListOffsets' timestamp that asks for the start (the oldest offset kept).
+pub const EARLIEST: i64 = -2;
+
 /// A ListOffsets v1 request for the end offsets of `partitions`, by topic.
 pub fn list_offsets_request(
     out: &mut Vec<u8>,
     correlation: i32,
     client: &str,
     partitions: &[(&str, Vec<i32>)],
+) {
+    list_offsets_at(out, correlation, client, partitions, LATEST);
+}
+
+/// A ListOffsets v1 request for the offsets of `partitions` at `at`: the
+/// end ([`LATEST`]), the start ([`EARLIEST`]).
+pub fn list_offsets_at(
+    out: &mut Vec<u8>,
+    correlation: i32,
+    client: &str,
+    partitions: &[(&str, Vec<i32>)],
+    at: i64,
 ) {
     let start = out.len();
     begin_request(out, LIST_OFFSETS, LIST_OFFSETS_VERSION, correlation, client);
@@ -114,7 +129,7 @@ pub fn list_offsets_request(
         out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
         for id in ids {
             out.extend_from_slice(&id.to_be_bytes());
-            out.extend_from_slice(&LATEST.to_be_bytes());
+            out.extend_from_slice(&at.to_be_bytes());
         }
     }
     finish_request(out, start);
