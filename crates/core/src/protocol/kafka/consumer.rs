@@ -39,6 +39,8 @@ const MAX_RECORDS: u64 = 100;
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// How often the topic's partitions are looked at again (it may grow).
 const METADATA_EVERY: Duration = Duration::from_secs(10);
+/// A fetch's error for an offset the partition no longer holds.
+const OFFSET_OUT_OF_RANGE: i16 = 1;
 /// The pause before a failed session starts again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -232,6 +234,15 @@ async fn session(
                 }
             };
             for f in fetched {
+                if f.error == OFFSET_OUT_OF_RANGE {
+                    // Its records were deleted (retention) under it: on
+                    // from the oldest kept, as `auto.offset.reset=earliest`.
+                    let start = earliest(config, leader, topic, f.partition).await?;
+                    if let Some(p) = positions.get_mut(&f.partition) {
+                        p.offset = start;
+                    }
+                    continue;
+                }
                 if f.error != 0 {
                     failed = Some(format!(
                         "partition {} of `{topic}`: Kafka error {}",
