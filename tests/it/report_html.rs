@@ -244,3 +244,43 @@ fn an_open_search_judged_by_lag_renders_its_lag_chart_in_chromium() {
     assert_eq!(count(chart, "<circle class=\"pt "), 9, "one point a level");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The report of a real run whose stream processor fell behind (tb-con,
+/// kept in the core's report test data), written from its results files
+/// as `autoperf report` writes it: the browser builds the level's lag over
+/// time, one point a reading of `lag_series.csv`.
+#[test]
+fn a_levels_lag_over_time_renders_in_chromium() {
+    let test = "a_levels_lag_over_time_renders_in_chromium";
+    let Some(chromium) = browser::chromium_or_skip(test) else {
+        return;
+    };
+    let dir = scratch("run-lag");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src/report/html/testdata/run-lag");
+    let results = dir.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    for file in ["run.json", "timeseries.csv", "lag_series.csv"] {
+        std::fs::copy(fixture.join(file), results.join(file)).unwrap();
+    }
+    let readings = std::fs::read_to_string(fixture.join("lag_series.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .count();
+    let report = write_report(&results).expect("report written");
+    check_in_browser(&chromium, &report, &dir.join("browser"));
+    let page = browser::load(&chromium, &report, &dir.join("browser-lag"));
+    let at = page
+        .dom
+        .find("Level 1: consumer lag over time")
+        .expect("the lag chart in the DOM");
+    let chart = &page.dom[at..];
+    let chart = &chart[..chart.find("</figure>").unwrap()];
+    assert_eq!(
+        count(chart, "<circle class=\"pt "),
+        readings,
+        "one point a reading"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::figure::{figure, Key};
 use super::prediction;
 use crate::model::Prediction;
-use crate::record::{LevelRecord, RunRecord};
+use crate::record::{LagReading, LevelRecord, RunRecord, Unit};
 use crate::report::svg::fnum;
 use crate::report::svg::{Band, ErrorBar, HLine, Highlight, LineChart, Series, VLine};
 
@@ -383,7 +383,7 @@ fn memory_chart(
 }
 
 /// One level's time series: throughput, and p50/p99, warm-up shaded.
-pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
+pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow], lag: &[&LagReading]) {
     let Some(first) = rows.first() else {
         h.push_str("<p class=\"note\">No time series for this level.</p>\n");
         return;
@@ -398,17 +398,9 @@ pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
         .collect();
     let start = (first.t_s - 1.0).max(0.0);
     let x = |r: &SeriesRow| r.t_s - start;
-    let warmup = Band {
-        x0: 0.0,
-        x1: level.warmup_s,
-        label: "warm-up".into(),
-        class: "band",
-    };
     let points = |f: fn(&SeriesRow) -> f64| rows.iter().map(|r| (x(r), f(r))).collect();
     h.push_str("<div class=\"charts\">\n");
-    let mut c = LineChart::new("seconds into the level", "throughput (req/s)");
-    c.dense = true;
-    c.bands.push(warmup);
+    let mut c = over_time("throughput (req/s)", level);
     c.series.push(Series {
         name: "throughput".into(),
         colour: 0,
@@ -420,14 +412,7 @@ pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
     let caption = format!("Level {}: throughput over time", level.level);
     figure(h, &caption, &keys, &c.render(&caption));
 
-    let mut c = LineChart::new("seconds into the level", "response time (ms)");
-    c.dense = true;
-    c.bands.push(Band {
-        x0: 0.0,
-        x1: level.warmup_s,
-        label: "warm-up".into(),
-        class: "band",
-    });
+    let mut c = over_time("response time (ms)", level);
     c.series.push(Series {
         name: "p50".into(),
         colour: 0,
@@ -449,5 +434,61 @@ pub(super) fn level(h: &mut String, level: &LevelRecord, rows: &[&SeriesRow]) {
     ];
     let caption = format!("Level {}: response time over time", level.level);
     figure(h, &caption, &keys, &c.render(&caption));
+    lag_over_time(h, level, lag);
     h.push_str("</div>\n");
+}
+
+/// A chart of a figure through a level, its warm-up shaded.
+fn over_time(y_label: &str, level: &LevelRecord) -> LineChart {
+    let mut c = LineChart::new("seconds into the level", y_label);
+    c.dense = true;
+    c.bands.push(Band {
+        x0: 0.0,
+        x1: level.warmup_s,
+        label: "warm-up".into(),
+        class: "band",
+    });
+    c
+}
+
+/// Each watched consumer group's lag through the level's measured window
+/// (readings are timed from the window's start, which the warm-up
+/// precedes), its bound drawn when a `lag(GROUP)` SLO judged it: a group
+/// that keeps up shows a flat saw-tooth (a second's records between
+/// commits), one that falls behind a ramp.
+fn lag_over_time(h: &mut String, level: &LevelRecord, lag: &[&LagReading]) {
+    let groups: std::collections::BTreeSet<&str> = lag.iter().map(|r| r.group.as_str()).collect();
+    if groups.is_empty() {
+        return;
+    }
+    let mut c = over_time("consumer lag (records)", level);
+    for (colour, group) in groups.iter().enumerate() {
+        c.series.push(Series {
+            name: (*group).to_string(),
+            colour,
+            points: lag
+                .iter()
+                .filter(|r| r.group == *group)
+                .map(|r| (level.warmup_s + r.window_s, r.lag_records as f64))
+                .collect(),
+            dashed: false,
+            markers: true,
+        });
+    }
+    let judged = level.rate_search.iter().flat_map(|j| &j.slos);
+    for slo in judged.filter(|s| s.unit == Unit::Records) {
+        c.hlines.push(HLine {
+            y: slo.bound,
+            label: slo.source.clone(),
+            colour: 3,
+        });
+    }
+    let mut keys: Vec<Key> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Key::Line(g, i, false))
+        .collect();
+    keys.push(Key::Band("warm-up"));
+    let caption = format!("Level {}: consumer lag over time", level.level);
+    figure(h, &caption, &keys, &c.render(&caption));
 }

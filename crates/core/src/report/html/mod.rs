@@ -32,7 +32,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::model::Prediction;
-use crate::record::{Analysis, LevelRecord, Mode, RunRecord};
+use crate::record::{Analysis, LagReading, LevelRecord, Mode, RunRecord};
 use crate::report::svg::{esc, fnum};
 
 pub(crate) const STYLE: &str = include_str!("style.css");
@@ -64,6 +64,9 @@ pub enum ReportError {
         #[source]
         source: ::csv::Error,
     },
+    /// `lag_series.csv` has a malformed row.
+    #[error("{path}, line {line}: expected `window_s,level,group,lag_records`")]
+    LagSeries { path: PathBuf, line: usize },
 }
 
 /// Reads `timeseries.csv`; a missing file is an empty series (a run
@@ -81,18 +84,50 @@ pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
         })
 }
 
-/// Reads `run.json` and `timeseries.csv` from `dir` and writes
-/// `dir/report.html`, returning its path.
+/// Reads `lag_series.csv` (`window_s,level,group,lag_records`); a
+/// missing file is no readings (no lag was watched). A group's name may
+/// hold commas: it is what lies between the second comma and the last.
+pub fn read_lag_series(path: &Path) -> Result<Vec<LagReading>, ReportError> {
+    let Some(text) = crate::results::read_results_file_if_there(path)? else {
+        return Ok(Vec::new());
+    };
+    let malformed = |line: usize| ReportError::LagSeries {
+        path: path.into(),
+        line,
+    };
+    let mut readings = Vec::new();
+    for (i, row) in text.lines().enumerate().skip(1) {
+        if row.trim().is_empty() {
+            continue;
+        }
+        let parsed = (|| {
+            let (window_s, rest) = row.split_once(',')?;
+            let (level, rest) = rest.split_once(',')?;
+            let (group, lag) = rest.rsplit_once(',')?;
+            Some(LagReading {
+                window_s: window_s.parse().ok()?,
+                level: level.parse().ok()?,
+                group: group.to_string(),
+                lag_records: lag.trim().parse().ok()?,
+            })
+        })();
+        readings.push(parsed.ok_or_else(|| malformed(i + 1))?);
+    }
+    Ok(readings)
+}
+
+/// Reads `run.json`, `timeseries.csv` and `lag_series.csv` from `dir` and
+/// writes `dir/report.html`, returning its path.
 pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
     let record = crate::results::read_run(dir)?;
     let series = read_series(&dir.join("timeseries.csv"))?;
+    let lag = read_lag_series(&dir.join("lag_series.csv"))?;
     let prediction = read_prediction(dir)?;
     let out = dir.join("report.html");
-    fs::write(&out, render(&record, &series, prediction.as_ref())).map_err(|source| {
-        ReportError::Io {
-            path: out.clone(),
-            source,
-        }
+    let html = render(&record, &series, &lag, prediction.as_ref());
+    fs::write(&out, html).map_err(|source| ReportError::Io {
+        path: out.clone(),
+        source,
     })?;
     Ok(out)
 }
@@ -108,8 +143,14 @@ fn read_prediction(dir: &Path) -> Result<Option<Prediction>, ReportError> {
         .map_err(|source| ReportError::Prediction { path, source })
 }
 
-/// The whole page; `prediction`: the queueing model of these results.
-pub fn render(record: &RunRecord, series: &[SeriesRow], prediction: Option<&Prediction>) -> String {
+/// The whole page: the record, its time series and consumer-lag readings;
+/// `prediction`: the queueing model of these results.
+pub fn render(
+    record: &RunRecord,
+    series: &[SeriesRow],
+    lag: &[LagReading],
+    prediction: Option<&Prediction>,
+) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let title = format!(
         "autoperf {} · {}",
@@ -157,13 +198,14 @@ pub fn render(record: &RunRecord, series: &[SeriesRow], prediction: Option<&Pred
     }
     for level in &record.levels {
         let rows: Vec<&SeriesRow> = series.iter().filter(|r| r.level == level.level).collect();
+        let lag: Vec<&LagReading> = lag.iter().filter(|r| r.level == level.level).collect();
         let _ = write!(
             h,
             "<section class=\"level\" id=\"level-{}\">\n<h3>{}</h3>\n",
             level.level,
             esc(&level_title(level))
         );
-        charts::level(&mut h, level, &rows);
+        charts::level(&mut h, level, &rows, &lag);
         tables::per_request(&mut h, level);
         tables::servers(&mut h, level);
         h.push_str("</section>\n");

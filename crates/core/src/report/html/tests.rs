@@ -18,7 +18,8 @@ fn rendered(name: &str) -> String {
     let record: RunRecord =
         serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let series = read_series(&dir.join("timeseries.csv")).unwrap();
-    render(&record, &series, None)
+    let lag = read_lag_series(&dir.join("lag_series.csv")).unwrap();
+    render(&record, &series, &lag, None)
 }
 
 fn count(html: &str, needle: &str) -> usize {
@@ -111,7 +112,7 @@ fn client_bottleneck_levels_are_warned_and_highlighted() {
         serde_json::from_value(serde_json::json!([{"source": "p99 < 1ms", "passed": false, "actual": 2.5, "bound": 1.0, "unit": "ms"}]))
             .unwrap(),
     );
-    let html = render(&record, &[], None);
+    let html = render(&record, &[], &[], None);
     assert!(html.contains("Client bottleneck at level 6 (143 users)"));
     // Throughput, response time and think time charts flag the level.
     assert_eq!(count(&html, "<circle class=\"hl bad\""), 3);
@@ -161,8 +162,8 @@ fn predicted(name: &str) -> (RunRecord, crate::model::Prediction) {
 #[test]
 fn the_model_is_drawn_over_the_measured_curves_and_set_against_each_level() {
     let (record, mut p) = predicted("capacity");
-    let plain = render(&record, &[], None);
-    let html = render(&record, &[], Some(&p));
+    let plain = render(&record, &[], &[], None);
+    let html = render(&record, &[], &[], Some(&p));
     assert_self_contained(&html);
     assert!(!plain.contains("Queueing model"));
     assert!(html.contains("<h2>Queueing model</h2>"));
@@ -178,7 +179,7 @@ fn the_model_is_drawn_over_the_measured_curves_and_set_against_each_level() {
     assert!(html.contains("RMS error"));
     assert!(!html.contains("something the model does not see"));
     p.measured[0].model_untrusted = true;
-    let html = render(&record, &[], Some(&p));
+    let html = render(&record, &[], &[], Some(&p));
     assert!(html.contains("At 1 users the measured throughput is more than 15% below"));
 }
 
@@ -186,7 +187,7 @@ fn the_model_is_drawn_over_the_measured_curves_and_set_against_each_level() {
 fn a_profiles_model_gets_charts_of_its_own() {
     let (record, p) = predicted("profile");
     assert!(p.measured.is_empty());
-    let html = render(&record, &[], Some(&p));
+    let html = render(&record, &[], &[], Some(&p));
     assert!(html.contains("Model: throughput vs users"));
     assert_eq!(count(&html, "class=\"line s3 dashed\""), 2);
     assert!(!html.contains("Model against the measured levels"));
@@ -212,7 +213,7 @@ fn levels_with_intervals_get_error_bars_around_their_points() {
     let mut record: RunRecord =
         serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let series = read_series(&dir.join("timeseries.csv")).unwrap();
-    assert!(!render(&record, &series, None).contains("class=\"err"));
+    assert!(!render(&record, &series, &[], None).contains("class=\"err"));
     let first = &mut record.levels[0];
     first.ci95 = Some(crate::measure::Ci95 {
         batches: 20,
@@ -228,7 +229,7 @@ fn levels_with_intervals_get_error_bars_around_their_points() {
     });
     let (x, users) = (first.throughput_rps, first.users.unwrap());
     let p99 = first.response_time_ms.p99;
-    let html = render(&record, &series, None);
+    let html = render(&record, &series, &[], None);
     // One bar on the throughput curve, two on the response times (mean and
     // p99), each spanning the point ± its half-width.
     assert_eq!(count(&html, "<path class=\"err s0\""), 2, "{html}");
@@ -262,4 +263,45 @@ fn an_open_search_judged_by_lag_draws_the_lag_trend_against_the_rate() {
     assert!(chart.contains("lag_trend(proc-29412) &lt; 20/s"), "{chart}");
     // The other runs draw none.
     assert!(!rendered("capacity").contains("Consumer lag trend"));
+}
+
+/// A run whose stream processor fell behind (a real run: tb-con at 2 ms a
+/// record, 2,000 records/s offered, `lag(stream-app) < 5000` failed at
+/// 9,465): the level draws its group's lag through the window, a marker a
+/// reading.
+#[test]
+fn a_level_that_watched_a_consumer_group_draws_its_lag_over_time() {
+    let dir = testdata("run-lag");
+    let html = rendered("run-lag");
+    let at = html
+        .find("Level 1: consumer lag over time")
+        .expect("the level's lag chart");
+    let chart = &html[at..];
+    let chart = &chart[..chart.find("</figure>").unwrap()];
+    let readings = read_lag_series(&dir.join("lag_series.csv")).unwrap();
+    assert!(readings.len() >= 4, "{readings:?}");
+    assert_eq!(count(chart, "<circle"), readings.len(), "{chart}");
+    // A level without lag readings draws none.
+    assert!(!rendered("capacity").contains("consumer lag over time"));
+}
+
+#[test]
+fn lag_series_rows_keep_commas_in_group_names_and_name_a_bad_line() {
+    let dir = std::env::temp_dir().join(format!("autoperf-lag-csv-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("lag_series.csv");
+    fs::write(
+        &path,
+        "window_s,level,group,lag_records\n0.5,2,a,b,120\n1.5,2,g,7\n",
+    )
+    .unwrap();
+    let rows = read_lag_series(&path).unwrap();
+    assert_eq!(rows[0].group, "a,b");
+    assert_eq!((rows[0].level, rows[0].lag_records), (2, 120));
+    assert_eq!(rows[1].window_s, 1.5);
+    fs::write(&path, "window_s,level,group,lag_records\n0.5,2,g,many\n").unwrap();
+    let err = read_lag_series(&path).unwrap_err().to_string();
+    assert!(err.contains("line 2"), "{err}");
+    assert!(read_lag_series(&dir.join("absent.csv")).unwrap().is_empty());
+    let _ = fs::remove_dir_all(&dir);
 }
