@@ -43,6 +43,11 @@ const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// counts as the generator's limit.
 const GENERATOR_CPU_LIMIT: f64 = 0.95;
 
+/// The share of a level's window a quota must have held the generator
+/// back for to count, when it did so in fewer than a tenth of the periods:
+/// a p99 is the slowest hundredth of the requests.
+const THROTTLED_SHARE: f64 = 0.01;
+
 /// Changes the system under test to one `--vary` value and waits until it
 /// is ready; an error ends the analysis (`apply_failed`).
 pub type Reconfigure = Box<dyn FnMut(&str) -> Result<(), String>>;
@@ -354,6 +359,10 @@ pub enum GeneratorLimit {
         periods: u64,
         throttled_periods: u64,
         period_ms: f64,
+        /// How long it was held in the window, at most (its throttled
+        /// periods, each held at most a period; cgroup v1's throttled time
+        /// adds up each CPU's, so the smaller of the two).
+        held_ms: f64,
         late_max_ms: f64,
     },
     /// Its CPU (or its quota of CPU) was all but spent.
@@ -392,14 +401,17 @@ impl GeneratorLimit {
     /// milliseconds: that level is the system's failure and its capacity,
     /// not the generator's limit.
     pub fn explains(&self, slo: &ThresholdResult, rate: f64, delivered: f64, secs: f64) -> bool {
-        let (added_ms, bounded_loss) = match *self {
+        // What it can add to a latency, and the time whose arrivals it
+        // can have taken from the delivered rate.
+        let (added_ms, lost_ms) = match *self {
             GeneratorLimit::Cpu { .. } => return true,
-            GeneratorLimit::Late { max_ms, .. } => (max_ms, true),
+            GeneratorLimit::Late { max_ms, .. } => (max_ms, max_ms),
             GeneratorLimit::Throttled {
                 period_ms,
+                held_ms,
                 late_max_ms,
                 ..
-            } => (late_max_ms + period_ms, false),
+            } => (late_max_ms + period_ms, late_max_ms + held_ms),
         };
         let Some(actual) = slo.actual else {
             return true;
@@ -413,13 +425,12 @@ impl GeneratorLimit {
             // It only adds latency: it can explain a latency above an
             // upper bound, never one below a lower bound.
             Unit::Ms => actual > slo.bound && actual - added_ms <= slo.bound,
-            Unit::Fraction if slo.source.starts_with("achieved") && bounded_loss => {
-                let lost = rate * (added_ms / 1e3) / secs.max(1e-9);
+            Unit::Fraction if slo.source.starts_with("achieved") => {
+                let lost = rate * (lost_ms / 1e3) / secs.max(1e-9);
                 rate > 0.0 && (delivered + lost) / rate >= slo.bound
             }
-            // Errors and throughput thresholds, and a throttled
-            // generator's rate: nothing bounds what it does to them; the
-            // generator is not cleared.
+            // Errors and throughput thresholds: nothing bounds what it
+            // does to them; the generator is not cleared.
             _ => true,
         }
     }
@@ -441,28 +452,48 @@ pub fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
     }
     let late = level.client.arrival_lateness_ms.as_ref();
     let late_max_ms = late.map_or(0.0, |l| l.max);
-    if let Some(q) = quota.filter(|q| q.throttled()) {
-        return Some(GeneratorLimit::Throttled {
+    let window_ms = level.duration_s * 1e3;
+    // Held back long enough to matter: a tenth of the periods, or a
+    // hundredth of the window (a p99's share of the requests).
+    let material = |periods: u64, throttled: u64, held_ms: f64| {
+        throttled > 0
+            && (crate::measure::cgroup::holds_back(periods, throttled)
+                || held_ms >= THROTTLED_SHARE * window_ms)
+    };
+    let here = quota.map(|q| {
+        let held_ms = q.throttled_ms.min(q.throttled_periods as f64 * q.period_ms);
+        GeneratorLimit::Throttled {
             quota_cores: q.cores,
             periods: q.periods,
             throttled_periods: q.throttled_periods,
             period_ms: q.period_ms,
+            held_ms,
             late_max_ms,
-        });
-    }
-    let worker = level
-        .workers
-        .iter()
-        .filter(|w| w.quota_throttled_periods.unwrap_or(0) > 0)
-        .max_by_key(|w| w.quota_throttled_periods);
-    if let Some(w) = worker {
-        return Some(GeneratorLimit::Throttled {
+        }
+    });
+    let workers = level.workers.iter().map(|w| {
+        let period_ms = w.quota_period_ms.unwrap_or(0.0);
+        let throttled = w.quota_throttled_periods.unwrap_or(0);
+        GeneratorLimit::Throttled {
             quota_cores: w.cpu,
             periods: w.quota_periods.unwrap_or(0),
-            throttled_periods: w.quota_throttled_periods.unwrap_or(0),
-            period_ms: w.quota_period_ms.unwrap_or(0.0),
+            throttled_periods: throttled,
+            period_ms,
+            held_ms: throttled as f64 * period_ms,
             late_max_ms,
-        });
+        }
+    });
+    let throttled = here.into_iter().chain(workers).find(|limit| match *limit {
+        GeneratorLimit::Throttled {
+            periods,
+            throttled_periods,
+            held_ms,
+            ..
+        } => material(periods, throttled_periods, held_ms),
+        _ => false,
+    });
+    if throttled.is_some() {
+        return throttled;
     }
     let late = late?;
     (late.p99 > LATENESS_FLOOR_S * 1e3).then_some(GeneratorLimit::Late {

@@ -89,8 +89,10 @@ pub(crate) fn forward(
         let spent = now.saturating_sub(cpu) + snapshot.remote_cpu;
         cpu = now;
         let mut wire = WireSnapshot::new(&snapshot, spent);
-        if let (Some(before), Some(now)) = (throttled, throttling()) {
-            wire.quota = Some(now.since(&before).into());
+        if let Some(now) = throttling() {
+            if let Some(before) = throttled {
+                wire.quota = Some(now.since(&before).into());
+            }
             throttled = Some(now);
         }
         send(wire)?;

@@ -29,8 +29,9 @@ use super::wire::{self, Commit, FetchFrom};
 
 /// How long a fetch waits at the broker for a record to arrive.
 const FETCH_WAIT_MS: i32 = 200;
-/// Bytes a fetch takes per partition at most.
-const FETCH_BYTES: i32 = 1 << 20;
+/// Bytes a fetch takes per partition at most: about the records a fetch
+/// hands on (a batch larger than this still comes whole, KIP-74).
+const FETCH_BYTES: i32 = 64 << 10;
 /// Records a fetch hands on per partition at most (Java's
 /// `max.poll.records` is 500 for all): processing what one fetch brought
 /// must not hold the next commit back for seconds.
@@ -131,7 +132,12 @@ async fn session(
             Some((id, addr.1.clone()))
         })
         .collect();
-    let partition_count = all.len();
+    let partition_count: usize = meta
+        .topics
+        .iter()
+        .filter(|t| t.name == topic)
+        .map(|t| t.partitions.len())
+        .sum();
     let mine: Vec<(i32, String)> = all
         .into_iter()
         .filter(|(id, _)| (*id as usize) % of == index)
@@ -200,6 +206,9 @@ async fn session(
         }
         let mut failed = None;
         for (leader, conn) in conns.iter_mut() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             let from: Vec<FetchFrom> = positions
                 .iter()
                 .filter(|(_, p)| p.leader == *leader)
@@ -219,9 +228,12 @@ async fn session(
                 FETCH_WAIT_MS,
                 FETCH_BYTES,
             );
-            let answer = round_trip(conn, &request)
-                .await
-                .map_err(|k| format!("fetching from {leader}: {}", k.name()))
+            // The broker waits FETCH_WAIT_MS at most; one that hangs past
+            // the timeout fails the session rather than holding the worker.
+            let answered = tokio::time::timeout(config.timeout, round_trip(conn, &request)).await;
+            let answer = answered
+                .map_err(|_| format!("fetching from {leader}: no answer in {:?}", config.timeout))
+                .and_then(|body| body.map_err(|k| format!("fetching from {leader}: {}", k.name())))
                 .and_then(|body| {
                     wire::fetch_response(&body, &from, MAX_RECORDS)
                         .map_err(|_| format!("fetching from {leader}: a malformed answer"))
@@ -234,12 +246,21 @@ async fn session(
                 }
             };
             for f in fetched {
+                // Stopping: what is not processed is not committed, and the
+                // next session reads it again.
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 if f.error == OFFSET_OUT_OF_RANGE {
                     // Its records were deleted (retention) under it: on
                     // from the oldest kept, as `auto.offset.reset=earliest`.
-                    let start = earliest(config, leader, topic, f.partition).await?;
-                    if let Some(p) = positions.get_mut(&f.partition) {
-                        p.offset = start;
+                    match earliest(config, leader, topic, f.partition).await {
+                        Ok(start) => {
+                            if let Some(p) = positions.get_mut(&f.partition) {
+                                p.offset = start;
+                            }
+                        }
+                        Err(why) => failed = Some(why),
                     }
                     continue;
                 }

@@ -14,6 +14,10 @@ const FETCH: i16 = 1;
 const FETCH_VERSION: i16 = 4;
 const OFFSET_COMMIT: i16 = 8;
 const OFFSET_COMMIT_VERSION: i16 = 2;
+/// A fetch's whole answer at most, well under the largest answer the
+/// connection takes (`MAX_RESPONSE`): the broker still sends a partition's
+/// first batch whole however large (KIP-74), so progress never stalls.
+const MAX_FETCH_BYTES: i32 = 32 << 20;
 
 /// Where a fetch starts in a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,11 +42,8 @@ pub fn fetch_request(
     out.extend_from_slice(&(-1i32).to_be_bytes()); // replica id: a client
     out.extend_from_slice(&max_wait_ms.to_be_bytes());
     out.extend_from_slice(&1i32.to_be_bytes()); // min bytes
-    out.extend_from_slice(
-        &max_bytes
-            .saturating_mul(partitions.len() as i32)
-            .to_be_bytes(),
-    );
+    let total = max_bytes.saturating_mul(partitions.len() as i32);
+    out.extend_from_slice(&total.min(MAX_FETCH_BYTES).to_be_bytes());
     out.push(0); // isolation: read uncommitted
     out.extend_from_slice(&1i32.to_be_bytes()); // one topic
     put_string(out, topic);
