@@ -1,6 +1,6 @@
 //! The live view on a terminal: one progress line per level (level, users,
-//! req/s, p99, errors, each watched consumer group's lag, elapsed and
-//! estimated remaining). Off a terminal, or
+//! req/s, p99, errors, the level's precision so far, each watched
+//! consumer group's lag, elapsed and estimated remaining). Off a terminal, or
 //! with `--quiet`, it stays silent; warnings still go to stderr unless quiet.
 
 use std::io::IsTerminal;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use autoperf_core::engine::Level;
 use autoperf_core::measure::printable;
-use autoperf_core::measure::{LevelInfo, Tick, TickSink};
+use autoperf_core::measure::{Batches, LevelInfo, Tick, TickSink};
 use autoperf_core::profile::latest_lag::LatestLag;
 use autoperf_core::record::{LevelRecord, SloVerdict};
 use autoperf_core::report::prometheus::SharedMetrics;
@@ -27,6 +27,11 @@ pub struct LiveView {
     load: String,
     /// The consumer groups' latest lag, when lag thresholds are watched.
     lag: Option<LatestLag>,
+    /// The running level's measured window, for its precision so far.
+    batches: Batches,
+    /// The scenario's mean think time (s): a level of few users is as
+    /// precise as its cycle (`Batches::precision`).
+    think_s: f64,
 }
 
 impl LiveView {
@@ -39,7 +44,14 @@ impl LiveView {
             quiet,
             echo_levels: false,
             lag: None,
+            batches: Batches::default(),
+            think_s: 0.0,
         }
+    }
+
+    pub fn think_time(mut self, think_s: f64) -> LiveView {
+        self.think_s = think_s;
+        self
     }
 
     pub fn metrics(mut self, metrics: SharedMetrics) -> LiveView {
@@ -72,17 +84,26 @@ impl TickSink for LiveView {
             m.on_tick(level, tick);
         }
         let Some(bar) = &self.bar else { return };
+        if !tick.warmup {
+            self.batches
+                .add(tick.length.as_secs_f64(), tick.active_users, &tick.stats);
+        }
+        let precision = self
+            .batches
+            .precision(self.think_s)
+            .map_or(String::new(), |p| format!(" · ±{:.1}%", p * 100.0));
         let total = tick.stats.total();
         let secs = tick.length.as_secs_f64().max(1e-3);
         let elapsed = Duration::from_secs(tick.seq + 1);
         bar.set_position(elapsed.as_secs().min(bar.length().unwrap_or(u64::MAX)));
         bar.set_message(format!(
-            "level {} · {} · {:.1} req/s · p99 {:.1} ms · errors {}{}{}",
+            "level {} · {} · {:.1} req/s · p99 {:.1} ms · errors {}{}{}{}",
             self.of(level.index),
             self.load,
             total.requests as f64 / secs,
             total.quantile_ms(0.99),
             total.errors.total(),
+            precision,
             self.lag
                 .as_ref()
                 .map_or(String::new(), |lag| format!(" · {}", lag.text())),
@@ -101,6 +122,7 @@ impl RunObserver for LiveView {
             return;
         }
         self.load = load_label(level);
+        self.batches = Batches::default();
         let total = (level.warmup() + level.duration()).as_secs().max(1);
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(

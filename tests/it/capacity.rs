@@ -537,6 +537,19 @@ servers:
         for l in levels {
             let ran = l["warmup_s"].as_f64().unwrap() + l["duration_s"].as_f64().unwrap();
             assert!(l["steady_state"] == true || ran >= 9.0, "{l}");
+            // And only once its figure is precise (`capacity.precision`,
+            // 3% by default): its throughput's 95% interval, or with fewer
+            // than 5 users its mean cycle's (R + Z).
+            if l["duration_s"].as_f64().unwrap() < 9.0 - 0.5 {
+                let ci = &l["ci95"];
+                let precision = if l["users"].as_u64().unwrap() >= 5 {
+                    ci["throughput_rps"].as_f64().unwrap() / l["throughput_rps"].as_f64().unwrap()
+                } else {
+                    let r = l["response_time_ms"]["mean"].as_f64().unwrap();
+                    ci["response_time_ms"]["mean"].as_f64().unwrap() / (r + 500.0)
+                };
+                assert!(precision <= 0.0301, "ended at ±{precision} before max_duration: {l}");
+            }
         }
         assert!(stdout.contains("saturation point") && stdout.contains("bottleneck: tier web"));
         // levels.jsonl holds the same levels, one per line.

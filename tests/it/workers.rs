@@ -116,7 +116,7 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
                 load[0],
                 load[1],
                 "--duration",
-                "4s",
+                "5s",
                 "--warmup",
                 "1s",
                 "--workers",
@@ -178,6 +178,12 @@ fn three_workers_deliver_a_closed_and_an_open_level_the_target_counts_exactly() 
         assert!(counted > 1000, "{load:?}: {counted}");
         // The p99 comes from the merged histograms: it is one of them.
         assert!(level["response_time_ms"]["p99"].as_f64().unwrap() > 0.0);
+        // The closed users' tallies of their completions came from every
+        // worker and merged (they give the throughput's interval); an open
+        // level's arrivals are no users', its interval is by batches.
+        let ci = &level["ci95"];
+        assert_eq!(ci["throughput_from"], ["users", "batches"][i], "{ci}");
+        assert!(ci["throughput_rps"].as_f64().unwrap() > 0.0, "{ci}");
     }
     // Only the workers loaded the target; the controller sent it nothing.
     let peers = seen.peers.lock().unwrap().clone();

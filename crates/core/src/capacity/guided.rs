@@ -48,25 +48,38 @@ use super::range::{self, TierDemand};
 pub struct Point {
     pub users: u32,
     pub throughput_rps: f64,
-    /// Requests measured (0: unknown). A level of `n` requests knows its
-    /// throughput to about `1/√n`: a 1-user level of 30 requests to ±18%,
-    /// so the model is not called wrong where the measurement is vague.
+    /// Requests measured (0: unknown). Without `precision`, a level of `n`
+    /// requests is taken to know its throughput to about `1/√n` (Poisson
+    /// counting): a 1-user level of 30 requests to ±18%, so the model is
+    /// not called wrong where the measurement is vague.
     pub requests: u64,
+    /// The throughput's 95% half-width relative to it (`ci95`), when the
+    /// level measured one: what it really knows, which for a closed
+    /// workload's users is often far better than counting suggests.
+    pub precision: Option<f64>,
 }
 
 impl Point {
-    /// Two standard errors of the throughput, relative (0 when unknown).
-    fn noise(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
-        } else {
-            2.0 / (self.requests as f64).sqrt()
+    /// The throughput's relative standard error (0 when unknown).
+    fn standard_error(&self) -> f64 {
+        match self.precision {
+            Some(p) if p > 0.0 => p / 1.96,
+            _ if self.requests > 0 => 1.0 / (self.requests as f64).sqrt(),
+            _ => 0.0,
         }
     }
 
-    /// Weight in the fit: the inverse variance of `ln X`, about `n`.
+    /// Two standard errors of the throughput, relative (0 when unknown).
+    fn noise(&self) -> f64 {
+        2.0 * self.standard_error()
+    }
+
+    /// Weight in the fit: the inverse variance of `ln X` (`n` by counting).
     fn weight(&self) -> f64 {
-        self.requests.max(1) as f64
+        match self.standard_error() {
+            e if e > 0.0 => e.powi(-2),
+            _ => 1.0,
+        }
     }
 }
 
@@ -386,6 +399,7 @@ mod tests {
                 users: u,
                 throughput_rps: x(u),
                 requests: 0,
+                precision: None,
             })
             .collect()
     }
@@ -451,11 +465,13 @@ mod tests {
                 users: 10,
                 throughput_rps: 19.9,
                 requests: 0,
+                precision: None,
             },
             Point {
                 users: 100,
                 throughput_rps: 260.0,
                 requests: 0,
+                precision: None,
             },
         ];
         let g = Guide::fit(&pts, &d, 0.5, 0).unwrap();
@@ -473,6 +489,7 @@ mod tests {
             users,
             throughput_rps,
             requests,
+            precision: None,
         };
         let x12 = 12.0 / 0.5012;
         let vague = [at(1, 1.15 * 1.0 / 0.501, 30), at(12, x12, 600)];
@@ -482,6 +499,28 @@ mod tests {
         let sure = [at(1, 1.15 * 1.0 / 0.501, 30_000), at(12, x12, 600)];
         let g = Guide::fit(&sure, &d, 0.5, 0).unwrap();
         assert!(g.next_level(&sure, 1, 12, 0.05).is_some());
+        // And so is one measured on 30 requests whose interval says ±3%
+        // (the users' completions knew better than counting): what the
+        // level measured wins over what its count of requests suggests.
+        let known = [
+            Point {
+                precision: Some(0.03),
+                ..at(1, 1.15 * 1.0 / 0.501, 30)
+            },
+            at(12, x12, 600),
+        ];
+        let g = Guide::fit(&known, &d, 0.5, 0).unwrap();
+        assert!(g.next_level(&known, 1, 12, 0.05).is_some());
+        // While a wide interval keeps a many-request level vague.
+        let wide = [
+            Point {
+                precision: Some(0.40),
+                ..at(1, 1.15 * 1.0 / 0.501, 30_000)
+            },
+            at(12, x12, 600),
+        ];
+        let g = Guide::fit(&wide, &d, 0.5, 0).unwrap();
+        assert_eq!(g.next_level(&wide, 1, 12, 0.05), None);
     }
 
     #[test]
@@ -503,6 +542,7 @@ mod tests {
             users: u,
             throughput_rps: if u == 91 { 0.7 * truth(u) } else { truth(u) },
             requests: 2_000,
+            precision: None,
         };
         let mut measured = vec![1, 13, 52, 71, 81, 86, 91, 127];
         let mut proposed = 0;

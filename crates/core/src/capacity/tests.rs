@@ -56,6 +56,7 @@ fn outcome(users: u32, x: f64, r: f64, demands: Vec<TierDemand>) -> LevelOutcome
         client_bottleneck: false,
         // A 20-second level.
         requests: (x * 20.0) as u64,
+        precision: None,
     }
 }
 

@@ -43,7 +43,7 @@ pub use workers::{WorkerPool, WorkerShare};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::measure::{Collector, LevelInfo, LevelTotals, TickSink};
+use crate::measure::{warmup_ticks, Collector, LevelInfo, LevelTotals, TickSink};
 use crate::protocol::HttpTransport;
 use crate::scenario::{Endpoint, Scenario};
 
@@ -199,6 +199,7 @@ fn drive_here(
         deadline: start + level.warmup() + level.duration(),
         seed: *seed,
         nap: *nap,
+        measured_from: warmup_ticks(level.warmup()),
     };
     let collector = Collector::new(
         host.range.total,

@@ -36,6 +36,8 @@ pub struct ShardPlan {
     pub seed: u64,
     /// Wake-up coalescing's nap (zero: none).
     pub nap: Duration,
+    /// The first measured interval: its users' completions are tallied.
+    pub measured_from: u64,
 }
 
 const TICK: Duration = Duration::from_secs(1);
@@ -67,7 +69,14 @@ pub fn run_shard<T: Transport>(
     };
     let requests = shared.scenario.requests.len();
     let shared = Rc::new(shared);
-    let recorder = Rc::new(RefCell::new(IntervalStats::new(requests)));
+    // A fresh recorder for interval `seq`, tallying the users' completions
+    // once the measured window has begun.
+    let fresh = |seq: u64| {
+        let mut stats = IntervalStats::new(requests);
+        stats.users.counting = seq >= plan.measured_from;
+        stats
+    };
+    let recorder = Rc::new(RefCell::new(fresh(0)));
     let local = LocalSet::new();
     // Closed users running now: all of them, or as many as the ramp has
     // started.
@@ -133,8 +142,7 @@ pub fn run_shard<T: Transport>(
                 // Never silently dropped: what still waits for a slot is counted.
                 recorder.borrow_mut().arrivals_unstarted += open.waiting.len() as u64;
             }
-            let stats =
-                std::mem::replace(&mut *recorder.borrow_mut(), IntervalStats::new(requests));
+            let stats = std::mem::replace(&mut *recorder.borrow_mut(), fresh(seq + 1));
             let _ = snapshots.send(Snapshot {
                 shard: plan.index,
                 seq,

@@ -23,6 +23,9 @@ pub(crate) struct Clock {
     pub seed: u64,
     /// Wake-up coalescing's nap (zero: none); see coalesce.rs.
     pub nap: Duration,
+    /// The first interval of the measured window (the warm-up's ticks):
+    /// from it on, the users tally their completions (`UserTally`).
+    pub measured_from: u64,
 }
 
 /// A level as each of its shards runs it, in whichever process.
@@ -113,6 +116,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
                 .seed
                 .wrapping_add((index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             nap: clock.nap,
+            measured_from: clock.measured_from,
         };
         let (scenario, workload) = (scenario.clone(), workload.clone());
         let feeder_cursors = cursors.clone();

@@ -132,6 +132,10 @@ pub struct User<T: Transport> {
     exhausted: bool,
     /// Where its think times' uniforms come from.
     think: ThinkStream,
+    /// Its completions in the measured window so far, and its half of the
+    /// users: for the throughput's interval (`UserTally`).
+    made: u32,
+    first_half: bool,
 }
 
 impl<T: Transport> User<T> {
@@ -159,6 +163,8 @@ impl<T: Transport> User<T> {
             shared,
             recorder,
             think: ThinkStream::new(rng.f64()),
+            made: 0,
+            first_half: rng.bool(),
             rng,
             exhausted: false,
         }
@@ -237,7 +243,11 @@ impl<T: Transport> User<T> {
         if !self.take_rows(current) {
             let outcome = crate::protocol::failed(ErrorKind::DataExhausted, Duration::ZERO, None);
             let open = intended.map(|t| (t, Instant::now()));
-            record(&mut self.recorder.borrow_mut(), current, open, &outcome);
+            let mut rec = self.recorder.borrow_mut();
+            record(&mut rec, current, open, &outcome);
+            if open.is_none() {
+                rec.users.complete(&mut self.made, self.first_half);
+            }
             return false;
         }
         let shared = self.shared.clone();
@@ -286,6 +296,11 @@ impl<T: Transport> User<T> {
             }
         }
         self.refresh_cookie_vars();
+        // A closed user's completion counts toward its share of the
+        // level's throughput; an open workload's arrivals are not users'.
+        if intended.is_none() {
+            rec.users.complete(&mut self.made, self.first_half);
+        }
         record(
             &mut rec,
             current,

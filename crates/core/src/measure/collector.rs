@@ -127,6 +127,11 @@ struct Pending {
     end: Instant,
 }
 
+/// The warm-up's whole ticks: the first measured interval's index.
+pub fn warmup_ticks(warmup: Duration) -> u64 {
+    warmup.as_secs() + u64::from(warmup.subsec_nanos() > 0)
+}
+
 impl Collector {
     /// `warmup` is rounded up to whole ticks, so a tick is either all
     /// warm-up or all measured.
@@ -141,7 +146,7 @@ impl Collector {
             shards,
             start,
             deadline,
-            warmup_ticks: warmup.as_secs() + u64::from(warmup.subsec_nanos() > 0),
+            warmup_ticks: warmup_ticks(warmup),
             requests,
             groups: Vec::new(),
         }
@@ -206,7 +211,7 @@ impl Collector {
                 totals.merge(&tick.stats);
                 user_seconds += f64::from(tick.active_users) * length.as_secs_f64();
                 series.extend(tick.measured_throughput());
-                batches.add(length.as_secs_f64(), &tick.stats.total());
+                batches.add(length.as_secs_f64(), tick.active_users, &tick.stats);
             }
             for sink in sinks.iter_mut() {
                 sink.on_tick(level, &tick);

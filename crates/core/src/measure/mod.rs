@@ -14,11 +14,14 @@ pub mod wire;
 
 use std::time::Instant;
 
-pub use collector::{Collector, GroupLateness, LevelInfo, LevelTotals, QuotaUse, Tick, TickSink};
+pub use collector::{
+    warmup_ticks, Collector, GroupLateness, LevelInfo, LevelTotals, QuotaUse, Tick, TickSink,
+};
 pub use outcome::{ErrorCounts, ErrorKind};
 pub use precision::{Batches, Ci95};
 pub use stats::{
     round3, round6, round_to, CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness,
+    UserTally,
 };
 
 /// One shard's statistics for one interval, sent to the collector.

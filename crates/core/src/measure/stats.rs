@@ -256,6 +256,48 @@ pub struct IntervalStats {
     pub arrivals_unstarted: u64,
     /// How far past its intended time the scheduler woke for an arrival.
     pub arrival_lateness: Histogram<u64>,
+    /// How the closed users shared the interval's completions: what the
+    /// throughput's interval is estimated from (`measure::precision`).
+    pub users: UserTally,
+}
+
+/// How an interval's completions fall among the closed users who made
+/// them. Over a measured window the sums give `Σ n_u` and `Σ n_u²` (each
+/// user `u`'s completions `n_u`) without a list of users, so shards,
+/// generator processes and workers merge them by adding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserTally {
+    /// Whether this interval's completions are tallied: it lies in the
+    /// measured window. Set by the shard for the interval it opens; not
+    /// merged.
+    pub counting: bool,
+    /// Completions tallied: `Σ n_u` over the window.
+    pub completions: u64,
+    /// `Σ (2n + 1)` over the tallied completions, `n` the completing
+    /// user's tallied completions before it: over the window, `Σ n_u²`.
+    pub squares: u64,
+    /// Tallied completions of the users in the first of two random halves.
+    pub first_half: u64,
+}
+
+impl UserTally {
+    /// Tallies one completion of a user who had made `made` before it in
+    /// the window (and now has made one more), in `first_half` or not.
+    pub fn complete(&mut self, made: &mut u32, first_half: bool) {
+        if !self.counting {
+            return;
+        }
+        self.completions += 1;
+        self.squares += 2 * u64::from(*made) + 1;
+        self.first_half += u64::from(first_half);
+        *made += 1;
+    }
+
+    pub fn merge(&mut self, other: &UserTally) {
+        self.completions = self.completions.saturating_add(other.completions);
+        self.squares = self.squares.saturating_add(other.squares);
+        self.first_half = self.first_half.saturating_add(other.first_half);
+    }
 }
 
 impl IntervalStats {
@@ -274,6 +316,7 @@ impl IntervalStats {
             arrivals_queued: 0,
             arrivals_unstarted: 0,
             arrival_lateness: new_histogram(),
+            users: UserTally::default(),
         }
     }
 
@@ -303,6 +346,7 @@ impl IntervalStats {
         self.arrival_lateness
             .add(&other.arrival_lateness)
             .expect("auto-resizing histograms always add");
+        self.users.merge(&other.users);
     }
 
     pub fn clear(&mut self) {
@@ -319,6 +363,10 @@ impl IntervalStats {
         self.arrivals_queued = 0;
         self.arrivals_unstarted = 0;
         self.arrival_lateness.reset();
+        self.users = UserTally {
+            counting: self.users.counting,
+            ..UserTally::default()
+        };
     }
 
     /// All requests together.

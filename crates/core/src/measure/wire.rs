@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cgroup::Throttling;
 use super::outcome::ErrorKind;
-use super::stats::{new_histogram, CheckCount, DurationSum, IntervalStats, RequestStats};
+use super::stats::{
+    new_histogram, CheckCount, DurationSum, IntervalStats, RequestStats, UserTally,
+};
 use super::Snapshot;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -79,6 +81,10 @@ pub struct WireStats {
     arrivals_queued: u64,
     arrivals_unstarted: u64,
     arrival_lateness: Vec<u8>,
+    /// `UserTally`: completions, Σ(2n + 1), the first half's completions
+    /// (absent from a sender that tallies nothing, or predates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    users: Option<(u64, u64, u64)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -151,6 +157,11 @@ impl WireSnapshot {
                 arrivals_queued: s.arrivals_queued,
                 arrivals_unstarted: s.arrivals_unstarted,
                 arrival_lateness: encode(&s.arrival_lateness),
+                users: (s.users.completions > 0).then_some((
+                    s.users.completions,
+                    s.users.squares,
+                    s.users.first_half,
+                )),
             },
         }
     }
@@ -207,6 +218,15 @@ impl WireSnapshot {
                 arrivals_queued: w.arrivals_queued,
                 arrivals_unstarted: w.arrivals_unstarted,
                 arrival_lateness: decode(&w.arrival_lateness)?,
+                users: w
+                    .users
+                    .map(|(completions, squares, first_half)| UserTally {
+                        counting: false,
+                        completions,
+                        squares,
+                        first_half,
+                    })
+                    .unwrap_or_default(),
             },
         })
     }
@@ -314,6 +334,11 @@ mod tests {
         stats.sessions = 7;
         stats.arrivals_unstarted = 3;
         let _ = stats.arrival_lateness.record(42_000);
+        stats.users.counting = true;
+        let mut made = [0u32; 2];
+        for (user, first) in [(0, true), (1, false), (0, true)] {
+            stats.users.complete(&mut made[user], first);
+        }
         let at = Instant::now();
         let snapshot = Snapshot {
             shard: 3,
@@ -354,6 +379,11 @@ mod tests {
         assert_eq!(b.per_request[0].requests, 2);
         assert_eq!(b.think, a.think);
         assert_eq!((b.sessions, b.arrivals_unstarted), (7, 3));
+        // Users 0 and 1 made 2 and 1: Σn = 3, Σn² = 5, the first half 2.
+        assert_eq!(
+            (b.users.completions, b.users.squares, b.users.first_half),
+            (3, 5, 2)
+        );
         assert_eq!(b.arrival_lateness.max(), a.arrival_lateness.max());
     }
 

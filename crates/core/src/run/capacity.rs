@@ -1,6 +1,7 @@
 //! The capacity analysis as a `LevelController`: the level search chooses
-//! the users, each level runs until its throughput is steady and then until
-//! every server process's CPU demand has converged (section 2.1), and the
+//! the users, each level runs until its throughput is steady, every server
+//! process's CPU demand has converged (section 2.1) and its figure is as
+//! precise as `capacity.precision` asks (`measure::precision`), and the
 //! finished level goes back to the search. With `--levels` the same
 //! measurement runs exactly the levels given.
 
@@ -14,7 +15,7 @@ use crate::capacity::range::{self, TierDemand};
 use crate::capacity::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
 use crate::capacity::steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};
 use crate::engine::{default_warmup, Level, LevelPlan, Workload};
-use crate::measure::{round3, round_to, LevelInfo, Tick};
+use crate::measure::{round3, round_to, Batches, LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
 use crate::record::{
     Analysis, BottleneckRecord, BusiestCpu, CapacityAnalysis, CapacityLevel,
@@ -81,6 +82,9 @@ struct Current {
     /// Throughput of each second after warm-up: the record's
     /// `throughput_series`, whose halves must agree before the level ends.
     measured: Vec<f64>,
+    /// The measured window in batches, as the record's `ci95` has them:
+    /// how precise the level's figure is so far.
+    batches: Batches,
     watch: DemandWatch,
 }
 
@@ -176,6 +180,10 @@ impl CapacityController {
             load_too_low: cap.is_some_and(|c| c.load_too_low),
             client_bottleneck: level.client_bottleneck,
             requests: level.requests,
+            precision: level
+                .ci95
+                .as_ref()
+                .and_then(|c| c.relative_throughput(level.throughput_rps)),
         }
     }
 
@@ -190,6 +198,7 @@ impl CapacityController {
             steady: SteadyState::new(self.steady_config.clone()),
             steady_at: None,
             measured: Vec::new(),
+            batches: Batches::default(),
             watch: DemandWatch::new(
                 self.procs.clone(),
                 self.demand_config.clone(),
@@ -243,6 +252,10 @@ impl LevelController for CapacityController {
         let x = total.requests as f64 / tick.length.as_secs_f64().max(1e-3);
         let verdict = cur.steady.push(x);
         cur.measured.extend(tick.measured_throughput());
+        if !tick.warmup {
+            cur.batches
+                .add(tick.length.as_secs_f64(), tick.active_users, &tick.stats);
+        }
         let n = total.response_time.len();
         cur.response_sum_s += total.mean_ms() / 1e3 * n as f64;
         cur.responses += n;
@@ -264,6 +277,11 @@ impl LevelController for CapacityController {
         if manual {
             return false;
         }
+        let think_s = self.scenario.think_time.mean().as_secs_f64();
+        let precise = match self.scenario.capacity.precision {
+            Some(wanted) => cur.batches.precision(think_s).is_some_and(|p| p <= wanted),
+            None => true,
+        };
         match verdict {
             SteadyVerdict::GaveUp { .. } => true,
             // The detector found where the throughput settled, but the
@@ -275,6 +293,7 @@ impl LevelController for CapacityController {
             // two regimes.
             SteadyVerdict::Steady { .. } => {
                 enough_cycles
+                    && precise
                     && halves_agree(&cur.measured)
                     && (sampler.is_none() || self.procs.is_empty() || cur.watch.finished())
             }

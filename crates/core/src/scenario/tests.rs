@@ -239,6 +239,23 @@ fn defaults_and_small_forms() {
     assert_eq!(s.capacity.k_ovld, 4);
     assert_eq!(s.capacity.min_duration, Duration::from_secs(5));
     assert_eq!(s.capacity.demand_epsilon, 3.0);
+    assert_eq!(s.capacity.precision, Some(0.03));
+}
+
+#[test]
+fn a_levels_precision_is_a_fraction_or_off() {
+    let with = |p: &str| {
+        format!("target: {{base_url: 'http://h:1'}}\nrequests: {{a: {{path: /}}}}\ncapacity: {{precision: {p}}}\n")
+    };
+    assert_eq!(ok(&with("5%")).capacity.precision, Some(0.05));
+    assert_eq!(ok(&with("off")).capacity.precision, None);
+    expect(
+        &with("0"),
+        "expected a precision between 0 and 100% (like `3%`), or `off`, found `0`",
+        3,
+        23,
+    );
+    expect(&with("always"), "expected a precision (or `off`) between 0 and 1", 3, 23);
 }
 
 #[test]

@@ -31,6 +31,7 @@ pub(super) fn level(users: u32, x: f64, r: f64, demands: Vec<TierDemand>) -> Lev
         load_too_low: false,
         client_bottleneck: false,
         requests: 0,
+        precision: None,
     }
 }
 

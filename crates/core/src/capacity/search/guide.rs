@@ -40,6 +40,7 @@ impl LevelSearch {
                 users: o.users,
                 throughput_rps: o.throughput_rps,
                 requests: o.requests,
+                precision: o.precision,
             })
             .collect();
         let guide = Guide::fit(&points, &best.demands, best.think_time_s, up_to)?;

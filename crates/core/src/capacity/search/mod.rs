@@ -137,6 +137,8 @@ pub struct LevelOutcome {
     pub client_bottleneck: bool,
     /// Requests measured: how precise the throughput is (0: unknown).
     pub requests: u64,
+    /// The throughput's 95% half-width relative to it, when measured.
+    pub precision: Option<f64>,
 }
 
 /// What to do next.

@@ -177,6 +177,14 @@ pub(crate) struct Job {
     pub deadline_ns: u64,
     pub seed: u64,
     pub nap: Duration,
+    /// `Clock::measured_from`; a job from a controller that predates it
+    /// tallies nothing.
+    #[serde(default = "never_measured")]
+    pub measured_from: u64,
+}
+
+fn never_measured() -> u64 {
+    u64::MAX
 }
 
 impl Job {
@@ -199,6 +207,7 @@ impl Job {
             deadline_ns: to_monotonic_ns(clock.deadline),
             seed: clock.seed,
             nap: clock.nap,
+            measured_from: clock.measured_from,
         }
     }
 }

@@ -67,6 +67,7 @@ impl Job {
             deadline: from_monotonic_ns(self.deadline_ns),
             seed: self.seed,
             nap: self.nap,
+            measured_from: self.measured_from,
         }
     }
 }

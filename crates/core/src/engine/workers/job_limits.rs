@@ -94,6 +94,7 @@ mod tests {
             deadline: Instant::now(),
             seed: 0,
             nap: std::time::Duration::ZERO,
+            measured_from: 0,
         };
         Job::new(
             scenario,

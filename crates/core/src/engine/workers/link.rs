@@ -430,6 +430,7 @@ mod tests {
                 deadline: Instant::now(),
                 seed: 0,
                 nap: Duration::ZERO,
+                measured_from: 0,
             },
         );
         link.send(&ToWorker::Run {

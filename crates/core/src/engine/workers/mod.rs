@@ -54,7 +54,7 @@ use super::level::Level;
 use super::start::Clock;
 use super::stop::StopSignal;
 use super::{Driven, LevelStart};
-use crate::measure::{round6, Collector, TickSink, TimerLateness};
+use crate::measure::{round6, warmup_ticks, Collector, TickSink, TimerLateness};
 use crate::scenario::Scenario;
 use plan::{plan_hosts, spread_target, Capacity};
 
@@ -129,6 +129,15 @@ pub(crate) fn drive(
         nap,
     } = start;
     let (seed, nap) = (*seed, *nap);
+    let measured_from = warmup_ticks(level.warmup());
+    // The start comes with `Go`, once every worker has its job.
+    let provisional = Clock {
+        start: Instant::now(),
+        deadline: Instant::now(),
+        seed,
+        nap,
+        measured_from,
+    };
     let source = pool.source(scenario)?;
     let (mut addrs, mut troubles) = pool.addresses();
     // Workers that do not take their job (busy with another controller,
@@ -166,7 +175,7 @@ pub(crate) fn drive(
                 quota_period_ms: None,
             })
             .collect();
-        match remote::prepare(links, &hosts, &source, level.workload(), load, seed, nap) {
+        match remote::prepare(links, &hosts, &source, level.workload(), load, provisional) {
             Ok(prepared) => break (prepared, hosts, shares),
             Err(remote::Unready(unready)) => {
                 for (addr, why) in unready {
@@ -188,6 +197,7 @@ pub(crate) fn drive(
         deadline: start + level.warmup() + level.duration(),
         seed,
         nap,
+        measured_from,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let fleet = prepared.go(clock, tx, stop)?;

@@ -82,7 +82,8 @@ pub(crate) enum FromWorker {
     /// The job's scenario is decoded: the worker waits for `Go`.
     Ready,
     Snapshot {
-        snapshot: WireSnapshot,
+        // Boxed: far larger than the other messages (serde sees through it).
+        snapshot: Box<WireSnapshot>,
     },
     /// The job ended; `trouble`: its generator processes that died.
     Done {

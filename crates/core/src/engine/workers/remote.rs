@@ -57,14 +57,12 @@ pub(super) fn prepare(
     source: &ScenarioSource,
     workload: &Workload,
     load: &Load,
-    seed: u64,
-    nap: Duration,
+    provisional: Clock,
 ) -> Result<Prepared, Unready> {
     let provisional = Clock {
         start: Instant::now(),
         deadline: Instant::now(),
-        seed,
-        nap,
+        ..provisional
     };
     let mut sent = Vec::with_capacity(links.len());
     let mut unready = Vec::new();

@@ -485,7 +485,12 @@ fn run_level(
     };
     let ran = run_host_share(level, &host, &stop, |rx| {
         let sent = fleet::forward(rx, |snapshot| {
-            protocol::write(&mut out, &FromWorker::Snapshot { snapshot })
+            protocol::write(
+                &mut out,
+                &FromWorker::Snapshot {
+                    snapshot: Box::new(snapshot),
+                },
+            )
         });
         // The controller is gone: no one would count what the shards do.
         if sent.is_err() {

@@ -133,6 +133,7 @@ fn a_difference_inside_a_levels_interval_is_agreement() {
             batches: 10,
             batch_s: 1.0,
             throughput_rps: h,
+            throughput_from: None,
             response_time_ms: None,
         });
         l

@@ -219,6 +219,7 @@ fn levels_with_intervals_get_error_bars_around_their_points() {
         batches: 20,
         batch_s: 1.0,
         throughput_rps: 2.5,
+        throughput_from: None,
         response_time_ms: Some(crate::measure::precision::LatencyHalfWidths {
             mean: 0.5,
             p50: 0.4,

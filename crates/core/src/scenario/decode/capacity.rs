@@ -23,6 +23,7 @@ pub const CAPACITY_KEYS: &[&str] = &[
     "rate_precision",
     "rate_factor",
     "max_error_rate",
+    "precision",
 ];
 
 pub(super) fn decode_capacity(ctx: &mut Ctx, node: &Node) -> Option<CapacitySettings> {
@@ -70,6 +71,17 @@ pub(super) fn decode_capacity(ctx: &mut Ctx, node: &Node) -> Option<CapacitySett
                     format!("expected a precision between 0 and 100% (like `2%`), found {}", value.describe()),
                 ),
                 None => {}
+            },
+            "precision" => match value.as_str().map(str::trim) {
+                Some("off") => c.precision = None,
+                _ => match ctx.fraction(value, "a precision (or `off`)") {
+                    Some(f) if f > 0.0 && f < 1.0 => c.precision = Some(f),
+                    Some(_) => ctx.error(
+                        value.pos(),
+                        format!("expected a precision between 0 and 100% (like `3%`), or `off`, found {}", value.describe()),
+                    ),
+                    None => {}
+                },
             },
             "rate_factor" => match value.as_str().and_then(|t| t.trim().parse::<f64>().ok()) {
                 Some(f) if f > 1.0 && f <= 100.0 => c.rate_factor = f,

@@ -97,6 +97,11 @@ pub struct CapacitySettings {
     /// A level with more failed requests than this fraction is invalid:
     /// marked so, never a curve point; it ends a capacity analysis.
     pub max_error_rate: f64,
+    /// A closed capacity level runs on (up to `max_duration`) until its
+    /// throughput's 95% half-width is at most this fraction of it (with
+    /// fewer than 5 users, its cycle time's); `None`: steady state and
+    /// the demands end it.
+    pub precision: Option<f64>,
 }
 
 /// How the levels between `N_min` and the top are chosen.
@@ -147,6 +152,7 @@ impl Default for CapacitySettings {
             rate_precision: 0.02,
             rate_factor: 2.0,
             max_error_rate: 0.5,
+            precision: Some(0.03),
         }
     }
 }
