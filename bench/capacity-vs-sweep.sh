@@ -12,6 +12,10 @@
 # and the RMS relative difference of the automatic curve (interpolated
 # linearly between its levels) from the sweep's points inside its range.
 #
+# And how many automatic levels lie inside their own 95% interval of the
+# sweep's curve (`in CI`), and the time ratio to the sweep. The sweep
+# includes 1 user, so the RMS judges the analysis's first level too.
+#
 #   bash bench/capacity-vs-sweep.sh                  # about 17 minutes on 2 cores
 #   SYSTEMS=cpu SWEEP_DURATION=20s bash bench/capacity-vs-sweep.sh
 set -euo pipefail
@@ -51,8 +55,8 @@ YAML
 
 for system in ${SYSTEMS:-cpu lock}; do
     case $system in
-        cpu) levels=$(seq -s, 10 10 190) ;;
-        lock) levels=$(seq -s, 10 10 160) ;;
+        cpu) levels=1,$(seq -s, 10 10 190) ;;
+        lock) levels=1,$(seq -s, 10 10 160) ;;
         *) echo "unknown system $system (cpu, lock)" >&2; exit 2 ;;
     esac
     for search in bisection model; do
@@ -72,6 +76,8 @@ work, systems = sys.argv[1], sys.argv[2:]
 def load(name):
     r = json.load(open(f"{work}/{name}/run.json"))
     pts = sorted((l["users"], l["throughput_rps"], l["requests"]) for l in r["levels"])
+    # Each level's 95% half-width (req/s), when it has one.
+    r["halves"] = {l["users"]: (l.get("ci95") or {}).get("throughput_rps") for l in r["levels"]}
     t = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))
     secs = (t(r["finished_at"]) - t(r["started_at"])).total_seconds()
     return r, pts, secs
@@ -83,7 +89,7 @@ def interp(pts, u):
 # RMS: every sweep point alike. Weighted: each by its requests (the inverse
 # variance of its throughput): a 10-user point of 200 requests is itself
 # uncertain by 7% and should not decide a 5% comparison.
-print(f"{'system':7} {'search':10} {'levels':>6} {'time':>6} {'max X/s':>8} {'RMS':>6} {'weighted':>8}  stop, levels run")
+print(f"{'system':7} {'search':10} {'levels':>6} {'time':>6} {'max X/s':>8} {'RMS':>6} {'weighted':>8} {'ratio':>6} {'in CI':>6}  stop, levels run")
 for system in systems:
     sweep, s_pts, s_secs = load(f"{system}-sweep")
     print(f"{system:7} {'sweep':10} {len(s_pts):6} {s_secs:5.0f}s {max(x for _, x, _ in s_pts):8.1f}")
@@ -94,7 +100,22 @@ for system in systems:
         wrms = math.sqrt(sum(n * d * d for d, n in diffs) / sum(n for _, n in diffs))
         a = r["analysis"]
         order = [c["users"] for c in a["levels_chosen"]]
+        # Each automatic level against the sweep's curve there: inside its
+        # own 95% interval?
+        inside, judged, outside = 0, 0, []
+        for u, x, _ in pts:
+            at, half = interp(s_pts, u), r["halves"].get(u)
+            if at is None or half is None:
+                continue
+            judged += 1
+            if abs(x - at) <= half:
+                inside += 1
+            else:
+                outside.append(f"{u}: {x:.1f}±{half:.1f} vs {at:.1f}")
         print(f"{system:7} {search:10} {len(pts):6} {secs:5.0f}s {a['max_throughput_rps']:8.1f} "
-              f"{100 * rms:5.1f}% {100 * wrms:7.1f}%  {a['stop_reason']}, {order} ({len(diffs)} sweep points)")
+              f"{100 * rms:5.1f}% {100 * wrms:7.1f}% {secs / s_secs:6.2f} {inside:>3}/{judged:<2}  "
+              f"{a['stop_reason']}, {order} ({len(diffs)} sweep points)")
+        if outside:
+            print(f"{'':18} outside their interval: {'; '.join(outside)}")
 PY
 echo "results: $work"

@@ -29,7 +29,7 @@ pub(super) fn execute_plan(
     // One line per finished level, except for a single-level `run`, whose
     // summary table follows at once.
     let mut view = LiveView::new(expected_levels, quiet)
-        .think_time(scenario.think_time.mean().as_secs_f64());
+        .think_time(scenario.mean_think_time().as_secs_f64());
     if expected_levels != 1 {
         view = view.echo_levels();
     }

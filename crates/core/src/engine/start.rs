@@ -130,6 +130,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
                     workload,
                     transport: transport(),
                     feeder_cursors,
+                    users_started: Default::default(),
                 };
                 run_shard(shard_plan, shared, tx, stop)
             })

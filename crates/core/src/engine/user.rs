@@ -28,6 +28,9 @@ pub struct Shared<T> {
     pub transport: T,
     /// The data feeders' rows, shared by all users of the process.
     pub feeder_cursors: Arc<Feeds>,
+    /// Users this shard has started: they alternate between the two halves
+    /// of `UserTally`, so the halves stay even.
+    pub users_started: std::cell::Cell<u64>,
 }
 
 pub async fn run_user<T: Transport>(
@@ -145,6 +148,8 @@ impl<T: Transport> User<T> {
         mut rng: fastrand::Rng,
         session: T::Session,
     ) -> User<T> {
+        let started = shared.users_started.get();
+        shared.users_started.set(started + 1);
         let scenario = &shared.scenario;
         User {
             vars: vec![Vec::new(); scenario.variables.len()],
@@ -164,7 +169,7 @@ impl<T: Transport> User<T> {
             recorder,
             think: ThinkStream::new(rng.f64()),
             made: 0,
-            first_half: rng.bool(),
+            first_half: started.is_multiple_of(2),
             rng,
             exhausted: false,
         }

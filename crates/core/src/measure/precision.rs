@@ -35,15 +35,21 @@
 //! completions `n_u` over the window (the renewal view: each user's
 //! cycles are its own), which holds whatever their think times. It misses
 //! what moves every user at once (the server's slow seconds), so the
-//! second part adds that: the users are split into two random halves `A`
-//! and `B′`, and batch means of their sum's and their difference's
-//! per-batch throughputs differ by what the halves share — each user's own
-//! irregularity, and batch means' overstatement of it, cancel. Checked
-//! by simulation of a closed network (think 0.5–1 s, 40–200 users, FCFS
-//! server up to saturation): 94–98% of the 95% intervals cover, but for
-//! deep saturation with exponential service times (90%), where the
-//! halves' shares trade off against each other. A window of fewer than
-//! [`MIN_USERS`] users, or requests no user tallied (open workloads),
+//! second part adds that: the shards deal their users in turn to two
+//! halves `A` and `B′`, and batch means of the halves' sum's and
+//! difference's per-batch throughputs differ by 4·Cov(A, B′), what the
+//! halves share — each user's own irregularity, and batch means'
+//! overstatement of it, cancel — scaled from the halves' shares to all
+//! users. The t quantile takes Welch–Satterthwaite's degrees of freedom
+//! (`N − 1` for the first part, `k − 1` for the second). Checked by
+//! simulation of a closed network (think 0.5–1 s, 40–200 users, an FCFS
+//! server up to saturation), with levels stopped as the capacity analysis
+//! stops them (the first of three precise ticks in a row under 3%): 97–99%
+//! of the 95% intervals cover the long-run throughput, but deep in
+//! saturation with exponential service times (82%; batch means alone:
+//! 92%), where the halves' shares trade off against each other. A window
+//! of fewer than [`MIN_USERS`] users, one whose users changed (a ramp's
+//! stages), halves further apart than 1:3, or requests no user tallied (open workloads),
 //! falls back to batch means.
 //!
 //! Memory stays bounded for a level of hours: at most [`MAX_BATCHES`]
@@ -66,8 +72,9 @@ pub const MAX_BATCHES: usize = 32;
 /// is itself noise.
 pub const MIN_BATCHES: usize = 5;
 
-/// A tick shorter than this (s) never completes a batch.
-const SHORT_TICK_S: f64 = 0.5;
+/// A tick shorter than this (s) never completes a batch: whole ticks are
+/// a second, only a level's last one is cut.
+const SHORT_TICK_S: f64 = 0.95;
 
 /// Fewer users than this give no variance of their completions worth the
 /// name: the throughput's interval then comes from batches alone.
@@ -159,8 +166,9 @@ pub struct Batches {
     seconds: f64,
     requests: u64,
     users: UserTally,
-    /// The most users active in a tick.
+    /// The most and the fewest users active in a tick.
     most_users: u32,
+    fewest_users: u32,
 }
 
 impl Default for Batches {
@@ -174,6 +182,7 @@ impl Default for Batches {
             requests: 0,
             users: UserTally::default(),
             most_users: 0,
+            fewest_users: u32::MAX,
         }
     }
 }
@@ -188,6 +197,7 @@ impl Batches {
         self.requests += total.requests;
         self.users.merge(&stats.users);
         self.most_users = self.most_users.max(active_users);
+        self.fewest_users = self.fewest_users.min(active_users);
         self.filling.add(seconds, &total, &stats.users);
         // A level ended between ticks (its controller stopped it) ends on
         // a sliver of a tick: as a batch of its own its few requests over
@@ -272,15 +282,23 @@ impl Batches {
     /// system (one user's is its cycle's inverse), the mean cycle's
     /// (`R + think_s`), which is what the analysis takes from such a level
     /// (`N_min`, the response-time floor). `None` before there are
-    /// [`MIN_BATCHES`] batches.
+    /// [`MIN_BATCHES`] batches, and where the users' tally cannot give the
+    /// throughput's interval (batch means overstate it, so a precision
+    /// asked of them would hold nearly every level to its longest).
     pub fn precision(&self, think_s: f64) -> Option<f64> {
         let ci = self.ci95()?;
         if self.most_users >= MIN_USERS {
+            ci.throughput_from.as_deref().filter(|f| *f == "users")?;
             return ci.relative_throughput(self.requests as f64 / self.seconds.max(1e-9));
         }
         let mean_ms = self.mean_response_ms()?;
         let half = ci.response_time_ms?.mean;
         Some(half / (mean_ms + think_s * 1e3).max(1e-9))
+    }
+
+    /// Full batches so far.
+    pub fn full_batches(&self) -> usize {
+        self.full.len()
     }
 
     /// The mean response time over the full batches (ms).
@@ -297,9 +315,16 @@ impl Batches {
     fn users_half_width(&self) -> Option<f64> {
         let users = f64::from(self.most_users);
         let t = self.seconds;
+        // The first half's share of the completions: about half, as the
+        // shards deal users to the halves in turn.
+        let first = self.users.first_half as f64 / self.requests.max(1) as f64;
+        // Users added or stopped in the window (a ramp's stages) make the
+        // users' completions differ by design, not by chance.
         if self.most_users < MIN_USERS
+            || self.fewest_users != self.most_users
             || self.users.completions != self.requests
             || self.requests == 0
+            || !(0.25..=0.75).contains(&first)
             || t <= 0.0
         {
             return None;
@@ -317,8 +342,19 @@ impl Batches {
             .map(|b| rate(b, 2.0 * b.first_half as f64 - b.requests as f64))
             .collect();
         let k = self.full.len() as f64;
-        let shared = (variance(&sum_rates) - variance(&differences)).max(0.0) / k;
-        Some(t_975(self.full.len() - 1) * (own + shared).sqrt())
+        // 4·Cov(A, B) = 4·N_A·N_B·c: scaled to the whole N²·c.
+        let shared = (variance(&sum_rates) - variance(&differences)).max(0.0)
+            / k
+            / (4.0 * first * (1.0 - first));
+        // Welch–Satterthwaite: each part has its own degrees of freedom
+        // (N − 1 users, k − 1 batches), and a few users' spread is known
+        // as loosely as a few batches' is.
+        let total = own + shared;
+        let df = match own * own / (users - 1.0) + shared * shared / (k - 1.0) {
+            d if d > 0.0 => (total * total / d).floor() as usize,
+            _ => self.full.len() - 1,
+        };
+        Some(t_975(df) * total.sqrt())
     }
 }
 
@@ -451,7 +487,10 @@ mod tests {
             spread.add(1.0, 40, &tallied(n, first, 20_000 / 20));
         }
         let w = spread.ci95().unwrap();
-        let expected = 2.093 * (10.26 + (s.throughput_rps / 2.093).powi(2)).sqrt();
+        // Welch–Satterthwaite: (10.26 + 5.26)² / (10.26²/39 + 5.26²/19) =
+        // 58 degrees of freedom, t = 2.002.
+        let shared = (s.throughput_rps / 2.093).powi(2);
+        let expected = t_975(58) * (10.256 + shared).sqrt();
         assert!((w.throughput_rps - expected).abs() < 0.01, "{w:?} {expected}");
     }
 
@@ -459,15 +498,39 @@ mod tests {
     fn too_few_users_or_untallied_requests_fall_back_to_batches() {
         let mut few = Batches::default();
         let mut open = Batches::default();
+        let mut ramp = Batches::default();
+        let mut lopsided = Batches::default();
         for i in 0..10u64 {
             few.add(1.0, 4, &tallied(40 + i % 2, 20, 100));
             let mut s = tallied(40 + i % 2, 20, 100);
             s.users.completions -= 1;
             open.add(1.0, 40, &s);
+            // A stage of the ramp adds users in the window.
+            ramp.add(1.0, 40 + 2 * i as u32, &tallied(40 + i % 2, 20, 100));
+            lopsided.add(1.0, 40, &tallied(40 + i % 2, 8, 100));
         }
-        for b in [few, open] {
+        for b in [few, open, ramp, lopsided] {
             assert_eq!(b.ci95().unwrap().throughput_from.as_deref(), Some("batches"));
         }
+    }
+
+    #[test]
+    fn a_precision_is_asked_only_of_what_the_users_tallied_or_a_few_users_cycle() {
+        let mut users = Batches::default();
+        let mut open = Batches::default();
+        let mut one = Batches::default();
+        for i in 0..20u64 {
+            let (n, first) = if i % 2 == 0 { (30, 15) } else { (50, 25) };
+            users.add(1.0, 40, &tallied(n, first, 40 * 400 / 20));
+            open.add(1.0, 40, &second(n, 5));
+            one.add(1.0, 1, &second(2, 5));
+        }
+        // ±4.80 req/s around 40: 12%.
+        assert!((users.precision(1.0).unwrap() - 0.120).abs() < 1e-3);
+        assert_eq!(open.precision(1.0), None);
+        // One user, 5 ms answers always: its cycle (1.005 s) is exact.
+        assert_eq!(one.precision(1.0), Some(0.0));
+        assert_eq!(open.full_batches(), 20);
     }
 
     #[test]

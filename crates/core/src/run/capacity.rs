@@ -15,6 +15,7 @@ use crate::capacity::range::{self, TierDemand};
 use crate::capacity::search::{Decision, LevelOutcome, LevelSearch, SearchConfig};
 use crate::capacity::steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};
 use crate::engine::{default_warmup, Level, LevelPlan, Workload};
+use crate::measure::precision::MIN_BATCHES;
 use crate::measure::{round3, round_to, Batches, LevelInfo, Tick};
 use crate::profile::{DemandWatch, Sampler, WatchedProcess};
 use crate::record::{
@@ -25,6 +26,12 @@ use crate::scenario::Scenario;
 
 /// Cycles (`R + Z`) a level runs at least before it may end.
 const MIN_CYCLES: f64 = 3.0;
+
+/// Ticks in a row the level's figure must be precise before it may end:
+/// its interval is itself an estimate, and stopping at the first tick it
+/// dips under the bound would pick the ticks it is too narrow in (in
+/// simulation: 2–3 points of coverage).
+const PRECISE_TICKS: u32 = 3;
 
 /// The two capacity analyses: closed (users per level, this module's
 /// controller) or open (the highest arrival rate, `open_capacity`).
@@ -85,6 +92,8 @@ struct Current {
     /// The measured window in batches, as the record's `ci95` has them:
     /// how precise the level's figure is so far.
     batches: Batches,
+    /// Consecutive ticks it has been precise enough.
+    precise_ticks: u32,
     watch: DemandWatch,
 }
 
@@ -199,6 +208,7 @@ impl CapacityController {
             steady_at: None,
             measured: Vec::new(),
             batches: Batches::default(),
+            precise_ticks: 0,
             watch: DemandWatch::new(
                 self.procs.clone(),
                 self.demand_config.clone(),
@@ -277,11 +287,17 @@ impl LevelController for CapacityController {
         if manual {
             return false;
         }
-        let think_s = self.scenario.think_time.mean().as_secs_f64();
-        let precise = match self.scenario.capacity.precision {
-            Some(wanted) => cur.batches.precision(think_s).is_some_and(|p| p <= wanted),
-            None => true,
+        let think_s = self.scenario.mean_think_time().as_secs_f64();
+        let precise_now = match (self.scenario.capacity.precision, cur.batches.precision(think_s)) {
+            (None, _) => true,
+            (Some(wanted), Some(p)) => p <= wanted,
+            // Nothing the rule can judge (no users' tally, no throughput):
+            // steady state and the demands end the level, as without it.
+            (Some(_), None) => cur.batches.full_batches() >= MIN_BATCHES,
         };
+        cur.precise_ticks = if precise_now { cur.precise_ticks + 1 } else { 0 };
+        let precise =
+            self.scenario.capacity.precision.is_none() || cur.precise_ticks >= PRECISE_TICKS;
         match verdict {
             SteadyVerdict::GaveUp { .. } => true,
             // The detector found where the throughput settled, but the
