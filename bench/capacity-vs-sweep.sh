@@ -18,6 +18,7 @@
 #
 #   bash bench/capacity-vs-sweep.sh                  # about 17 minutes on 2 cores
 #   SYSTEMS=cpu SWEEP_DURATION=20s bash bench/capacity-vs-sweep.sh
+#   SEARCHES=model SWEEP_DURATION=40s bash bench/capacity-vs-sweep.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +60,7 @@ for system in ${SYSTEMS:-cpu lock}; do
         lock) levels=1,$(seq -s, 10 10 160) ;;
         *) echo "unknown system $system (cpu, lock)" >&2; exit 2 ;;
     esac
-    for search in bisection model; do
+    for search in ${SEARCHES:-bisection model}; do
         echo "$system: automatic analysis, $search…"
         "$bin" capacity "$work/$system.yaml" --search "$search" --quiet \
             --out "$work/$system-$search" >/dev/null
@@ -69,10 +70,11 @@ for system in ${SYSTEMS:-cpu lock}; do
         --duration "${SWEEP_DURATION:-10s}" --quiet --out "$work/$system-sweep" >/dev/null
 done
 
-python3 - "$work" ${SYSTEMS:-cpu lock} <<'PY'
-import json, sys, math
+SEARCHES="${SEARCHES:-bisection model}" python3 - "$work" ${SYSTEMS:-cpu lock} <<'PY'
+import json, os, sys, math
 from datetime import datetime
 work, systems = sys.argv[1], sys.argv[2:]
+searches = os.environ["SEARCHES"].split()
 def load(name):
     r = json.load(open(f"{work}/{name}/run.json"))
     pts = sorted((l["users"], l["throughput_rps"], l["requests"]) for l in r["levels"])
@@ -93,7 +95,7 @@ print(f"{'system':7} {'search':10} {'levels':>6} {'time':>6} {'max X/s':>8} {'RM
 for system in systems:
     sweep, s_pts, s_secs = load(f"{system}-sweep")
     print(f"{system:7} {'sweep':10} {len(s_pts):6} {s_secs:5.0f}s {max(x for _, x, _ in s_pts):8.1f}")
-    for search in ("bisection", "model"):
+    for search in searches:
         r, pts, secs = load(f"{system}-{search}")
         diffs = [((interp(pts, u) - x) / x, n) for u, x, n in s_pts if interp(pts, u) is not None]
         rms = math.sqrt(sum(d * d for d, _ in diffs) / len(diffs))

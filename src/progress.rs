@@ -88,9 +88,12 @@ impl TickSink for LiveView {
             self.batches
                 .add(tick.length.as_secs_f64(), tick.active_users, &tick.stats);
         }
+        // What a capacity level waits for; else (an open level's batch
+        // means) the throughput's.
         let precision = self
             .batches
             .precision(self.think_s)
+            .or_else(|| self.batches.throughput_precision())
             .map_or(String::new(), |p| format!(" · ±{:.1}%", p * 100.0));
         let total = tick.stats.total();
         let secs = tick.length.as_secs_f64().max(1e-3);

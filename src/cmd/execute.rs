@@ -28,8 +28,8 @@ pub(super) fn execute_plan(
     let outputs = LiveOutputs::start(scenario, &plan.out, output, quiet)?;
     // One line per finished level, except for a single-level `run`, whose
     // summary table follows at once.
-    let mut view = LiveView::new(expected_levels, quiet)
-        .think_time(scenario.mean_think_time().as_secs_f64());
+    let mut view =
+        LiveView::new(expected_levels, quiet).think_time(scenario.mean_think_time().as_secs_f64());
     if expected_levels != 1 {
         view = view.echo_levels();
     }

@@ -548,7 +548,10 @@ servers:
                     let r = l["response_time_ms"]["mean"].as_f64().unwrap();
                     ci["response_time_ms"]["mean"].as_f64().unwrap() / (r + 500.0)
                 };
-                assert!(precision <= 0.0301, "ended at ±{precision} before max_duration: {l}");
+                assert!(
+                    precision <= 0.0301,
+                    "ended at ±{precision} before max_duration: {l}"
+                );
             }
         }
         assert!(stdout.contains("saturation point") && stdout.contains("bottleneck: tier web"));

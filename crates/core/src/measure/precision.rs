@@ -296,6 +296,12 @@ impl Batches {
         Some(half / (mean_ms + think_s * 1e3).max(1e-9))
     }
 
+    /// The throughput's 95% half-width relative to it, however found.
+    pub fn throughput_precision(&self) -> Option<f64> {
+        self.ci95()?
+            .relative_throughput(self.requests as f64 / self.seconds.max(1e-9))
+    }
+
     /// Full batches so far.
     pub fn full_batches(&self) -> usize {
         self.full.len()
@@ -304,7 +310,10 @@ impl Batches {
     /// The mean response time over the full batches (ms).
     fn mean_response_ms(&self) -> Option<f64> {
         let (sum, n) = self.full.iter().fold((0.0, 0u64), |(sum, n), b| {
-            (sum + b.response.mean() * b.response.len() as f64, n + b.response.len())
+            (
+                sum + b.response.mean() * b.response.len() as f64,
+                n + b.response.len(),
+            )
         });
         (n > 0).then(|| sum / n as f64 / 1e6)
     }
@@ -335,7 +344,11 @@ impl Batches {
         let own = users * spread / (t * t);
         // What the halves share, by batch means of their sum and difference.
         let rate = |b: &Batch, n: f64| n / b.seconds.max(1e-9);
-        let sum_rates: Vec<f64> = self.full.iter().map(|b| rate(b, b.requests as f64)).collect();
+        let sum_rates: Vec<f64> = self
+            .full
+            .iter()
+            .map(|b| rate(b, b.requests as f64))
+            .collect();
         let differences: Vec<f64> = self
             .full
             .iter()
@@ -477,7 +490,10 @@ mod tests {
             seconds.add(1.0, 40, &second(n, 5));
         }
         let (u, s) = (users.ci95().unwrap(), seconds.ci95().unwrap());
-        assert!((u.throughput_rps - s.throughput_rps).abs() < 1e-9, "{u:?} {s:?}");
+        assert!(
+            (u.throughput_rps - s.throughput_rps).abs() < 1e-9,
+            "{u:?} {s:?}"
+        );
         // And the users' own spread adds to it: 20 users made 10, 20 made
         // 30 (Σn = 800, Σn² = 20·100 + 20·900 = 20,000): s_n² = 102.6,
         // N·s_n²/T² = 10.26 (req/s)², so the half-width grows.
@@ -491,7 +507,10 @@ mod tests {
         // 58 degrees of freedom, t = 2.002.
         let shared = (s.throughput_rps / 2.093).powi(2);
         let expected = t_975(58) * (10.256 + shared).sqrt();
-        assert!((w.throughput_rps - expected).abs() < 0.01, "{w:?} {expected}");
+        assert!(
+            (w.throughput_rps - expected).abs() < 0.01,
+            "{w:?} {expected}"
+        );
     }
 
     #[test]
@@ -510,7 +529,10 @@ mod tests {
             lopsided.add(1.0, 40, &tallied(40 + i % 2, 8, 100));
         }
         for b in [few, open, ramp, lopsided] {
-            assert_eq!(b.ci95().unwrap().throughput_from.as_deref(), Some("batches"));
+            assert_eq!(
+                b.ci95().unwrap().throughput_from.as_deref(),
+                Some("batches")
+            );
         }
     }
 

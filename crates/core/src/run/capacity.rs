@@ -288,14 +288,21 @@ impl LevelController for CapacityController {
             return false;
         }
         let think_s = self.scenario.mean_think_time().as_secs_f64();
-        let precise_now = match (self.scenario.capacity.precision, cur.batches.precision(think_s)) {
+        let precise_now = match (
+            self.scenario.capacity.precision,
+            cur.batches.precision(think_s),
+        ) {
             (None, _) => true,
             (Some(wanted), Some(p)) => p <= wanted,
             // Nothing the rule can judge (no users' tally, no throughput):
             // steady state and the demands end the level, as without it.
             (Some(_), None) => cur.batches.full_batches() >= MIN_BATCHES,
         };
-        cur.precise_ticks = if precise_now { cur.precise_ticks + 1 } else { 0 };
+        cur.precise_ticks = if precise_now {
+            cur.precise_ticks + 1
+        } else {
+            0
+        };
         let precise =
             self.scenario.capacity.precision.is_none() || cur.precise_ticks >= PRECISE_TICKS;
         match verdict {
@@ -460,5 +467,63 @@ mod tests {
         assert_eq!(AnalysisKind::of(&arrivals, None, &[]), Open);
         assert_eq!(AnalysisKind::of(&arrivals, Some(Closed), &[]), Closed);
         assert_eq!(AnalysisKind::of(&users, Some(Open), &[]), Open);
+    }
+
+    /// One measured second of 40 users completing 40 requests of 5 ms:
+    /// `squares` their Σ(2n + 1), half of them by the first half.
+    fn tick(seq: u64, squares: u64) -> Tick {
+        let mut stats = crate::measure::IntervalStats::new(1);
+        for _ in 0..40 {
+            stats.per_request[0].record_response(Duration::from_millis(5));
+        }
+        stats.users = crate::measure::UserTally {
+            counting: true,
+            completions: 40,
+            squares,
+            first_half: 20,
+        };
+        Tick {
+            seq,
+            length: Duration::from_secs(1),
+            end: Instant::now(),
+            warmup: false,
+            stats,
+            active_users: 40,
+        }
+    }
+
+    /// The tick at which a level of 40 users ends (None: not in 60), its
+    /// users completing as `squares(t)` (Σ(2n + 1) of second `t`) says.
+    fn ends_at(precision: &str, squares: impl Fn(u64) -> u64) -> Option<u64> {
+        let s = scenario(&format!(
+            "think_time: 1s\ncapacity: {{min_duration: 2s, window: 1s, max_duration: 60s, precision: {precision}}}\n"
+        ));
+        // A search's level (no agents): not a manual one, which runs its
+        // whole duration.
+        let mut c = CapacityController::new(Arc::new(s), Vec::new());
+        c.start_level(40, "test".into(), Duration::from_secs(60));
+        let info = LevelInfo {
+            index: 1,
+            users: 40,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(60),
+        };
+        (0..60).find(|&t| c.on_tick(&info, &tick(t, squares(t)), None))
+    }
+
+    #[test]
+    fn a_level_runs_until_its_throughput_is_precise_three_ticks_in_a_row() {
+        // Every user completes one request a second: Σn² grows by
+        // 40·(2t + 1), the users' counts never differ, and every second
+        // is alike: precise from the first interval on (5 batches), so
+        // the level ends at its third precise tick.
+        let even = |t: u64| 40 * (2 * t + 1);
+        assert_eq!(ends_at("3%", even), Some(6));
+        // Half the users complete two a second, half none: the users'
+        // completions spread ±16% of the throughput, whatever the length.
+        let uneven = |t: u64| 20 * (4 * t + 1) + 20 * (4 * t + 3);
+        assert_eq!(ends_at("3%", uneven), None);
+        // Without the rule, steady state ends it as before.
+        assert!(ends_at("off", uneven).is_some_and(|t| t < 10));
     }
 }

@@ -255,7 +255,12 @@ fn a_levels_precision_is_a_fraction_or_off() {
         3,
         23,
     );
-    expect(&with("always"), "expected a precision (or `off`) between 0 and 1", 3, 23);
+    expect(
+        &with("always"),
+        "expected a precision (or `off`) between 0 and 1",
+        3,
+        23,
+    );
 }
 
 #[test]
