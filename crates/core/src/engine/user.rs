@@ -43,8 +43,9 @@ pub async fn run_user<T: Transport>(
     let mut user = User::new(shared, recorder, rng, session);
 
     // Users start spread over one think time, so they do not all fire at
-    // t = 0 and stay in lockstep. This first pause is not measured.
-    let first = initial_think(&scenario, &mut user.rng);
+    // t = 0 and stay in lockstep, each as if it had been running all along
+    // (see engine/think.rs). This first pause is not measured.
+    let first = user.start_thinking();
     tokio::time::sleep(first).await;
 
     match &user.shared.workload.clone() {
@@ -191,6 +192,16 @@ impl<T: Transport> User<T> {
             }
         }
         true
+    }
+
+    /// Places the user's think-time stream where a user running all along
+    /// would be, and returns what remains of the think time it is in: the
+    /// user's first pause.
+    fn start_thinking(&mut self) -> Duration {
+        let r = [self.rng.f64(), self.rng.f64(), self.rng.f64()];
+        let (stream, first) = ThinkStream::stationary(&self.shared.scenario.think_time, r);
+        self.think = stream;
+        first
     }
 
     /// Opens the user's connection ahead of its first request.
@@ -401,14 +412,6 @@ pub fn record(
             stats.record_error(kind, latency);
             outcome.response_time.is_zero()
         }
-    }
-}
-
-fn initial_think(scenario: &Scenario, rng: &mut fastrand::Rng) -> Duration {
-    use crate::scenario::ThinkTime;
-    match scenario.think_time {
-        ThinkTime::Constant(d) => d.mul_f64(rng.f64()),
-        other => other.sample(rng.f64()),
     }
 }
 

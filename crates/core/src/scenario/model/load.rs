@@ -101,6 +101,37 @@ impl ThinkTime {
         }
     }
 
+    /// The uniform variate of a *length-biased* draw, from two uniforms in
+    /// [0, 1): `u` with density proportional to `sample(u)`, as the think
+    /// time a user is in at a random moment is (a long pause is more often
+    /// caught than a short one). Closed forms: the length-biased
+    /// exponential is the sum of two; the length-biased lognormal is
+    /// lognormal with `μ + σ²`; the uniform's inverts a quadratic.
+    pub fn length_biased(&self, r1: f64, r2: f64) -> f64 {
+        match *self {
+            ThinkTime::Constant(_) => r1,
+            // −ln(1 − u) = −ln(1 − r1) − ln(1 − r2).
+            ThinkTime::Exponential { .. } => 1.0 - (1.0 - r1) * (1.0 - r2),
+            ThinkTime::Uniform { min, max } => {
+                let (a, b) = (min.as_secs_f64(), max.as_secs_f64());
+                if b - a <= f64::EPSILON * b.max(1.0) {
+                    return r1;
+                }
+                // ∫₀ᵘ (a + (b − a)s) ds = r1 · (a + b)/2, for u.
+                let u = (-a + (a * a + (b - a) * r1 * (a + b)).sqrt()) / (b - a);
+                u.clamp(0.0, 1.0 - f64::EPSILON)
+            }
+            ThinkTime::LogNormal { cv, .. } => {
+                use statrs::distribution::{ContinuousCDF, Normal};
+                let sigma = (1.0 + cv * cv).ln().sqrt();
+                let normal = Normal::standard();
+                normal
+                    .cdf(normal.inverse_cdf(r1.max(f64::MIN_POSITIVE)) + sigma)
+                    .min(1.0 - f64::EPSILON)
+            }
+        }
+    }
+
     /// One draw, from a uniform variate `u` in [0, 1).
     pub fn sample(&self, u: f64) -> Duration {
         match *self {
