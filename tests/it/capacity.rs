@@ -387,7 +387,7 @@ requests:
 servers:
   - {{tier: web, agent: "{a}", processes: [{web}], cores: 1}}
   - {{tier: db, agent: "{a}", processes: [{db}], cores: 1}}
-capacity: {{min_duration: 4s, window: 2s, max_duration: 9s, p_max: 10}}
+capacity: {{min_duration: 4s, window: 2s, max_duration: 9s, p_max: 10, precision: 5%}}
 "#,
             tb.web_url,
             a = agent.url(),
@@ -538,8 +538,9 @@ servers:
             let ran = l["warmup_s"].as_f64().unwrap() + l["duration_s"].as_f64().unwrap();
             assert!(l["steady_state"] == true || ran >= 9.0, "{l}");
             // And only once its figure is precise (`capacity.precision`,
-            // 3% by default): its throughput's 95% interval, or with fewer
-            // than 5 users its mean cycle's (R + Z).
+            // 3% by default, 5% here to keep the suite short): its
+            // throughput's 95% interval, or with fewer than 5 users its
+            // mean cycle's (R + Z).
             if l["duration_s"].as_f64().unwrap() < 9.0 - 0.5 {
                 let ci = &l["ci95"];
                 let precision = if l["users"].as_u64().unwrap() >= 5 {
@@ -549,7 +550,7 @@ servers:
                     ci["response_time_ms"]["mean"].as_f64().unwrap() / (r + 500.0)
                 };
                 assert!(
-                    precision <= 0.0301,
+                    precision <= 0.0501,
                     "ended at ±{precision} before max_duration: {l}"
                 );
             }

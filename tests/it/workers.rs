@@ -414,7 +414,9 @@ fn a_worker_refuses_a_controller_without_its_token_or_of_another_protocol() {
 /// hello, and a controller with the token was locked out for as long as
 /// the trickle lasted. Now each has a deadline from its first moment and a
 /// newcomer takes the place of the oldest stranger: the controller gets
-/// in while the trickle goes on.
+/// in while the trickle goes on. (When a stranger's newcomer took the
+/// controller's own place mid-handshake, it failed the level: it tries
+/// again now, `pool.rs`.)
 #[test]
 fn strangers_trickling_bytes_cannot_keep_a_controller_with_the_token_out() {
     let dir = support::scratch_dir("workers-slowloris");

@@ -26,10 +26,14 @@ const CLOCK_SAMPLES: usize = 8;
 
 /// Why a worker could not be linked. `fatal`: it answered and refused us
 /// (a token or version mismatch), which waiting will not mend.
+/// `shut_out`: it took the connection and closed it before welcoming us,
+/// as a worker whose door is full of strangers does (`door.rs`): trying
+/// again a moment later finds room.
 #[derive(Debug)]
 pub(crate) struct LinkError {
     pub message: String,
     pub fatal: bool,
+    pub shut_out: bool,
 }
 
 impl LinkError {
@@ -37,6 +41,7 @@ impl LinkError {
         LinkError {
             message,
             fatal: false,
+            shut_out: false,
         }
     }
 
@@ -44,6 +49,17 @@ impl LinkError {
         LinkError {
             message,
             fatal: true,
+            shut_out: false,
+        }
+    }
+
+    /// A step of the handshake failed: shut out if the worker closed or
+    /// reset the connection, passing otherwise.
+    fn handshake(message: String, closed: bool) -> LinkError {
+        LinkError {
+            message,
+            fatal: false,
+            shut_out: closed,
         }
     }
 }
@@ -133,14 +149,14 @@ impl Link {
             reader: BufReader::new(stream),
             writer,
         };
-        let greeting = link.recv().map_err(|e| match tls {
+        let greeting = link.handshake_recv().map_err(|e| match tls {
             // A worker greets at once; one that took the connection and
             // said nothing waits for a TLS handshake (or is no worker).
-            None if e.ends_with("no answer") => LinkError::fatal(format!(
+            None if e.message.ends_with("no answer") => LinkError::fatal(format!(
                 "worker {addr} took the connection but sent no greeting in {} s: a worker started with --tls-cert needs the controller's --worker-ca-file",
                 HANDSHAKE_TIMEOUT.as_secs()
             )),
-            _ => LinkError::passing(e),
+            _ => e,
         })?;
         let (name, nonce) = match greeting {
             FromWorker::Greeting {
@@ -175,8 +191,8 @@ impl Link {
             proof: token.map(|t| protocol::proof(t, &nonce, Role::Controller)),
             nonce: ours.clone(),
         })
-        .map_err(LinkError::passing)?;
-        match link.recv().map_err(LinkError::passing)? {
+        .map_err(|e| LinkError::handshake(e, true))?;
+        match link.handshake_recv()? {
             FromWorker::Welcome {
                 proof,
                 cores,
@@ -304,6 +320,35 @@ impl Link {
         }
     }
 
+    /// `recv` during the handshake, telling a connection the worker
+    /// closed from one that failed otherwise.
+    fn handshake_recv(&mut self) -> Result<FromWorker, LinkError> {
+        let closed = |e: &std::io::Error| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        };
+        match protocol::read(&mut self.reader, MAX_LINE) {
+            Ok(Some(message)) => Ok(message),
+            Ok(None) => Err(LinkError::handshake(
+                format!("worker {}: closed the connection", self.who()),
+                true,
+            )),
+            Err(e) if is_timeout(&e) => Err(LinkError::passing(format!(
+                "worker {}: no answer",
+                self.who()
+            ))),
+            Err(e) => Err(LinkError::handshake(
+                format!("worker {}: {e}", self.who()),
+                closed(&e),
+            )),
+        }
+    }
+
     pub(super) fn set_timeout(&self, timeout: Option<Duration>) -> Result<(), String> {
         self.writer
             .set_read_timeout(timeout)
@@ -395,6 +440,21 @@ mod tests {
             e.message
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A worker whose door is full closes a newcomer's connection before
+    /// the welcome: that is worth trying again soon, unlike a refusal.
+    #[test]
+    fn a_connection_closed_before_the_welcome_is_shut_out_not_refused() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let door = std::thread::spawn(move || drop(listener.accept().unwrap()));
+        let e = Link::connect(addr, Some("a-token-0123456789"), None)
+            .err()
+            .unwrap();
+        door.join().unwrap();
+        assert!(e.shut_out && !e.fatal, "{e:?}");
+        assert!(e.message.contains("closed the connection"), "{}", e.message);
     }
 
     /// A job past what the worker's host holds (10^9 users made a worker

@@ -22,6 +22,19 @@ use crate::scenario::{PemFile, Scenario, WorkerSettings};
 /// How long a run waits for its workers to answer before the first level.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Tries at a worker that closes the connection before welcoming us
+/// (its door full of strangers) before it counts as not answering.
+const SHUT_OUT_TRIES: u32 = 6;
+
+/// The pause before the `try_`th try again (from 1): doubling from 50 ms,
+/// at a random point of its upper half so that a stranger reconnecting on
+/// a beat cannot meet every try (six pauses: 2.4 s on average, 3.2 s at
+/// most).
+fn shut_out_pause(try_: u32) -> Duration {
+    let ceiling = 25u64 << try_.clamp(1, SHUT_OUT_TRIES);
+    Duration::from_millis(fastrand::u64(ceiling / 2..=ceiling))
+}
+
 /// The name a worker's TLS certificate is checked against: the host as
 /// `spec` writes it (a DNS name, or an address).
 fn tls_name(spec: &WorkerSpec) -> String {
@@ -387,10 +400,19 @@ impl WorkerPool {
                 break;
             }
             let tls = self.tls_for(addr)?;
-            match Link::connect(addr, self.token.as_deref(), tls.as_ref()) {
-                Ok(link) => links.push(link),
-                Err(e) if e.fatal => return Err(EngineError::Workers(e.message)),
-                Err(e) => troubles.push(e.message),
+            let mut shut_out = 0;
+            loop {
+                match Link::connect(addr, self.token.as_deref(), tls.as_ref()) {
+                    Ok(link) => links.push(link),
+                    Err(e) if e.fatal => return Err(EngineError::Workers(e.message)),
+                    Err(e) if e.shut_out && shut_out < SHUT_OUT_TRIES => {
+                        shut_out += 1;
+                        std::thread::sleep(shut_out_pause(shut_out));
+                        continue;
+                    }
+                    Err(e) => troubles.push(e.message),
+                }
+                break;
             }
         }
         Ok((links, troubles))
