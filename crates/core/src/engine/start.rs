@@ -118,6 +118,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
             nap: clock.nap,
             measured_from: clock.measured_from,
         };
+        let think_origin = fastrand::Rng::with_seed(shard_plan.seed ^ 0x7415_C0DE).f64();
         let (scenario, workload) = (scenario.clone(), workload.clone());
         let feeder_cursors = cursors.clone();
         let tx = tx.clone();
@@ -131,6 +132,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
                     transport: transport(),
                     feeder_cursors,
                     users_started: Default::default(),
+                    think_origin,
                 };
                 run_shard(shard_plan, shared, tx, stop)
             })

@@ -11,7 +11,7 @@ use super::coalesce::Awaited;
 use super::extract;
 use super::feed::Feeds;
 use super::level::Workload;
-use super::think::ThinkStream;
+use super::think::{self, ThinkStream};
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
 use crate::scenario::template::Bindings;
@@ -31,6 +31,9 @@ pub struct Shared<T> {
     /// Users this shard has started: they alternate between the two halves
     /// of `UserTally`, so the halves stay even.
     pub users_started: std::cell::Cell<u64>,
+    /// Where this shard's users' places start (`think::place`): uniform
+    /// in [0, 1), from the shard's seed.
+    pub think_origin: f64,
 }
 
 pub async fn run_user<T: Transport>(
@@ -136,6 +139,9 @@ pub struct User<T: Transport> {
     exhausted: bool,
     /// Where its think times' uniforms come from.
     think: ThinkStream,
+    /// Where among its shard's users it starts in that stream
+    /// (`think::place`).
+    place: f64,
     /// Its completions in the measured window so far, and its half of the
     /// users: for the throughput's interval (`UserTally`).
     made: u32,
@@ -151,6 +157,7 @@ impl<T: Transport> User<T> {
     ) -> User<T> {
         let started = shared.users_started.get();
         shared.users_started.set(started + 1);
+        let place = think::place(shared.think_origin, started);
         let scenario = &shared.scenario;
         User {
             vars: vec![Vec::new(); scenario.variables.len()],
@@ -169,6 +176,7 @@ impl<T: Transport> User<T> {
             shared,
             recorder,
             think: ThinkStream::new(rng.f64()),
+            place,
             made: 0,
             first_half: started.is_multiple_of(2),
             rng,
@@ -198,8 +206,8 @@ impl<T: Transport> User<T> {
     /// would be, and returns what remains of the think time it is in: the
     /// user's first pause.
     fn start_thinking(&mut self) -> Duration {
-        let r = [self.rng.f64(), self.rng.f64(), self.rng.f64()];
-        let (stream, first) = ThinkStream::stationary(&self.shared.scenario.think_time, r);
+        let think = &self.shared.scenario.think_time;
+        let (stream, first) = ThinkStream::stationary(think, self.place, self.rng.f64());
         self.think = stream;
         first
     }

@@ -101,24 +101,39 @@ impl ThinkTime {
         }
     }
 
-    /// The uniform variate of a *length-biased* draw, from two uniforms in
-    /// [0, 1): `u` with density proportional to `sample(u)`, as the think
-    /// time a user is in at a random moment is (a long pause is more often
-    /// caught than a short one). Closed forms: the length-biased
-    /// exponential is the sum of two; the length-biased lognormal is
-    /// lognormal with `μ + σ²`; the uniform's inverts a quadratic.
-    pub fn length_biased(&self, r1: f64, r2: f64) -> f64 {
+    /// The uniform variate of a *length-biased* draw, from one uniform `r`
+    /// in [0, 1) through its inverse CDF (so evenly spread `r`s give
+    /// evenly spread draws): `u` with density proportional to `sample(u)`,
+    /// as the think time a user is in at a random moment is (a long pause
+    /// is more often caught than a short one). The length-biased
+    /// exponential is Gamma(2) (inverted by bisection); the length-biased
+    /// lognormal is lognormal with `μ + σ²`; the uniform's inverts a
+    /// quadratic.
+    pub fn length_biased(&self, r: f64) -> f64 {
         match *self {
-            ThinkTime::Constant(_) => r1,
-            // −ln(1 − u) = −ln(1 − r1) − ln(1 − r2).
-            ThinkTime::Exponential { .. } => 1.0 - (1.0 - r1) * (1.0 - r2),
+            ThinkTime::Constant(_) => r,
+            // x = −ln(1 − u) has density x·e^(−x): P(X > x) = (1 + x)·e^(−x)
+            // = 1 − r, solved for x. Once per user start: 64 halvings.
+            ThinkTime::Exponential { .. } => {
+                let tail = 1.0 - r;
+                let (mut lo, mut hi) = (0.0f64, 64.0f64);
+                for _ in 0..64 {
+                    let x = (lo + hi) / 2.0;
+                    if (1.0 + x) * (-x).exp() > tail {
+                        lo = x;
+                    } else {
+                        hi = x;
+                    }
+                }
+                (1.0 - (-lo).exp()).min(1.0 - f64::EPSILON)
+            }
             ThinkTime::Uniform { min, max } => {
                 let (a, b) = (min.as_secs_f64(), max.as_secs_f64());
                 if b - a <= f64::EPSILON * b.max(1.0) {
-                    return r1;
+                    return r;
                 }
-                // ∫₀ᵘ (a + (b − a)s) ds = r1 · (a + b)/2, for u.
-                let u = (-a + (a * a + (b - a) * r1 * (a + b)).sqrt()) / (b - a);
+                // ∫₀ᵘ (a + (b − a)s) ds = r · (a + b)/2, for u.
+                let u = (-a + (a * a + (b - a) * r * (a + b)).sqrt()) / (b - a);
                 u.clamp(0.0, 1.0 - f64::EPSILON)
             }
             ThinkTime::LogNormal { cv, .. } => {
@@ -126,7 +141,7 @@ impl ThinkTime {
                 let sigma = (1.0 + cv * cv).ln().sqrt();
                 let normal = Normal::standard();
                 normal
-                    .cdf(normal.inverse_cdf(r1.max(f64::MIN_POSITIVE)) + sigma)
+                    .cdf(normal.inverse_cdf(r.max(f64::MIN_POSITIVE)) + sigma)
                     .min(1.0 - f64::EPSILON)
             }
         }
