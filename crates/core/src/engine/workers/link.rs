@@ -124,6 +124,13 @@ impl Link {
                         )
                     }) {
                     format!("worker {addr} does not speak TLS: start it with --tls-cert and --tls-key, or leave out --worker-ca-file")
+                } else if closed(&e) {
+                    // The worker's door closes connections before their
+                    // TLS handshake too: that one is worth another try.
+                    return LinkError::handshake(
+                        format!("worker {addr}: closed the connection during the TLS handshake"),
+                        true,
+                    );
                 } else {
                     target_tls::explain(&e, &format!("worker {addr}"), &WORKER_SETTINGS)
                 };
@@ -185,13 +192,18 @@ impl Link {
         // A name from the wire is shown on terminals: no escapes in it.
         link.name = crate::measure::printable(&name).into_owned();
         let ours = protocol::nonce();
-        link.send(&ToWorker::Hello {
+        let hello = ToWorker::Hello {
             version: protocol::VERSION,
             release: protocol::release(),
             proof: token.map(|t| protocol::proof(t, &nonce, Role::Controller)),
             nonce: ours.clone(),
-        })
-        .map_err(|e| LinkError::handshake(e, true))?;
+        };
+        protocol::write(&mut link.writer, &hello).map_err(|e| {
+            LinkError::handshake(
+                format!("worker {}: cannot send: {e}", link.who()),
+                closed(&e),
+            )
+        })?;
         match link.handshake_recv()? {
             FromWorker::Welcome {
                 proof,
@@ -323,15 +335,6 @@ impl Link {
     /// `recv` during the handshake, telling a connection the worker
     /// closed from one that failed otherwise.
     fn handshake_recv(&mut self) -> Result<FromWorker, LinkError> {
-        let closed = |e: &std::io::Error| {
-            matches!(
-                e.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-            )
-        };
         match protocol::read(&mut self.reader, MAX_LINE) {
             Ok(Some(message)) => Ok(message),
             Ok(None) => Err(LinkError::handshake(
@@ -369,6 +372,17 @@ impl Link {
 /// `theirs as i64 - mid` overflow).
 pub(super) fn clock_offset(theirs: u64, mid: u64) -> i64 {
     (i128::from(theirs) - i128::from(mid)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+}
+
+/// Whether `e` says the other end closed or reset the connection.
+fn closed(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::BrokenPipe
+            | std::io::ErrorKind::UnexpectedEof
+    )
 }
 
 pub(super) fn is_timeout(e: &std::io::Error) -> bool {

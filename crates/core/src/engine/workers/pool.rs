@@ -22,8 +22,8 @@ use crate::scenario::{PemFile, Scenario, WorkerSettings};
 /// How long a run waits for its workers to answer before the first level.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Tries at a worker that closes the connection before welcoming us
-/// (its door full of strangers) before it counts as not answering.
+/// Tries again at a worker that closes the connection before welcoming
+/// us (its door full of strangers) before it counts as not answering.
 const SHUT_OUT_TRIES: u32 = 6;
 
 /// The pause before the `try_`th try again (from 1): doubling from 50 ms,

@@ -112,6 +112,18 @@ fn achieved_is_judged_against_the_arrivals_due() {
     level.requests = 1700;
     let (verdict, _) = controller.judge(&level);
     assert!(matches!(verdict, RateVerdict::Fail { .. }), "{verdict:?}");
+    // A generator behind its schedule counts only the arrivals it got
+    // to: its own count cannot clear it. Out of CPU, 1,700 of 1,700
+    // "due" is the generator's limit, against the nominal rate.
+    level.arrivals.as_mut().unwrap().due = 1700;
+    level.client.cpu_util_cores = level.client.cores.max(1) as f64;
+    let (verdict, judged) = controller.judge(&level);
+    assert!(
+        matches!(verdict, RateVerdict::GeneratorBound { .. }),
+        "{verdict:?} {:?}",
+        judged.slos.last()
+    );
+    level.client.cpu_util_cores = 0.1;
     // Without a count of arrivals due, the nominal rate.
     (level.requests, level.arrivals) = (1896, None);
     let (verdict, _) = controller.judge(&level);
