@@ -72,9 +72,22 @@ fn a_non_cpu_bottleneck_is_found_and_the_cpu_model_disowns_it() {
         && a["first_client_bottleneck_users"]
             .as_u64()
             .is_some_and(|u| u > KNEE_USERS);
+    // A failure shows each level's witnesses of its generator.
+    let client_figures: Vec<String> = run["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            format!(
+                "{} users: {} req, think {}, client {}",
+                l["users"], l["requests"], l["think_time_s"], l["client"]
+            )
+        })
+        .collect();
     assert!(
         a["stop_reason"] == "overload" || a["stop_reason"] == "completed" || generator_after_knee,
-        "{a}"
+        "{a}\n{}",
+        client_figures.join("\n")
     );
     let x = a["max_throughput_rps"].as_f64().unwrap();
     // Nothing beats the lock's 200/s. Each hand-over of the lock from one

@@ -260,38 +260,54 @@ mod tests {
 
     #[test]
     fn a_request_costs_what_it_asks_its_handling_included() {
-        // Runs on a thread of its own: the ledger is per thread.
+        // Runs on a thread of its own: the ledger is per thread. Figures are
+        // medians: on a virtual machine a slice the host took from the vCPU
+        // can count as this thread's CPU time (CI: 20 requests cost 7 ms
+        // more than asked), and one such window says nothing of the rule.
         std::thread::spawn(|| {
             let handling = Duration::from_micros(300);
             let asked = Duration::from_millis(2);
-            let requests = 20u32;
             request_started();
-            let before = thread_cpu_time();
-            for _ in 0..requests {
-                burn(asked);
-                // The reply, then the next request's parsing: handling outside the burn.
-                spin_until(thread_cpu_time() + handling);
-                request_started();
-            }
-            let per_request = (thread_cpu_time() - before) / requests;
+            let mut window_start = thread_cpu_time();
+            let mut windows: Vec<Duration> = (0..21)
+                .map(|_| {
+                    burn(asked);
+                    // The reply, then the next request's parsing: handling outside the burn.
+                    spin_until(thread_cpu_time() + handling);
+                    request_started();
+                    let now = thread_cpu_time();
+                    now - std::mem::replace(&mut window_start, now)
+                })
+                .collect();
             // Every burn but the first took the window's handling off.
-            assert!(per_request >= asked, "{per_request:?}");
-            assert!(per_request < asked + handling / 5, "{per_request:?}");
+            let per_request = median(&mut windows[1..]);
+            assert!(per_request >= asked - handling / 20, "{windows:?}");
+            assert!(per_request < asked + handling / 5, "{windows:?}");
 
             // Requests that burn nothing cost their own handling, and a
             // burning request only its share of the window.
-            for _ in 0..3 {
-                spin_until(thread_cpu_time() + handling);
-                request_started();
-            }
-            let before = thread_cpu_time();
-            burn(asked);
-            let burned = thread_cpu_time() - before;
-            assert!(burned >= asked - handling * 2, "{burned:?}");
-            assert!(burned < asked - handling / 2, "{burned:?}");
+            let mut burns: Vec<Duration> = (0..5)
+                .map(|_| {
+                    for _ in 0..3 {
+                        spin_until(thread_cpu_time() + handling);
+                        request_started();
+                    }
+                    let before = thread_cpu_time();
+                    burn(asked);
+                    thread_cpu_time() - before
+                })
+                .collect();
+            let burned = median(&mut burns);
+            assert!(burned >= asked - handling * 2, "{burns:?}");
+            assert!(burned < asked - handling / 2, "{burns:?}");
         })
         .join()
         .unwrap();
+    }
+
+    fn median(xs: &mut [Duration]) -> Duration {
+        xs.sort();
+        xs[xs.len() / 2]
     }
 
     #[test]

@@ -133,6 +133,7 @@ fn generator_limited(users: u32) -> LevelOutcome {
         response_s: o.response_time_s,
         window_s: 60.0,
         lateness_p99_s: 0.0,
+        lateness_samples: 10_000,
         thinks: 10_000,
         requests: 10_000,
     });

@@ -467,6 +467,7 @@ impl LevelRecord {
                 response_s: cycle_r_s,
                 window_s: secs,
                 lateness_p99_s: lateness.value_at_quantile(0.99) as f64 / 1e9,
+                lateness_samples: lateness.len(),
                 thinks: t.stats.think.count,
                 requests: total.requests,
             }),
