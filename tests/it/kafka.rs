@@ -621,10 +621,11 @@ fn fake_broker(
     let addr = listener.local_addr().unwrap();
     let produce = std::sync::Arc::new(produce);
     let produced = std::sync::Arc::new(AtomicUsize::new(0));
+    let ids = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(FIRST_PRODUCER_ID));
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { return };
-            let (produce, produced) = (produce.clone(), produced.clone());
+            let (produce, produced, ids) = (produce.clone(), produced.clone(), ids.clone());
             std::thread::spawn(move || loop {
                 let mut size = [0u8; 4];
                 if conn.read_exact(&mut size).is_err() {
@@ -639,7 +640,15 @@ fn fake_broker(
                 let client = i16::from_be_bytes([req[8], req[9]]) as usize;
                 let after_client = &req[10 + client..];
                 let mut body = Vec::new();
-                if api == 3 {
+                if api == 22 {
+                    // InitProducerId v1: a new producer id each time.
+                    let id = ids.fetch_add(1, Ordering::SeqCst);
+                    body.extend_from_slice(&corr.to_be_bytes());
+                    body.extend_from_slice(&0i32.to_be_bytes()); // throttle
+                    body.extend_from_slice(&0i16.to_be_bytes()); // no error
+                    body.extend_from_slice(&id.to_be_bytes());
+                    body.extend_from_slice(&0i16.to_be_bytes()); // epoch
+                } else if api == 3 {
                     let at = 4; // past the topic count
                     let len = i16::from_be_bytes([after_client[at], after_client[at + 1]]) as usize;
                     let topic = &after_client[at + 2..at + 2 + len];
@@ -679,6 +688,98 @@ fn fake_broker(
     addr
 }
 
+/// The first producer id the fake brokers hand out.
+const FIRST_PRODUCER_ID: i64 = 4242;
+
+/// One Produce request's topic, partition and batch (after its size), as
+/// the fake brokers read it.
+fn produce_request_parts(request: &[u8]) -> (Vec<u8>, [u8; 4], &[u8]) {
+    // transactional id (null), acks, timeout, one topic.
+    let mut at = 2 + 2 + 4 + 4;
+    let len = i16::from_be_bytes([request[at], request[at + 1]]) as usize;
+    let topic = request[at + 2..at + 2 + len].to_vec();
+    at += 2 + len + 4; // the topic, one partition
+    let partition = request[at..at + 4].try_into().unwrap();
+    (topic, partition, &request[at + 8..])
+}
+
+/// A Produce answer for one partition.
+fn produce_answer(corr: i32, topic: &[u8], partition: [u8; 4], code: i16) -> Vec<u8> {
+    let mut body = corr.to_be_bytes().to_vec();
+    body.extend_from_slice(&1i32.to_be_bytes()); // one topic
+    body.extend_from_slice(&(topic.len() as i16).to_be_bytes());
+    body.extend_from_slice(topic);
+    body.extend_from_slice(&1i32.to_be_bytes()); // one partition
+    body.extend_from_slice(&partition);
+    body.extend_from_slice(&code.to_be_bytes());
+    body.extend_from_slice(&0i64.to_be_bytes()); // base offset
+    body.extend_from_slice(&(-1i64).to_be_bytes()); // log append time
+    body.extend_from_slice(&0i64.to_be_bytes()); // log start offset
+    body.extend_from_slice(&0i32.to_be_bytes()); // throttle
+    body
+}
+
+/// What a forgetful broker saw.
+#[derive(Default)]
+struct Forgetful {
+    /// Records written, each once.
+    written: u64,
+    /// Epochs each producer id's writes came under.
+    epochs: std::collections::BTreeMap<i64, std::collections::BTreeSet<i16>>,
+    /// The producer id whose state it lost.
+    forgotten: Option<i64>,
+    /// Batches refused for their numbers.
+    refused: u64,
+}
+
+/// A fake broker that checks an idempotent producer's numbers as Kafka's
+/// does (one partition; a producer per shard, each an id of its own), and
+/// at its `forget_at`-th Produce request loses that producer's state, as
+/// a broker does when it expired while the producer was idle: that batch
+/// gets UNKNOWN_PRODUCER_ID, and the id's batches after it are taken only
+/// under a higher epoch starting at sequence 0.
+fn forgetful_broker(forget_at: usize) -> (std::net::SocketAddr, Arc<std::sync::Mutex<Forgetful>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Forgetful::default()));
+    // By producer id: (epoch, next sequence).
+    let states = std::sync::Mutex::new(std::collections::HashMap::<i64, (i16, i32)>::new());
+    let log = seen.clone();
+    let addr = fake_broker(move |corr, nth, request| {
+        let (topic, partition, batch) = produce_request_parts(request);
+        let field = |at: usize, n: usize| &batch[at..at + n];
+        let id = i64::from_be_bytes(field(43, 8).try_into().unwrap());
+        let epoch = i16::from_be_bytes(field(51, 2).try_into().unwrap());
+        let sequence = i32::from_be_bytes(field(53, 4).try_into().unwrap());
+        let records = i32::from_be_bytes(field(57, 4).try_into().unwrap());
+        let mut states = states.lock().unwrap();
+        let mut seen = log.lock().unwrap();
+        if nth == forget_at {
+            states.remove(&id);
+            seen.forgotten = Some(id);
+            seen.refused += 1;
+            return produce_answer(corr, &topic, partition, 59);
+        }
+        let state = states.get(&id).copied();
+        let code = match state {
+            Some((known, _)) if epoch < known => 47, // INVALID_PRODUCER_EPOCH
+            Some((known, next)) if epoch == known && sequence < next => 46, // DUPLICATE
+            Some((known, next)) if epoch == known && sequence > next => 45, // OUT_OF_ORDER
+            Some((known, _)) if epoch == known => 0,
+            // Unknown producer, or a new epoch: only from sequence 0.
+            _ if sequence == 0 => 0,
+            _ => 45,
+        };
+        if code == 0 {
+            states.insert(id, (epoch, sequence + records));
+            seen.written += records as u64;
+            seen.epochs.entry(id).or_default().insert(epoch);
+        } else if code != 46 {
+            seen.refused += 1;
+        }
+        produce_answer(corr, &topic, partition, code)
+    });
+    (addr, seen)
+}
+
 /// A fake broker that answers every Produce request with the wrong
 /// correlation id, as a broken proxy or a protocol bug would.
 fn out_of_step_broker() -> std::net::SocketAddr {
@@ -697,31 +798,14 @@ fn moving_leader_broker(refusals: usize) -> (std::net::SocketAddr, Arc<AtomicU64
     let written = Arc::new(AtomicU64::new(0));
     let count = written.clone();
     let addr = fake_broker(move |corr, nth, request| {
-        // transactional id (null), acks, timeout, one topic.
-        let mut at = 2 + 2 + 4 + 4;
-        let len = i16::from_be_bytes([request[at], request[at + 1]]) as usize;
-        let topic = request[at + 2..at + 2 + len].to_vec();
-        at += 2 + len + 4; // the topic, one partition
-        let partition = &request[at..at + 4];
-        // The batch (after its size): its record count is at byte 57.
-        let batch = &request[at + 8..];
+        let (topic, partition, batch) = produce_request_parts(request);
+        // Its record count is at byte 57.
         let records = u32::from_be_bytes(batch[57..61].try_into().unwrap());
         let code: i16 = if nth < refusals { 6 } else { 0 };
         if code == 0 {
             count.fetch_add(u64::from(records), Ordering::SeqCst);
         }
-        let mut body = corr.to_be_bytes().to_vec();
-        body.extend_from_slice(&1i32.to_be_bytes()); // one topic
-        body.extend_from_slice(&(topic.len() as i16).to_be_bytes());
-        body.extend_from_slice(&topic);
-        body.extend_from_slice(&1i32.to_be_bytes()); // one partition
-        body.extend_from_slice(partition);
-        body.extend_from_slice(&code.to_be_bytes());
-        body.extend_from_slice(&0i64.to_be_bytes()); // base offset
-        body.extend_from_slice(&(-1i64).to_be_bytes()); // log append time
-        body.extend_from_slice(&0i64.to_be_bytes()); // log start offset
-        body.extend_from_slice(&0i32.to_be_bytes()); // throttle
-        body
+        produce_answer(corr, &topic, partition, code)
     });
     (addr, written)
 }
@@ -764,6 +848,131 @@ fn batches_refused_while_a_leader_moves_are_retried_not_lost() {
         .unwrap_or(0);
     assert!(retries >= 6, "{level}");
     assert!(written.load(Ordering::SeqCst) >= requests, "{level}");
+}
+
+/// A broker that lost the idempotent producer's state (it expired while
+/// the producer was idle) refuses its numbers: as Java's producer does
+/// since KIP-360, autoperf's waits for what is in flight, bumps its epoch,
+/// numbers from 0 again and goes on over the same connection. Nothing is
+/// lost, nothing written twice.
+#[test]
+fn a_broker_that_forgot_the_producer_gets_a_new_epoch_and_every_record_once() {
+    let (addr, seen) = forgetful_broker(8);
+    let dir = support::scratch_dir("kafka-forgetful");
+    let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
+    set_settings(
+        &scenario,
+        "linger.ms: 5, enable.idempotence: true, retry.backoff.ms: 20",
+    );
+    let out = dir.join("results");
+    let stderr = run_ok(
+        scenario.to_str().unwrap(),
+        &[
+            "--rate",
+            "500/s",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--quiet",
+        ],
+        &out,
+    );
+    let level = &support::run_json(&out)["levels"][0];
+    let seen = seen.lock().unwrap();
+    assert_eq!(level["errors"], 0, "{level}\n{stderr}");
+    let requests = level["requests"].as_u64().unwrap();
+    assert!(requests > 500, "{level}");
+    // Every record acknowledged was written, and none twice: a record
+    // counts as written when the broker takes its numbers, and it refuses
+    // numbers it has (DUPLICATE), so a record sent again under a new epoch
+    // after its write would count twice. (A record fired in the level's
+    // last milliseconds may end with it unsent.)
+    let fired = level["sessions"].as_u64().unwrap();
+    assert!(
+        (requests..=fired).contains(&seen.written),
+        "{} written: {level}",
+        seen.written
+    );
+    // The producer it forgot went on under a new epoch of the same id
+    // (a new connection would have asked for a new id instead).
+    let forgotten = seen.forgotten.expect("the broker never forgot");
+    assert_eq!(
+        seen.epochs[&forgotten].iter().copied().collect::<Vec<_>>(),
+        [0, 1],
+        "{:?}: {level}",
+        seen.epochs
+    );
+    let retries = level["per_request"]["record"]["retries"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(retries >= 1, "{level}");
+}
+
+/// The epoch bump rests on what the real broker does: it takes a higher
+/// epoch of a producer id from sequence 0 as a fresh start, and fences the
+/// old epoch (INVALID_PRODUCER_EPOCH, 47), in its own words on the wire.
+#[test]
+fn the_broker_takes_a_bumped_epoch_from_sequence_zero_and_fences_the_old() {
+    use autoperf_core::protocol::kafka::wire;
+    use std::io::{Read, Write};
+    let bootstrap = broker();
+    let topic = format!("autoperf-test-epoch-{}", std::process::id());
+    Admin::new(&bootstrap).create_topic(&topic, 1);
+    let mut conn = std::net::TcpStream::connect(&bootstrap).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // Sends a request; its answer past the correlation id.
+    let mut ask = |request: &[u8]| {
+        conn.write_all(request).unwrap();
+        let mut size = [0u8; 4];
+        conn.read_exact(&mut size).unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        conn.read_exact(&mut body).unwrap();
+        body.split_off(4)
+    };
+    let mut out = Vec::new();
+    wire::init_producer_id_request(&mut out, 0, "autoperf-test");
+    let (code, producer_id, epoch) = wire::init_producer_id_response(&ask(&out)).unwrap();
+    assert_eq!(code, 0);
+    // One record under (epoch, sequence); the broker's error code.
+    let mut produce = |correlation: i32, epoch: i16, base_sequence: i32| {
+        let mut records = Vec::new();
+        wire::put_record(&mut records, 0, 0, None, b"x");
+        let mut out = Vec::new();
+        let start = wire::produce_begin(&mut out, correlation, "autoperf-test", -1, 30_000, 1);
+        wire::produce_topic(&mut out, &topic, 1);
+        wire::produce_batch(
+            &mut out,
+            &wire::BatchRef {
+                partition: 0,
+                records: &records,
+                attributes: 0,
+                count: 1,
+                base_timestamp: epoch_ms(),
+                max_timestamp: epoch_ms(),
+                sequenced: Some(wire::Sequenced {
+                    producer_id,
+                    epoch,
+                    base_sequence,
+                }),
+            },
+        );
+        wire::produce_end(&mut out, start);
+        let mut code = None;
+        wire::produce_response(&ask(&out), |_, _, c| code = Some(c)).unwrap();
+        code.unwrap()
+    };
+    assert_eq!(produce(1, epoch, 0), 0);
+    assert_eq!(produce(2, epoch, 1), 0);
+    // A gap: out of order, as after a batch the broker did not write.
+    assert_eq!(produce(3, epoch, 5), 45);
+    // The bump: the same id, the next epoch, from 0.
+    assert_eq!(produce(4, epoch + 1, 0), 0);
+    assert_eq!(produce(5, epoch + 1, 1), 0);
+    // The old epoch is fenced.
+    assert_eq!(produce(6, epoch, 2), 47);
+    assert_eq!(records_in(&bootstrap, &topic), 4);
 }
 
 #[test]

@@ -30,6 +30,7 @@ mod split;
 mod start;
 mod stop;
 mod think;
+mod tick_clock;
 mod user;
 pub mod workers;
 

@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 use super::arrival_timer::ArrivalTimer;
 use super::coalesce;
 use super::level::Workload;
+use super::tick_clock::TickClock;
 use super::user::{record, run_arrival, Shared, User};
 use crate::load::Pacer;
 use crate::measure::stats::nanos;
@@ -171,14 +172,16 @@ pub async fn schedule<T: Transport>(
     // loop would never wait: it must still let the shard's deadline and
     // Ctrl-C run, or the level never ends.
     let mut busy = 0u32;
+    let mut clock = TickClock::new();
     loop {
         busy += 1;
         if busy >= FIRES_PER_YIELD {
             busy = 0;
             tokio::task::yield_now().await;
+            clock.lapsed();
         }
         if let Some(firer) = &mut firer {
-            firer.fire_waiting(&state, max_in_flight).await;
+            firer.fire_waiting(&state, max_in_flight, &mut clock).await;
         }
         let n = arrivals.pacer.issued();
         let next = arrivals.pacer.next_arrival().map(|offset| start + offset);
@@ -187,7 +190,7 @@ pub async fn schedule<T: Transport>(
             // Arrivals still waiting for room go as it frees, to the end.
             if let Some(firer) = &mut firer {
                 firer
-                    .wait_until(deadline, &timer, &state, max_in_flight)
+                    .wait_until(deadline, &timer, &state, max_in_flight, &mut clock)
                     .await;
             }
             return;
@@ -196,24 +199,25 @@ pub async fn schedule<T: Transport>(
             continue;
         }
         state.borrow_mut().next_due = Some(intended);
-        let mut now = Instant::now();
+        let mut now = clock.for_arrival(intended);
         if intended > now {
             busy = 0;
             match &mut firer {
                 Some(firer) => {
                     firer
-                        .wait_until(intended, &timer, &state, max_in_flight)
+                        .wait_until(intended, &timer, &state, max_in_flight, &mut clock)
                         .await
                 }
                 None => timer.sleep_until(intended).await,
             }
-            now = Instant::now();
+            now = clock.read();
         }
         // An arrival counts in the interval it was due in, not the one that
         // happens to be open when a late thread gets to it: the ends of the
         // measured window must hold exactly the arrivals scheduled inside.
         while intended >= state.borrow().interval_end {
             tokio::task::yield_now().await;
+            now = clock.read();
         }
         {
             let mut rec = recorder.borrow_mut();
@@ -236,7 +240,7 @@ pub async fn schedule<T: Transport>(
                 room
             };
             if room {
-                firer.fire(intended, now).await;
+                firer.fire(intended, now, &mut clock).await;
             }
             continue;
         }
@@ -319,7 +323,12 @@ struct Firer<T: Transport> {
 impl<T: Transport> Firer<T> {
     /// Fires the arrivals that waited for room, oldest first, while there
     /// is room.
-    async fn fire_waiting(&mut self, state: &RefCell<OpenState>, max_in_flight: u32) {
+    async fn fire_waiting(
+        &mut self,
+        state: &RefCell<OpenState>,
+        max_in_flight: u32,
+        clock: &mut TickClock,
+    ) {
         loop {
             let next = {
                 let mut st = state.borrow_mut();
@@ -332,7 +341,8 @@ impl<T: Transport> Firer<T> {
                 }
             };
             let Some(intended) = next else { break };
-            self.fire(intended, Instant::now()).await;
+            let now = clock.for_arrival(intended);
+            self.fire(intended, now, clock).await;
         }
     }
 
@@ -343,17 +353,23 @@ impl<T: Transport> Firer<T> {
         timer: &ArrivalTimer,
         state: &RefCell<OpenState>,
         max_in_flight: u32,
+        clock: &mut TickClock,
     ) {
         let room = state.borrow().room.clone();
         loop {
             tokio::select! {
                 _ = timer.sleep_until(until) => return,
-                _ = room.notified() => self.fire_waiting(state, max_in_flight).await,
+                _ = room.notified() => {
+                    clock.lapsed();
+                    self.fire_waiting(state, max_in_flight, clock).await
+                }
             }
         }
     }
 
-    async fn fire(&mut self, intended: Instant, begin: Instant) {
+    /// Fires one arrival; a send that had to wait (its batch full) lapses
+    /// the clock.
+    async fn fire(&mut self, intended: Instant, begin: Instant, clock: &mut TickClock) {
         // Until the sink hears its outcome.
         coalesce::exchange_started();
         let fired = Fired {
@@ -362,7 +378,9 @@ impl<T: Transport> Firer<T> {
             begin,
             sink: self.sink.clone(),
         };
-        self.user.fire(self.request, fired).await;
+        if waited(self.user.fire(self.request, fired)).await {
+            clock.lapsed();
+        }
         self.since_yield += 1;
         if self.since_yield >= FIRES_PER_YIELD {
             // A record in its batch is ready at once: behind schedule, the
@@ -370,8 +388,22 @@ impl<T: Transport> Firer<T> {
             // to send and read.
             self.since_yield = 0;
             tokio::task::yield_now().await;
+            clock.lapsed();
         }
     }
+}
+
+/// Awaits `f`; true when it had to wait (was pending at least once).
+async fn waited(f: impl std::future::Future<Output = ()>) -> bool {
+    let mut f = std::pin::pin!(f);
+    let mut pending = false;
+    std::future::poll_fn(|cx| {
+        let poll = f.as_mut().poll(cx);
+        pending |= poll.is_pending();
+        poll
+    })
+    .await;
+    pending
 }
 
 /// Records fired arrivals as their outcomes come, and frees their room.

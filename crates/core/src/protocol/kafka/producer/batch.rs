@@ -214,7 +214,12 @@ impl Producer {
                     // A retry goes under the numbers it had on this
                     // producer id; anything else takes the next ones.
                     match s.sequenced {
-                        Some(was) if was.producer_id == session.producer_id => was,
+                        Some(was)
+                            if (was.producer_id, was.epoch)
+                                == (session.producer_id, session.epoch) =>
+                        {
+                            was
+                        }
                         _ => session.next(t, partition.id, s.count),
                     }
                 });

@@ -95,6 +95,7 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
                     let mut st = producer.state();
                     st.brokers[b].idempotent = None;
                     st.brokers[b].retiring = false;
+                    st.brokers[b].bump_epoch = false;
                 }
                 producer.fail_in_flight(b, kind);
                 if opened.elapsed() < BACKOFF.1 {
@@ -187,11 +188,20 @@ async fn reader(
             producer.state().brokers[b].retiring = true;
         }
         {
-            let st = producer.state();
-            let broker = &st.brokers[b];
+            let mut st = producer.state();
+            let broker = &mut st.brokers[b];
             if broker.retiring && broker.in_flight.is_empty() {
-                // Nothing is lost: the records waiting go on the next.
-                return ErrorKind::Closed;
+                match broker.idempotent.as_mut().filter(|_| broker.bump_epoch) {
+                    // Its sequences were lost: a new epoch, and on.
+                    Some(session) => {
+                        session.bump();
+                        broker.bump_epoch = false;
+                        broker.retiring = false;
+                        broker.wake.notify_one();
+                    }
+                    // Nothing is lost: the records waiting go on the next.
+                    None => return ErrorKind::Closed,
+                }
             }
         }
         let deadline = producer.request_deadline(b);

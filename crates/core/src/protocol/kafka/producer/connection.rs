@@ -227,11 +227,7 @@ pub(super) async fn init_producer_id(
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     match error {
-        0 => Ok(Idempotent {
-            producer_id,
-            epoch,
-            sequences: Default::default(),
-        }),
+        0 => Ok(Idempotent::new(producer_id, epoch)),
         // CLUSTER_AUTHORIZATION_FAILED: no IDEMPOTENT_WRITE for this user.
         31 => Err(refused(
             ErrorKind::KafkaBroker,

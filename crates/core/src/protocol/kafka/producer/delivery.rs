@@ -49,6 +49,7 @@ impl Producer {
         let names = &self.0.names;
         let now = Instant::now();
         let mut sequence_lost = false;
+        let mut written = false;
         let idempotent = broker.idempotent.is_some();
         let mut retry = Vec::new();
         let parsed = wire::produce_response(&body[4..], |topic, partition, code| {
@@ -61,7 +62,10 @@ impl Producer {
             let s = batches.swap_remove(i);
             let outcome = match code {
                 // A duplicate was written before: that write stands.
-                0 | wire::DUPLICATE_SEQUENCE => Ok(partition.clamp(0, u16::MAX as i32) as u16),
+                0 | wire::DUPLICATE_SEQUENCE => {
+                    written = true;
+                    Ok(partition.clamp(0, u16::MAX as i32) as u16)
+                }
                 code => {
                     if wire::stale_metadata(code) {
                         topics[s.topic].refreshing = true;
@@ -99,11 +103,16 @@ impl Producer {
         for s in batches {
             settle_batch(slots, spare, s, Err(ErrorKind::Malformed), now);
         }
+        if let Some(session) = broker.idempotent.as_mut().filter(|_| written) {
+            session.bump_unconfirmed = false;
+        }
         if sequence_lost {
             // Every later batch on this producer id would be refused: the
-            // connection sends no more, the answers in flight still settle
-            // their records, and the next connection gets a new id.
+            // connection sends no more, and the answers in flight still
+            // settle their records. Then a new epoch goes on over the same
+            // connection (`Idempotent`), or the next connection gets a new id.
             broker.retiring = true;
+            broker.bump_epoch |= broker.idempotent.as_ref().is_some_and(|s| s.can_bump());
         }
         broker.wake.notify_one();
         if !retry.is_empty() {

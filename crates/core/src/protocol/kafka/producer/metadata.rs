@@ -61,6 +61,7 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
                         running: false,
                         idempotent: None,
                         retiring: false,
+                        bump_epoch: false,
                     }),
                 }
             }
