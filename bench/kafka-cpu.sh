@@ -27,10 +27,22 @@ work=$(mktemp -d /tmp/autoperf-kafka-cpu.XXXXXX)
 
 bootstrap=$(bash scripts/kafka.sh start)
 broker_pid=$(cat "${KAFKA_DIR:-target/kafka}/broker.pid")
+bash scripts/pyenv.sh
+py=target/pyenv/bin/python
+# Each run writes about a gigabyte: the topic goes at the end.
+drop_topic() {
+    "$py" - "$bootstrap" <<'PY' || true
+import sys
+from confluent_kafka.admin import AdminClient
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+for f in admin.delete_topics(["autoperf-kafka-cpu"], operation_timeout=30).values():
+    f.result()
+PY
+}
 # The broker on the first CPU, autoperf on the second; the broker back on
 # every CPU at the end.
 taskset -a -p -c 0 "$broker_pid" >/dev/null
-trap 'taskset -a -p -c 0-$(($(nproc) - 1)) "$broker_pid" >/dev/null; cleanup' EXIT
+trap 'taskset -a -p -c 0-$(($(nproc) - 1)) "$broker_pid" >/dev/null; drop_topic; cleanup' EXIT
 
 cat >"$work/s.yaml" <<YAML
 name: kafka-cpu

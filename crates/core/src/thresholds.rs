@@ -238,11 +238,20 @@ fn evaluate_lag(t: &Threshold, group: &str, level: &LevelRecord) -> ThresholdRes
         actual,
         bound: t.bound,
         unit,
-        note: figure.is_none().then(|| {
-            format!(
+        note: match figure {
+            None => Some(format!(
                 "consumer group `{group}`'s lag was not read in this level (the warnings say why)"
-            )
-        }),
+            )),
+            // How far the trend may be from the group's long-run one.
+            Some(f) if t.metric == Metric::LagTrend => f.trend_ci95_rps.map(|ci| {
+                format!(
+                    "95% interval ±{} over {} readings",
+                    Unit::RecordsPerSecond.format(ci),
+                    f.readings
+                )
+            }),
+            Some(_) => None,
+        },
     }
 }
 
@@ -408,6 +417,7 @@ mod tests {
             "app".into(),
             crate::record::LagFigure {
                 trend_rps: 250.0,
+                trend_ci95_rps: Some(40.0),
                 last: 4000,
                 max: 4100,
                 readings: 10,

@@ -156,6 +156,17 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
         "{run:#}"
     );
     assert!(lag["last"].as_u64().is_some_and(|l| l > 2000), "{run:#}");
+    // Read twice a second: the trend has its 95% interval, which the
+    // verdict shows.
+    assert!(lag["readings"].as_u64().unwrap() >= 6, "{run:#}");
+    let ci = lag["trend_ci95_rps"]
+        .as_f64()
+        .expect("the trend's interval");
+    assert!(
+        ci >= 0.0 && ci < lag["trend_rps"].as_f64().unwrap(),
+        "{run:#}"
+    );
+    assert!(stdout.contains("95% interval ±"), "{stdout}");
     let verdict = &run["analysis"]["thresholds"][0];
     assert_eq!(verdict["passed"], false, "{run:#}");
     assert!(stdout.contains(&format!("lag_trend({group})")), "{stdout}");

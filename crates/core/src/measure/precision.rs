@@ -394,7 +394,7 @@ fn variance(values: &[f64]) -> f64 {
 }
 
 /// Student's t quantile 0.975 with `df` degrees of freedom.
-fn t_975(df: usize) -> f64 {
+pub(crate) fn t_975(df: usize) -> f64 {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     StudentsT::new(0.0, 1.0, df.max(1) as f64)
         .map(|t| t.inverse_cdf(0.975))

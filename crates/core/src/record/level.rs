@@ -274,6 +274,11 @@ pub struct LagFigure {
     /// The least-squares slope of the lag over the window, records per
     /// second: above zero, the application falls behind.
     pub trend_rps: f64,
+    /// The 95% interval's half-width of the trend (records/s), with
+    /// residuals that follow each other (the sawtooth of the group's
+    /// commits) allowed for; none with fewer than `MIN_TREND_READINGS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend_ci95_rps: Option<f64>,
     /// The lag at the last reading, and at its highest, in records.
     pub last: u64,
     pub max: u64,

@@ -237,11 +237,16 @@ impl<'a> Session<'a> {
         let scenario = self.scenario;
         let level_stop = self.stop.child();
         let mut completions = Completions::new(self.sampler.is_some());
-        let run = {
+        let (run, undecided) = {
             let mut watcher = ControllerSink {
                 controller: &mut *controller,
                 sampler: self.sampler.as_ref(),
                 level_stop: level_stop.clone(),
+                scenario,
+                #[cfg(feature = "kafka")]
+                lag: self.lag.as_ref(),
+                measure_start: None,
+                held: None,
             };
             let mut sinks: [&mut dyn TickSink; 4] = [
                 &mut self.dir,
@@ -249,11 +254,19 @@ impl<'a> Session<'a> {
                 &mut watcher,
                 &mut completions,
             ];
-            engine::run_level(scenario, level, &self.plan.sources, &mut sinks, &level_stop)?
+            let run =
+                engine::run_level(scenario, level, &self.plan.sources, &mut sinks, &level_stop)?;
+            (run, watcher.held)
         };
         let mut record = LevelRecord::from_run(&run, scenario);
         for w in &run.warnings {
             self.warn(format!("level {}: {w}", record.level));
+        }
+        if let Some(why) = undecided.filter(|_| !self.stop.is_stopped()) {
+            self.warn(format!(
+                "level {}: still undecided at the level's longest ({why}): judged on the trend alone; a longer capacity.max_duration would decide it",
+                record.level
+            ));
         }
         // A level the controller ended is complete; one Ctrl-C ended is
         // kept, marked, and never taken as a finished level when resuming.
@@ -451,17 +464,45 @@ impl<'a> Session<'a> {
     }
 }
 
-/// Feeds ticks to the controller and stops the level when it says so.
+/// Feeds ticks to the controller and stops the level when it says so,
+/// unless a lag trend SLO is still undecided (`LagWatch::undecided`): the
+/// level then goes on, up to its longest, until the trend's interval is
+/// on one side of the bound.
 struct ControllerSink<'a> {
     controller: &'a mut dyn LevelController,
     sampler: Option<&'a Sampler>,
     level_stop: StopSignal,
+    scenario: &'a Scenario,
+    #[cfg(feature = "kafka")]
+    lag: Option<&'a crate::profile::kafka_lag::LagWatch>,
+    /// When the measured window began (the first tick past warm-up).
+    measure_start: Option<std::time::Instant>,
+    /// The SLO that kept the level going past the controller's stop.
+    held: Option<String>,
+}
+
+impl ControllerSink<'_> {
+    /// The lag trend SLO still undecided over the measured window so far.
+    fn undecided(&self, now: std::time::Instant) -> Option<String> {
+        #[cfg(feature = "kafka")]
+        if let (Some(lag), Some(from)) = (self.lag, self.measure_start) {
+            return lag.undecided(self.scenario, from, now);
+        }
+        let _ = (now, self.scenario);
+        None
+    }
 }
 
 impl TickSink for ControllerSink<'_> {
     fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
+        if !tick.warmup && self.measure_start.is_none() {
+            self.measure_start = Some(tick.end - tick.length);
+        }
         if self.controller.on_tick(level, tick, self.sampler) {
-            self.level_stop.stop();
+            self.held = self.undecided(tick.end);
+            if self.held.is_none() {
+                self.level_stop.stop();
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use super::card;
 use super::figure::{figure, Key};
 use crate::record::{LevelRecord, RateAnalysis, RunRecord, SloVerdict, Unit};
-use crate::report::svg::{esc, fnum, BarChart, HLine, LineChart, Series, VLine};
+use crate::report::svg::{esc, fnum, BarChart, ErrorBar, HLine, LineChart, Series, VLine};
 
 fn rate(r: Option<f64>) -> String {
     r.map_or("—".to_string(), |r| format!("{} /s", fnum(r, 1)))
@@ -238,6 +238,17 @@ fn lag_chart(
                 .iter()
                 .filter_map(|l| Some((l.rate_rps?, l.kafka_lag.get(group)?.trend_rps)))
                 .collect();
+            // Each trend's 95% interval, where the level had readings enough.
+            chart.error_bars.extend(levels.iter().filter_map(|l| {
+                let f = l.kafka_lag.get(group)?;
+                let ci = f.trend_ci95_rps?;
+                Some(ErrorBar {
+                    x: l.rate_rps?,
+                    lo: f.trend_rps - ci,
+                    hi: f.trend_rps + ci,
+                    colour: names.len(),
+                })
+            }));
             let name = if key.is_empty() {
                 group.clone()
             } else {
