@@ -810,6 +810,33 @@ fn moving_leader_broker(refusals: usize) -> (std::net::SocketAddr, Arc<AtomicU64
     (addr, written)
 }
 
+/// The Theodolite example against a fake broker: 500 records/s for 2 s,
+/// no warm-up, retries after 20 ms. Its level and stderr.
+fn two_seconds_at_500(
+    addr: std::net::SocketAddr,
+    name: &str,
+    idempotence: bool,
+) -> (serde_json::Value, String) {
+    let dir = support::scratch_dir(name);
+    let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
+    set_settings(
+        &scenario,
+        &format!("linger.ms: 5, enable.idempotence: {idempotence}, retry.backoff.ms: 20"),
+    );
+    let out = dir.join("results");
+    let args = [
+        "--rate",
+        "500/s",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--quiet",
+    ];
+    let stderr = run_ok(scenario.to_str().unwrap(), &args, &out);
+    (support::run_json(&out)["levels"][0].clone(), stderr)
+}
+
 /// Java's producer retries a batch refused for a passing reason (a leader
 /// being elected, a topic being made) until `delivery.timeout.ms`: so does
 /// autoperf's. Records refused then written are not errors; the level
@@ -817,28 +844,9 @@ fn moving_leader_broker(refusals: usize) -> (std::net::SocketAddr, Arc<AtomicU64
 #[test]
 fn batches_refused_while_a_leader_moves_are_retried_not_lost() {
     let (addr, written) = moving_leader_broker(6);
-    let dir = support::scratch_dir("kafka-moving-leader");
-    let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
     // This broker gives no producer id.
-    set_settings(
-        &scenario,
-        "linger.ms: 5, enable.idempotence: false, retry.backoff.ms: 20",
-    );
-    let out = dir.join("results");
-    let stderr = run_ok(
-        scenario.to_str().unwrap(),
-        &[
-            "--rate",
-            "500/s",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-            "--quiet",
-        ],
-        &out,
-    );
-    let level = &support::run_json(&out)["levels"][0];
+    let (level, stderr) = two_seconds_at_500(addr, "kafka-moving-leader", false);
+    let level = &level;
     assert_eq!(level["errors"], 0, "{level}\n{stderr}");
     let requests = level["requests"].as_u64().unwrap();
     assert!(requests > 500, "{level}");
@@ -858,27 +866,8 @@ fn batches_refused_while_a_leader_moves_are_retried_not_lost() {
 #[test]
 fn a_broker_that_forgot_the_producer_gets_a_new_epoch_and_every_record_once() {
     let (addr, seen) = forgetful_broker(8);
-    let dir = support::scratch_dir("kafka-forgetful");
-    let scenario = theodolite(&dir, &addr.to_string(), "t", 1);
-    set_settings(
-        &scenario,
-        "linger.ms: 5, enable.idempotence: true, retry.backoff.ms: 20",
-    );
-    let out = dir.join("results");
-    let stderr = run_ok(
-        scenario.to_str().unwrap(),
-        &[
-            "--rate",
-            "500/s",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-            "--quiet",
-        ],
-        &out,
-    );
-    let level = &support::run_json(&out)["levels"][0];
+    let (level, stderr) = two_seconds_at_500(addr, "kafka-forgetful", true);
+    let level = &level;
     let seen = seen.lock().unwrap();
     assert_eq!(level["errors"], 0, "{level}\n{stderr}");
     let requests = level["requests"].as_u64().unwrap();
@@ -931,10 +920,19 @@ fn the_broker_takes_a_bumped_epoch_from_sequence_zero_and_fences_the_old() {
         conn.read_exact(&mut body).unwrap();
         body.split_off(4)
     };
-    let mut out = Vec::new();
-    wire::init_producer_id_request(&mut out, 0, "autoperf-test");
-    let (code, producer_id, epoch) = wire::init_producer_id_response(&ask(&out)).unwrap();
-    assert_eq!(code, 0);
+    // A broker just started hands out ids in a moment (COORDINATOR_LOAD_IN_PROGRESS,
+    // COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR), as the producer knows.
+    let given_up = Instant::now() + Duration::from_secs(60);
+    let (producer_id, epoch) = loop {
+        let mut out = Vec::new();
+        wire::init_producer_id_request(&mut out, 0, "autoperf-test");
+        let (code, producer_id, epoch) = wire::init_producer_id_response(&ask(&out)).unwrap();
+        match code {
+            0 => break (producer_id, epoch),
+            14..=16 if Instant::now() < given_up => std::thread::sleep(Duration::from_millis(200)),
+            code => panic!("InitProducerId: Kafka error {code}"),
+        }
+    };
     // One record under (epoch, sequence); the broker's error code.
     let mut produce = |correlation: i32, epoch: i16, base_sequence: i32| {
         let mut records = Vec::new();

@@ -178,16 +178,7 @@ impl LagWatch {
                 .iter()
                 .filter(|s| s.group == i && s.at >= from && s.at <= to)
                 .collect();
-            let points: Vec<(f64, f64)> = window
-                .iter()
-                .filter_map(|s| {
-                    let lag = *s.lag.as_ref().ok()?;
-                    Some((
-                        s.at.saturating_duration_since(from).as_secs_f64(),
-                        lag as f64,
-                    ))
-                })
-                .collect();
+            let points = points(&window, from);
             let unread = window.len() - points.len();
             readings.extend(points.iter().map(|&(t, lag)| LagReading {
                 window_s: (t * 1000.0).round() / 1000.0,
@@ -244,18 +235,11 @@ impl LagWatch {
                 .groups
                 .iter()
                 .position(|g| Some(g) == t.group.as_ref())?;
-            let points: Vec<(f64, f64)> = samples
+            let window: Vec<&Sample> = samples
                 .iter()
                 .filter(|s| s.group == group && s.at >= from && s.at <= to)
-                .filter_map(|s| {
-                    let lag = *s.lag.as_ref().ok()?;
-                    Some((
-                        s.at.saturating_duration_since(from).as_secs_f64(),
-                        lag as f64,
-                    ))
-                })
                 .collect();
-            let f = figure(&points, 0)?;
+            let f = figure(&points(&window, from), 0)?;
             let ci = f.trend_ci95_rps?;
             let (low, high) = (f.trend_rps - ci, f.trend_rps + ci);
             (t.op.holds(low, t.bound) != t.op.holds(high, t.bound))
@@ -321,6 +305,20 @@ pub(crate) fn figure(points: &[(f64, f64)], unread: usize) -> Option<LagFigure> 
         readings: points.len() as u32,
         unread: unread as u32,
     })
+}
+
+/// The readings that succeeded, as `(seconds since from, lag)`.
+fn points(window: &[&Sample], from: Instant) -> Vec<(f64, f64)> {
+    window
+        .iter()
+        .filter_map(|s| {
+            let lag = *s.lag.as_ref().ok()?;
+            Some((
+                s.at.saturating_duration_since(from).as_secs_f64(),
+                lag as f64,
+            ))
+        })
+        .collect()
 }
 
 /// Readings a trend's interval needs: with fewer, the residuals' own
