@@ -9,7 +9,8 @@
 #   bash scripts/kafka.sh security   # the secured listeners, CA and user, as NAME=value lines
 #
 # KAFKA_EXTRA_CONFIG (lines of server.properties) adds broker settings of
-# one's own at start, as bench/README's producer-state experiment does.
+# one's own at start, e.g. a broker of its own port that expires idle
+# producers' state quickly (producer.id.expiration.ms).
 #
 # Kafka comes from Maven Central through Maven (no tarball can be fetched
 # here): a generated pom lists the broker, kafka-tools (ProducerPerformance,

@@ -728,22 +728,28 @@ struct Forgetful {
     epochs: std::collections::BTreeMap<i64, std::collections::BTreeSet<i16>>,
     /// The producer id whose state it lost.
     forgotten: Option<i64>,
+    /// The records of the batch it refused then, and of that id's first
+    /// batch written after: the same, when the refused batch kept its place.
+    refused_records: Option<Vec<u8>>,
+    first_after: Option<Vec<u8>>,
     /// Batches refused for their numbers.
     refused: u64,
 }
 
 /// A fake broker that checks an idempotent producer's numbers as Kafka's
 /// does (one partition; a producer per shard, each an id of its own), and
-/// at its `forget_at`-th Produce request loses that producer's state, as
-/// a broker does when it expired while the producer was idle: that batch
-/// gets UNKNOWN_PRODUCER_ID, and the id's batches after it are taken only
-/// under a higher epoch starting at sequence 0.
+/// at the `forget_at`-th Produce request of the first producer to send
+/// that many loses its state, as a broker does when it expired while the
+/// producer was idle: that batch gets UNKNOWN_PRODUCER_ID, and the id's
+/// batches after it are taken only under a higher epoch starting at
+/// sequence 0.
 fn forgetful_broker(forget_at: usize) -> (std::net::SocketAddr, Arc<std::sync::Mutex<Forgetful>>) {
     let seen = Arc::new(std::sync::Mutex::new(Forgetful::default()));
-    // By producer id: (epoch, next sequence).
+    // By producer id: (epoch, next sequence), and Produce requests seen.
     let states = std::sync::Mutex::new(std::collections::HashMap::<i64, (i16, i32)>::new());
+    let sent = std::sync::Mutex::new(std::collections::HashMap::<i64, usize>::new());
     let log = seen.clone();
-    let addr = fake_broker(move |corr, nth, request| {
+    let addr = fake_broker(move |corr, _, request| {
         let (topic, partition, batch) = produce_request_parts(request);
         let field = |at: usize, n: usize| &batch[at..at + n];
         let id = i64::from_be_bytes(field(43, 8).try_into().unwrap());
@@ -752,9 +758,16 @@ fn forgetful_broker(forget_at: usize) -> (std::net::SocketAddr, Arc<std::sync::M
         let records = i32::from_be_bytes(field(57, 4).try_into().unwrap());
         let mut states = states.lock().unwrap();
         let mut seen = log.lock().unwrap();
-        if nth == forget_at {
+        let nth = {
+            let mut sent = sent.lock().unwrap();
+            let n = sent.entry(id).or_default();
+            *n += 1;
+            *n - 1
+        };
+        if nth == forget_at && seen.forgotten.is_none() {
             states.remove(&id);
             seen.forgotten = Some(id);
+            seen.refused_records = Some(batch[61..].to_vec());
             seen.refused += 1;
             return produce_answer(corr, &topic, partition, 59);
         }
@@ -769,6 +782,9 @@ fn forgetful_broker(forget_at: usize) -> (std::net::SocketAddr, Arc<std::sync::M
             _ => 45,
         };
         if code == 0 {
+            if seen.forgotten == Some(id) && seen.first_after.is_none() {
+                seen.first_after = Some(batch[61..].to_vec());
+            }
             states.insert(id, (epoch, sequence + records));
             seen.written += records as u64;
             seen.epochs.entry(id).or_default().insert(epoch);
@@ -886,6 +902,11 @@ fn a_broker_that_forgot_the_producer_gets_a_new_epoch_and_every_record_once() {
     // The producer it forgot went on under a new epoch of the same id
     // (a new connection would have asked for a new id instead).
     let forgotten = seen.forgotten.expect("the broker never forgot");
+    // The refused batch went first: records keep their order.
+    assert!(
+        seen.refused_records == seen.first_after,
+        "the batch written first after the bump is not the one refused: {level}"
+    );
     assert_eq!(
         seen.epochs[&forgotten].iter().copied().collect::<Vec<_>>(),
         [0, 1],

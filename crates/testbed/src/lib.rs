@@ -20,7 +20,8 @@
 //! - `metrics`: `/metrics`, the process metrics a Prometheus scrapes;
 //! - [`shop`]: a shop behind a login, for whole user journeys;
 //! - `tls`: the web tier's HTTPS port and its self-signed certificate;
-//! - [`process`]: a tier as a named OS process, and the launcher of both;
+//! - `tier`: one tier as a named OS process (`autoperf tier web|db|consumer`);
+//! - [`process`]: the launcher that starts the tiers, waits for them and stops them;
 //! - [`registry`]: a stub of Confluent's Schema Registry for the Kafka tests.
 //!
 //! Tests and the CLI drive it through [`serve_web`]/[`serve_db`] (in process,
@@ -36,12 +37,11 @@ pub mod process;
 pub mod registry;
 pub mod shop;
 mod static_files;
+mod tier;
 mod tls;
 pub mod web;
 
 pub use db::{serve_db, DbConfig};
-pub use process::{
-    consumer_tier_main, testbed_main, tier_main, ConsumerOptions, PayForRecords, Testbed,
-    TestbedOptions, Tier, TierArgs,
-};
+pub use process::{testbed_main, Testbed, TestbedOptions};
+pub use tier::{consumer_tier_main, tier_main, ConsumerOptions, PayForRecords, Tier, TierArgs};
 pub use web::{serve_web, WebConfig};

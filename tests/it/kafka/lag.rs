@@ -140,7 +140,7 @@ fn a_lag_slo_passes_while_the_consumers_keep_up_and_fails_when_they_fall_behind(
         "--rate",
         "2000/s",
         "--duration",
-        "4s",
+        "5s",
         "--warmup",
         "1s",
         "--out",

@@ -199,24 +199,26 @@ mod tests {
 
     #[test]
     fn one_user_over_a_short_window_is_not_judged_on_its_edges() {
-        // CI: the lock analysis's first level, 1 user thinking 200 ms for a
-        // 5 ms request, over a 2 s window: 9 requests complete in it, or
-        // 10, by where the window cuts the user's cycle.
+        // As the lock analysis's first level in CI: 1 user thinking 200 ms
+        // for a 5 ms request, here over a 1.2 s window: 5 requests complete
+        // in it, or 6, by where the window cuts the user's cycle. Five make
+        // Little's law's think time 17.5% long: the window's edges, not the
+        // generator.
         let z = ThinkTime::Constant(Duration::from_millis(200));
         let one = ClientEvidence {
             think: &z,
             gap: 0.1,
-            achieved_s: 2.0 / 9.0 - 0.005,
+            achieved_s: 1.2 / 5.0 - 0.005,
             measured_s: 0.2005,
             response_s: 0.005,
-            window_s: 2.0,
+            window_s: 1.2,
             lateness_p99_s: 0.0005,
-            lateness_samples: 9,
-            thinks: 9,
-            requests: 9,
+            lateness_samples: 5,
+            thinks: 5,
+            requests: 5,
         };
         assert!(!client_bottleneck(&one));
-        // One timer 30 ms late of nine is their largest, not a p99.
+        // One timer 30 ms late of five is their largest, not a p99.
         assert!(!client_bottleneck(&ClientEvidence {
             lateness_p99_s: 0.030,
             ..one
@@ -228,8 +230,8 @@ mod tests {
             ..one
         }));
         assert!(client_bottleneck(&ClientEvidence {
-            achieved_s: 2.0 / 6.0 - 0.005,
-            requests: 6,
+            achieved_s: 1.2 / 3.0 - 0.005,
+            requests: 3,
             ..one
         }));
         // The same miscount is small among many users.

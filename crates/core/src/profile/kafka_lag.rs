@@ -42,7 +42,7 @@ struct Sample {
     lag: Result<u64, LagError>,
 }
 
-/// The groups the thresholds name, read every second while the run lasts.
+/// The groups the thresholds name, read twice a second while the run lasts.
 pub struct LagWatch {
     groups: Vec<String>,
     bootstrap: String,
@@ -123,7 +123,7 @@ impl LagWatch {
         self.latest.clone()
     }
 
-    /// Starts reading every group each second, until dropped.
+    /// Starts reading every group twice a second (`PERIOD`), until dropped.
     pub fn start(&mut self) {
         let (config, groups) = (self.config.clone(), self.groups.clone());
         let (samples, stop) = (self.samples.clone(), self.stop.clone());
@@ -141,6 +141,9 @@ impl LagWatch {
                     // Short sleeps, so that dropping the watch is quick.
                     while Instant::now() < next && !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(50).min(next - Instant::now()));
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
                     }
                     for (i, group) in groups.iter().enumerate() {
                         let lag = runtime.block_on(read(&config, group));
@@ -327,9 +330,9 @@ pub const MIN_TREND_READINGS: usize = 6;
 
 /// The half-width of the slope's 95% interval, by Newey and West's
 /// estimator (1987): a group commits its offsets every second or so, and
-/// the lag read once a second follows a sawtooth whose phase drifts
-/// against the readings, so neighbouring residuals are alike and the
-/// textbook interval (independent residuals) would be too narrow. The
+/// readings half a second apart often fall between the same two commits,
+/// so neighbouring residuals are alike and the textbook interval
+/// (independent residuals) would be too narrow. The
 /// residuals' products are summed up to `L = ⌊4 (n/100)^(2/9)⌋ + 1` lags
 /// apart, with Bartlett's weights; the t quantile has `n − 2` degrees of
 /// freedom.

@@ -111,11 +111,11 @@ impl LineChart {
             .flat_map(|s| s.points.iter().map(|p| p.1));
         let ys: Vec<f64> = ys
             .chain(self.hlines.iter().map(|h| h.y))
-            .chain(self.error_bars.iter().map(|e| e.hi))
+            .chain(self.error_bars.iter().flat_map(|e| [e.lo, e.hi]))
             .filter(|y| y.is_finite())
             .collect();
         let x_axis = Axis::new(0.0, max_of(&xs), LEFT, W - RIGHT);
-        let y_axis = Axis::new(0.0, max_of(&ys), H - BOTTOM, TOP);
+        let y_axis = Axis::from_zero(&ys, H - BOTTOM, TOP);
         let mut s = open_svg(aria);
         for b in &self.bands {
             let (a, z) = (x_axis.map(b.x0), x_axis.map(b.x1.min(x_axis.hi)));
@@ -167,7 +167,11 @@ impl LineChart {
         }
         // Under the points, so their tooltips stay on top.
         for e in self.error_bars.iter().filter(|e| e.hi > e.lo) {
-            let (x, lo, hi) = (x_axis.map(e.x), y_axis.map(e.lo.max(0.0)), y_axis.map(e.hi));
+            let (x, lo, hi) = (
+                x_axis.map(e.x),
+                y_axis.map(e.lo.max(y_axis.lo)),
+                y_axis.map(e.hi),
+            );
             let _ = write!(
                 s,
                 r#"<path class="err s{}" data-x="{}" data-lo="{}" data-hi="{}" d="M{},{}V{}M{},{}H{}M{},{}H{}"><title>95% interval: {} to {} at {}</title></path>"#,
@@ -392,6 +396,23 @@ impl Axis {
             step,
             ticks,
         }
+    }
+
+    /// From zero to the largest of `values`, or from a round step below
+    /// zero when some are negative (a lag that shrinks, an interval that
+    /// reaches below zero).
+    fn from_zero(values: &[f64], p0: f64, p1: f64) -> Axis {
+        let (low, max) = (values.iter().copied().fold(0.0, f64::min), max_of(values));
+        if low >= 0.0 {
+            return Axis::new(0.0, max, p0, p1);
+        }
+        // The step depends on the span, and the span on where it starts.
+        let mut lo = low;
+        for _ in 0..3 {
+            let step = nice_step((max.max(0.0) - lo) / 5.0);
+            lo = (low / step).floor() * step;
+        }
+        Axis::new(lo, max.max(0.0), p0, p1)
     }
 
     fn map(&self, v: f64) -> f64 {

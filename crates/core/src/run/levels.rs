@@ -86,7 +86,7 @@ struct Session<'a> {
     sampler: Option<Sampler>,
     /// The PromQL thresholds' queries, read over each level.
     promql: PromqlSlos,
-    /// The lag thresholds' consumer groups, read each second.
+    /// The lag thresholds' consumer groups, read twice a second.
     #[cfg(feature = "kafka")]
     lag: Option<crate::profile::kafka_lag::LagWatch>,
     dir: ResultsDir,
@@ -247,6 +247,7 @@ impl<'a> Session<'a> {
                 lag: self.lag.as_ref(),
                 measure_start: None,
                 held: None,
+                next_look: None,
             };
             let mut sinks: [&mut dyn TickSink; 4] = [
                 &mut self.dir,
@@ -466,8 +467,10 @@ impl<'a> Session<'a> {
 
 /// Feeds ticks to the controller and stops the level when it says so,
 /// unless a lag trend SLO is still undecided (`LagWatch::undecided`): the
-/// level then goes on, up to its longest, until the trend's interval is
-/// on one side of the bound.
+/// level then goes on, up to its longest, and looks again when its
+/// measured window has doubled. Few planned looks, not one every second:
+/// an interval looked at until it happens to clear the bound would be
+/// wrong far more often than one time in twenty.
 struct ControllerSink<'a> {
     controller: &'a mut dyn LevelController,
     sampler: Option<&'a Sampler>,
@@ -479,6 +482,8 @@ struct ControllerSink<'a> {
     measure_start: Option<std::time::Instant>,
     /// The SLO that kept the level going past the controller's stop.
     held: Option<String>,
+    /// The measured window at which to look at it again.
+    next_look: Option<std::time::Duration>,
 }
 
 impl ControllerSink<'_> {
@@ -498,11 +503,20 @@ impl TickSink for ControllerSink<'_> {
         if !tick.warmup && self.measure_start.is_none() {
             self.measure_start = Some(tick.end - tick.length);
         }
-        if self.controller.on_tick(level, tick, self.sampler) {
-            self.held = self.undecided(tick.end);
-            if self.held.is_none() {
-                self.level_stop.stop();
-            }
+        if !self.controller.on_tick(level, tick, self.sampler) {
+            (self.held, self.next_look) = (None, None);
+            return;
+        }
+        let measured = self
+            .measure_start
+            .map_or(std::time::Duration::ZERO, |start| tick.end - start);
+        if self.next_look.is_some_and(|at| measured < at) {
+            return;
+        }
+        self.held = self.undecided(tick.end);
+        match self.held {
+            None => self.level_stop.stop(),
+            Some(_) => self.next_look = Some(measured * 2),
         }
     }
 }

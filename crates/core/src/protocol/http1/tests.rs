@@ -1,3 +1,4 @@
+use super::head::find_byte;
 use super::*;
 
 fn exchange_all(

@@ -158,6 +158,10 @@ async fn writer(producer: &Producer, b: usize, mut write: WriteHalf<Conn>) -> Er
     }
 }
 
+/// How often a connection that waits to bump its epoch looks whether its
+/// refused batches are back in their queues (they wait `retry.backoff.ms`).
+const REQUEUE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 async fn reader(
     producer: &Producer,
     b: usize,
@@ -187,11 +191,15 @@ async fn reader(
         if retire_at.is_some_and(|t| Instant::now() >= t) {
             producer.state().brokers[b].retiring = true;
         }
-        {
+        let requeues_pending = {
             let mut st = producer.state();
             let broker = &mut st.brokers[b];
+            let mut pending = false;
             if broker.retiring && broker.in_flight.is_empty() {
                 match broker.idempotent.as_mut().filter(|_| broker.bump_epoch) {
+                    // The refused batches go back in their queues first, so
+                    // they keep their places before the batches sent after.
+                    Some(_) if broker.requeues_pending > 0 => pending = true,
                     // Its sequences were lost: a new epoch, and on.
                     Some(session) => {
                         session.bump();
@@ -203,6 +211,12 @@ async fn reader(
                     None => return ErrorKind::Closed,
                 }
             }
+            pending
+        };
+        if requeues_pending {
+            // Nothing is in flight to read: look again in a moment.
+            tokio::time::sleep(REQUEUE_POLL).await;
+            continue;
         }
         let deadline = producer.request_deadline(b);
         let mut check = deadline.unwrap_or_else(|| Instant::now() + producer.0.config.timeout);

@@ -116,7 +116,9 @@ impl Producer {
         }
         broker.wake.notify_one();
         if !retry.is_empty() {
-            tokio::task::spawn_local(requeue_after(self.clone(), config.retry_backoff, retry));
+            broker.requeues_pending += 1;
+            let backoff = config.retry_backoff;
+            tokio::task::spawn_local(requeue_after(self.clone(), b, backoff, retry));
         }
         parsed.map_err(|_| ErrorKind::Malformed)
     }
@@ -206,10 +208,19 @@ impl Producer {
     }
 }
 
-/// Waits `retry.backoff.ms`, then puts the batches back to be sent.
-async fn requeue_after(producer: Producer, backoff: std::time::Duration, batches: Vec<Sent>) {
+/// Waits `retry.backoff.ms`, then puts the batches broker `b` refused back
+/// to be sent.
+async fn requeue_after(
+    producer: Producer,
+    b: usize,
+    backoff: std::time::Duration,
+    batches: Vec<Sent>,
+) {
     tokio::time::sleep(backoff).await;
     producer.requeue(batches);
+    let mut st = producer.state();
+    let pending = &mut st.brokers[b].requeues_pending;
+    *pending = pending.saturating_sub(1);
 }
 
 /// Settles every record of batch `s` with `outcome`, each with its share

@@ -62,6 +62,7 @@ pub(super) async fn load_metadata(producer: Producer, topic: usize) {
                         idempotent: None,
                         retiring: false,
                         bump_epoch: false,
+                        requeues_pending: 0,
                     }),
                 }
             }

@@ -120,6 +120,11 @@ pub(crate) struct Broker {
     /// epoch: once what is in flight is answered, the connection bumps the
     /// epoch and goes on, instead of ending (KIP-360).
     pub(crate) bump_epoch: bool,
+    /// Refused batches of this broker's answers still waiting out
+    /// `retry.backoff.ms` before they go back in their queues. A bump waits
+    /// for them: sent after the bump, the batches behind them would take
+    /// their places (and their partitions' first numbers).
+    pub(crate) requeues_pending: u32,
 }
 
 /// An idempotent producer on one broker connection: its id, and each
@@ -232,7 +237,8 @@ impl Sizes {
         let (i, n) = (i as u64, n.max(1) as u64);
         let part = |total: u64| match total.checked_mul(i + 1) {
             // A batch's bytes times its records fit in 64 bits: no 128-bit
-            // division per record (1.2% of the generator at 1.2 M records/s).
+            // division per record (1.2% of the generator's `perf` samples
+            // at 1.2 M records/s).
             Some(upto) => upto / n - total * i / n,
             None => {
                 let (total, i, n) = (u128::from(total), u128::from(i), u128::from(n));
