@@ -406,13 +406,30 @@ impl Axis {
         if low >= 0.0 {
             return Axis::new(0.0, max, p0, p1);
         }
-        // The step depends on the span, and the span on where it starts.
-        let mut lo = low;
-        for _ in 0..3 {
-            let step = nice_step((max.max(0.0) - lo) / 5.0);
+        // The step depends on the span, and the span on where it starts:
+        // the step only grows, so the loop ends, and the axis starts on a
+        // multiple of the step it uses (0 is a tick).
+        let max = max.max(0.0);
+        let mut step = nice_step((max - low) / 5.0);
+        let mut lo = (low / step).floor() * step;
+        loop {
+            let wider = nice_step((max - lo) / 5.0);
+            if wider <= step {
+                break;
+            }
+            step = wider;
             lo = (low / step).floor() * step;
         }
-        Axis::new(lo, max.max(0.0), p0, p1)
+        let hi = lo + ((max - lo) / step - 1e-9).ceil().max(1.0) * step;
+        let n = ((hi - lo) / step).round() as usize;
+        Axis {
+            lo,
+            hi,
+            p0,
+            p1,
+            step,
+            ticks: (0..=n).map(|i| lo + step * i as f64).collect(),
+        }
     }
 
     fn map(&self, v: f64) -> f64 {
@@ -497,6 +514,41 @@ mod tests {
         assert_eq!(a.label(50.0), "50");
         let b = Axis::new(0.0, 0.62, 0.0, 100.0);
         assert_eq!(b.label(0.2), "0.2");
+    }
+
+    #[test]
+    fn an_axis_reaches_below_zero_on_its_own_steps() {
+        // Values all at or above zero: the axis from zero, as before.
+        let up = Axis::from_zero(&[3.0, 248.8], 0.0, 100.0);
+        assert_eq!(up.ticks, Axis::new(0.0, 248.8, 0.0, 100.0).ticks);
+        for (low, high) in [
+            (-4.5, 4.5),
+            (-34.4, 16.6),
+            (-9.7, 317.7),
+            (-0.3, 0.0),
+            (-120.0, -5.0),
+        ] {
+            let a = Axis::from_zero(&[low, high], 0.0, 100.0);
+            assert!(
+                a.lo <= low && a.hi >= high.max(0.0),
+                "{low}..{high}: {:?}",
+                a.ticks
+            );
+            // Every tick a multiple of the step, zero among them.
+            assert!(
+                a.ticks
+                    .iter()
+                    .all(|t| ((t / a.step).round() * a.step - t).abs() < 1e-9),
+                "{low}..{high}: {:?} by {}",
+                a.ticks,
+                a.step
+            );
+            assert!(
+                a.ticks.iter().any(|t| t.abs() < 1e-9),
+                "{low}..{high}: {:?}",
+                a.ticks
+            );
+        }
     }
 
     #[test]

@@ -263,6 +263,15 @@ impl<'a> Session<'a> {
         for w in &run.warnings {
             self.warn(format!("level {}: {w}", record.level));
         }
+        // Held to its end: said so when the whole window, not only the last
+        // look, leaves the SLO undecided.
+        #[cfg(feature = "kafka")]
+        let undecided = match (undecided, &self.lag) {
+            (Some(_), Some(lag)) => {
+                lag.undecided(scenario, run.totals.measure_start, run.totals.measure_end)
+            }
+            _ => None,
+        };
         if let Some(why) = undecided.filter(|_| !self.stop.is_stopped()) {
             self.warn(format!(
                 "level {}: still undecided at the level's longest ({why}): judged on the trend alone; a longer capacity.max_duration would decide it",
@@ -504,7 +513,9 @@ impl TickSink for ControllerSink<'_> {
             self.measure_start = Some(tick.end - tick.length);
         }
         if !self.controller.on_tick(level, tick, self.sampler) {
-            (self.held, self.next_look) = (None, None);
+            // The next look stays planned: a controller that flickers must
+            // not bring back a look every tick.
+            self.held = None;
             return;
         }
         let measured = self

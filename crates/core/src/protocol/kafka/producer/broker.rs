@@ -98,6 +98,11 @@ pub(super) async fn broker_task(producer: Producer, b: usize) {
                     st.brokers[b].bump_epoch = false;
                 }
                 producer.fail_in_flight(b, kind);
+                // Batches it refused go back in their queues before the
+                // next connection sends, so they keep their places.
+                while producer.state().brokers[b].requeues_pending > 0 {
+                    tokio::time::sleep(REQUEUE_POLL).await;
+                }
                 if opened.elapsed() < BACKOFF.1 {
                     // Accepted, then dropped at once (a port that speaks
                     // something else, a connection limit): no tight loop.
@@ -158,8 +163,9 @@ async fn writer(producer: &Producer, b: usize, mut write: WriteHalf<Conn>) -> Er
     }
 }
 
-/// How often a connection that waits to bump its epoch looks whether its
-/// refused batches are back in their queues (they wait `retry.backoff.ms`).
+/// How often a connection that waits to bump its epoch, or a broker's task
+/// that waits to connect again, looks whether its refused batches are back
+/// in their queues (they wait `retry.backoff.ms`).
 const REQUEUE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 async fn reader(
