@@ -384,17 +384,20 @@ impl Axis {
         } else {
             lo + 1.0
         };
-        let step = nice_step((max - lo) / 5.0);
-        let hi = lo + ((max - lo) / step - 1e-9).ceil() * step;
+        Axis::with_step(lo, max, nice_step((max - lo) / 5.0), p0, p1)
+    }
+
+    /// From `lo` by `step` to the first tick at or past `max`.
+    fn with_step(lo: f64, max: f64, step: f64, p0: f64, p1: f64) -> Axis {
+        let hi = lo + ((max - lo) / step - 1e-9).ceil().max(1.0) * step;
         let n = ((hi - lo) / step).round() as usize;
-        let ticks = (0..=n).map(|i| lo + step * i as f64).collect();
         Axis {
             lo,
             hi,
             p0,
             p1,
             step,
-            ticks,
+            ticks: (0..=n).map(|i| lo + step * i as f64).collect(),
         }
     }
 
@@ -420,16 +423,7 @@ impl Axis {
             step = wider;
             lo = (low / step).floor() * step;
         }
-        let hi = lo + ((max - lo) / step - 1e-9).ceil().max(1.0) * step;
-        let n = ((hi - lo) / step).round() as usize;
-        Axis {
-            lo,
-            hi,
-            p0,
-            p1,
-            step,
-            ticks: (0..=n).map(|i| lo + step * i as f64).collect(),
-        }
+        Axis::with_step(lo, max, step, p0, p1)
     }
 
     fn map(&self, v: f64) -> f64 {
