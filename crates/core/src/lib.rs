@@ -47,6 +47,11 @@
 //!   limits and a significance test (`autoperf compare`, `--baseline`).
 //! - `run`: drives levels: `run_levels` with a fixed list, the capacity
 //!   controller or the profile controller.
+//!
+//! The API is what is `pub`: exactly what the binary, the fuzz targets and
+//! the integration tests use, reached at most three modules deep. Everything
+//! else is `pub(crate)`, so an item's reach says who can depend on it, and
+//! code no caller uses shows up as dead.
 
 pub mod capacity;
 pub mod compare;

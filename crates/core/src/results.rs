@@ -60,13 +60,13 @@ fn reading(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
 /// starts: the time series and the levels grow during the run and the
 /// report is written at its end (a few MiB for hours of load), and a disk
 /// that fills then would lose what was measured.
-pub const MIN_FREE_BYTES: u64 = 16 << 20;
+pub(crate) const MIN_FREE_BYTES: u64 = 16 << 20;
 
 /// Refuses a results directory whose filesystem is read-only, nearly full or
 /// out of inodes. The nearest existing ancestor of `path` tells which
 /// filesystem it will be on; when even that cannot be asked, the writes
 /// themselves will report.
-pub fn check_room(path: &Path) -> Result<(), ResultsError> {
+pub(crate) fn check_room(path: &Path) -> Result<(), ResultsError> {
     use std::os::unix::ffi::OsStrExt;
     let mut probe = path;
     while !probe.exists() {
@@ -116,25 +116,25 @@ pub fn check_room(path: &Path) -> Result<(), ResultsError> {
     Ok(())
 }
 
-pub const SERIES_HEADER: &str =
+pub(crate) const SERIES_HEADER: &str =
     "t_s,level,requests,errors,throughput_rps,p50_ms,p99_ms,active_users\n";
 
 /// `request_series.csv`: one row per request type and measured second (the
 /// warm-up is left out), a second without one of them too (its rate is 0
 /// then), and one for all of them together, named `*` (no request name can
 /// be: names are letters, digits, `_` and `-`).
-pub const REQUEST_SERIES_HEADER: &str =
+pub(crate) const REQUEST_SERIES_HEADER: &str =
     "t_s,level,request,requests,errors,throughput_rps,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms\n";
 
 /// `server_series.csv`: one row per tier and interval between its agent's
 /// readings (about a second) of a level's measured window: the samples
 /// `compare` tests a change in CPU per request with.
-pub const SERVER_SERIES_HEADER: &str =
+pub(crate) const SERVER_SERIES_HEADER: &str =
     "window_s,level,tier,requests,cpu_ms_per_request,cpu_util_cores,memory_bytes\n";
 
 /// `lag_series.csv`: each reading of a lag threshold's consumer group in a
 /// level's measured window (seconds into it), in records.
-pub const LAG_SERIES_HEADER: &str = "window_s,level,group,lag_records\n";
+pub(crate) const LAG_SERIES_HEADER: &str = "window_s,level,group,lag_records\n";
 
 /// A CSV file opened to append to, its header written if it is new.
 fn appending(path: &Path, header: &str) -> Result<BufWriter<File>, ResultsError> {
@@ -151,7 +151,7 @@ fn appending(path: &Path, header: &str) -> Result<BufWriter<File>, ResultsError>
 
 /// The request name that stands for all of a level's requests together in
 /// `request_series.csv`.
-pub const ALL_REQUESTS: &str = "*";
+pub(crate) const ALL_REQUESTS: &str = "*";
 
 impl ResultsDir {
     /// The default location: `autoperf-results/<scenario>-<UTC timestamp>`.
@@ -180,7 +180,10 @@ impl ResultsDir {
     /// after making sure its filesystem can take a run's results: a full or
     /// read-only one is refused before any load, and nothing is left
     /// behind when creating fails.
-    pub fn create(path: &Path, request_names: Vec<String>) -> Result<ResultsDir, ResultsError> {
+    pub(crate) fn create(
+        path: &Path,
+        request_names: Vec<String>,
+    ) -> Result<ResultsDir, ResultsError> {
         check_room(path)?;
         let existed = path.exists();
         let created = Self::create_files(path, request_names);
@@ -217,7 +220,7 @@ impl ResultsDir {
     /// Opens an existing results directory to append to it (resuming):
     /// the per-second rows of levels not in `kept` (one interrupted, to be
     /// run again under its number) are dropped first.
-    pub fn reopen(
+    pub(crate) fn reopen(
         path: &Path,
         request_names: Vec<String>,
         kept: &[u32],
@@ -250,12 +253,8 @@ impl ResultsDir {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Appends one finished level and makes it durable before returning.
-    pub fn append_level(&mut self, level: &LevelRecord) -> Result<(), ResultsError> {
+    pub(crate) fn append_level(&mut self, level: &LevelRecord) -> Result<(), ResultsError> {
         let path = self.path.join("levels.jsonl");
         let mut line = serde_json::to_vec(level).map_err(|e| at(&path)(e.into()))?;
         line.push(b'\n');
@@ -265,7 +264,7 @@ impl ResultsDir {
 
     /// Appends a level's server intervals to `server_series.csv` (created,
     /// header first, with the first rows; appended to when resuming).
-    pub fn append_server_seconds(
+    pub(crate) fn append_server_seconds(
         &mut self,
         rows: &[crate::profile::ServerSecond],
     ) -> Result<(), ResultsError> {
@@ -295,7 +294,7 @@ impl ResultsDir {
     }
 
     /// Appends a level's consumer-lag readings to `lag_series.csv`.
-    pub fn append_lag_readings(&mut self, rows: &[LagReading]) -> Result<(), ResultsError> {
+    pub(crate) fn append_lag_readings(&mut self, rows: &[LagReading]) -> Result<(), ResultsError> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -316,7 +315,7 @@ impl ResultsDir {
     }
 
     /// Replaces `run.json` atomically (write aside, then rename).
-    pub fn write_run(&self, run: &RunRecord) -> Result<(), ResultsError> {
+    pub(crate) fn write_run(&self, run: &RunRecord) -> Result<(), ResultsError> {
         write_run_file(&self.path, run)
     }
 
@@ -421,12 +420,12 @@ pub fn write_run_file(dir: &Path, run: &RunRecord) -> Result<(), ResultsError> {
 
 /// The largest results file read back: far past any run's (a run.json of
 /// thousands of levels is a few MiB), short of a reader's memory.
-pub const MAX_RESULTS_FILE: u64 = 256 << 20;
+pub(crate) const MAX_RESULTS_FILE: u64 = 256 << 20;
 
 /// Reads a results file, refusing what no run wrote: not a regular file
 /// (a link to /dev/zero was read until memory ran out), or larger than
 /// `MAX_RESULTS_FILE`.
-pub fn read_results_file(path: &Path) -> Result<String, ResultsError> {
+pub(crate) fn read_results_file(path: &Path) -> Result<String, ResultsError> {
     let invalid = |what: String| ResultsError {
         path: path.to_path_buf(),
         source: io::Error::new(io::ErrorKind::InvalidData, what),
@@ -457,7 +456,7 @@ pub fn read_results_file(path: &Path) -> Result<String, ResultsError> {
 
 /// `read_results_file`, or `None` when nothing is at `path` (a file a run
 /// may not have written); a dangling link is read, and says what is wrong.
-pub fn read_results_file_if_there(path: &Path) -> Result<Option<String>, ResultsError> {
+pub(crate) fn read_results_file_if_there(path: &Path) -> Result<Option<String>, ResultsError> {
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         _ => read_results_file(path).map(Some),

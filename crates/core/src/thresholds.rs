@@ -11,7 +11,7 @@ use crate::scenario::{Comparison, Metric, Scenario, Threshold};
 
 /// Evaluates every threshold of `scenario` against `level`, in the order
 /// they are written.
-pub fn evaluate(scenario: &Scenario, level: &LevelRecord) -> Vec<ThresholdResult> {
+pub(crate) fn evaluate(scenario: &Scenario, level: &LevelRecord) -> Vec<ThresholdResult> {
     scenario
         .thresholds
         .iter()
@@ -35,7 +35,7 @@ pub fn check_run(scenario: &Scenario, record: &mut RunRecord) -> bool {
 }
 
 /// True when every result passed (and so the run should exit 0).
-pub fn all_passed(results: &[ThresholdResult]) -> bool {
+pub(crate) fn all_passed(results: &[ThresholdResult]) -> bool {
     results.iter().all(|r| r.passed)
 }
 

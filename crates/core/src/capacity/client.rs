@@ -12,8 +12,13 @@
 //! more reliable sign than the generator's own CPU utilisation (below 70% in
 //! every bottlenecked case of its Figure 5).
 
+#[cfg(test)]
 /// `Z_achieved = N/X − R` in seconds; `None` without throughput.
-pub fn achieved_think_time_s(users: u32, throughput_rps: f64, response_time_s: f64) -> Option<f64> {
+pub(crate) fn achieved_think_time_s(
+    users: u32,
+    throughput_rps: f64,
+    response_time_s: f64,
+) -> Option<f64> {
     (throughput_rps > 0.0).then(|| users as f64 / throughput_rps - response_time_s)
 }
 
@@ -25,7 +30,7 @@ use crate::scenario::ThinkTime;
 const TIMER_RESOLUTION_S: f64 = 0.002;
 
 /// What a level tells about its own generator.
-pub struct ClientEvidence<'a> {
+pub(crate) struct ClientEvidence<'a> {
     pub think: &'a ThinkTime,
     /// The relative think-time excess that counts (`capacity.think_gap`).
     pub gap: f64,
@@ -54,7 +59,7 @@ pub struct ClientEvidence<'a> {
 /// - think timers fired late (p99) by more than the gap allows.
 ///
 /// Excesses below the 1 ms timer wheel's resolution never count.
-pub fn client_bottleneck(e: &ClientEvidence) -> bool {
+pub(crate) fn client_bottleneck(e: &ClientEvidence) -> bool {
     let z = e.think.mean().as_secs_f64();
     let cycles = e.window_s / (e.response_s + z).max(1e-6);
     // A mean of n draws with coefficient of variation cv strays by cv/√n;
@@ -102,12 +107,12 @@ const MIN_CYCLES: f64 = 5.0;
 
 /// Timer lateness that is scheduling noise on a shared machine, not a
 /// generator falling behind.
-pub const LATENESS_FLOOR_S: f64 = 0.010;
+pub(crate) const LATENESS_FLOOR_S: f64 = 0.010;
 
 /// The relative excess of achieved over configured think time. With no
 /// think time configured, the excess is taken relative to the response
 /// time instead, so a generator that cannot keep up still shows.
-pub fn think_gap(configured: &ThinkTime, achieved_s: f64, response_s: f64) -> f64 {
+pub(crate) fn think_gap(configured: &ThinkTime, achieved_s: f64, response_s: f64) -> f64 {
     let z = configured.mean().as_secs_f64();
     let base = if z > 0.0 { z } else { response_s.max(1e-3) };
     (achieved_s - z) / base
@@ -117,7 +122,7 @@ pub fn think_gap(configured: &ThinkTime, achieved_s: f64, response_s: f64) -> f6
 /// start at all, or started later than scheduling noise explains. The one
 /// arrival in a thousand still waiting for its connection when the level
 /// ended is not news: a server past its capacity holds a few up anyway.
-pub fn arrivals_bottleneck(unstarted: u64, due: u64, lateness_p99_s: f64) -> bool {
+pub(crate) fn arrivals_bottleneck(unstarted: u64, due: u64, lateness_p99_s: f64) -> bool {
     unstarted * 1000 > due || lateness_p99_s > LATENESS_FLOOR_S
 }
 

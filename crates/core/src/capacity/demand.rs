@@ -54,7 +54,7 @@ use crate::scenario::CapacitySettings;
 
 /// Tunables of the demand convergence check.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DemandConfig {
+pub(crate) struct DemandConfig {
     /// ε of the global check, percent (`CapacitySettings::demand_epsilon`).
     pub epsilon_pct: f64,
     /// Threshold of the local check, percent. Default: the same ε.
@@ -70,7 +70,7 @@ pub struct DemandConfig {
 }
 
 impl DemandConfig {
-    pub fn from_settings(s: &CapacitySettings) -> Self {
+    pub(crate) fn from_settings(s: &CapacitySettings) -> Self {
         DemandConfig {
             epsilon_pct: s.demand_epsilon,
             local_epsilon_pct: s.demand_epsilon,
@@ -83,7 +83,7 @@ impl DemandConfig {
 }
 
 /// /proc's CPU time resolution on Linux (`USER_HZ` = 100).
-pub const CLOCK_TICK_S: f64 = 0.01;
+pub(crate) const CLOCK_TICK_S: f64 = 0.01;
 
 impl Default for DemandConfig {
     fn default() -> Self {
@@ -92,7 +92,7 @@ impl Default for DemandConfig {
 }
 
 /// Expected throughput of a closed system, `Δ(L) = L / (γ + R(L))` (2.1.1).
-pub fn expected_throughput_rps(users: u32, think_s: f64, response_time_s: f64) -> f64 {
+pub(crate) fn expected_throughput_rps(users: u32, think_s: f64, response_time_s: f64) -> f64 {
     let cycle = think_s + response_time_s;
     if cycle > 0.0 {
         users as f64 / cycle
@@ -103,7 +103,7 @@ pub fn expected_throughput_rps(users: u32, think_s: f64, response_time_s: f64) -
 
 /// One profiler reading, for every process of the tracker, in its order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DemandReading {
+pub(crate) struct DemandReading {
     /// Seconds since profiling of this level started.
     pub elapsed_s: f64,
     /// Requests completed since then, `n(t)`.
@@ -118,7 +118,7 @@ pub struct DemandReading {
 
 /// Where one process stands.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProcessDemand {
+pub(crate) struct ProcessDemand {
     /// Seconds of CPU per request; `None` before any request completed.
     pub demand_s: Option<f64>,
     /// The global check (eq. 1 with `ΔS`) holds.
@@ -131,7 +131,7 @@ pub struct ProcessDemand {
 
 /// Where the whole set stands after the latest reading.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DemandStatus {
+pub(crate) struct DemandStatus {
     pub processes: Vec<ProcessDemand>,
     /// Every process not ignored has converged.
     pub all_converged: bool,
@@ -142,7 +142,7 @@ pub struct DemandStatus {
 
 impl DemandStatus {
     /// The level may stop profiling.
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.all_converged || self.load_too_low
     }
 }
@@ -157,7 +157,7 @@ struct Process {
 
 /// Demand convergence for a fixed set of processes over one level.
 #[derive(Debug, Clone)]
-pub struct DemandTracker {
+pub(crate) struct DemandTracker {
     config: DemandConfig,
     processes: Vec<Process>,
     last_elapsed_s: Option<f64>,
@@ -167,7 +167,7 @@ pub struct DemandTracker {
 
 impl DemandTracker {
     /// `cores[p]` is the number of cores of process `p`'s host.
-    pub fn new(config: DemandConfig, cores: &[u32]) -> Self {
+    pub(crate) fn new(config: DemandConfig, cores: &[u32]) -> Self {
         let processes = cores
             .iter()
             .map(|&c| Process {
@@ -192,7 +192,7 @@ impl DemandTracker {
     }
 
     /// Takes one reading. A process missing from `cpu_s` keeps its last value.
-    pub fn push(&mut self, r: &DemandReading) -> DemandStatus {
+    pub(crate) fn push(&mut self, r: &DemandReading) -> DemandStatus {
         self.readings += 1;
         let interval = match self.last_elapsed_s {
             Some(prev) if r.elapsed_s > prev => r.elapsed_s - prev,
@@ -261,7 +261,7 @@ impl DemandTracker {
         cpu_s <= 0.0 || (g.is_finite() && cpu_s * self.config.epsilon_pct < 100.0 * g)
     }
 
-    pub fn status(&self) -> DemandStatus {
+    pub(crate) fn status(&self) -> DemandStatus {
         DemandStatus {
             processes: self.processes.iter().map(|p| p.state.clone()).collect(),
             all_converged: self
@@ -277,17 +277,17 @@ impl DemandTracker {
 /// `ΔS`: the most CPU-seconds a process can add between two readings `Δt`
 /// apart: `min(Δ(L), N) · Δt` (2.1.1; `Δ(L)` in requests per second, each
 /// keeping at most one core busy; `N` cores).
-pub fn jump_bound_s(expected_rps: f64, cores: u32, interval_s: f64) -> f64 {
+pub(crate) fn jump_bound_s(expected_rps: f64, cores: u32, interval_s: f64) -> f64 {
     expected_rps.max(0.0).min(cores as f64) * interval_s
 }
 
 /// The global check, `ΔS · 100 / S_p(t) < ε` (eq. 1 with `N` replaced by `ΔS`).
-pub fn global_check(jump_bound_s: f64, cpu_s: f64, epsilon_pct: f64) -> bool {
+pub(crate) fn global_check(jump_bound_s: f64, cpu_s: f64, epsilon_pct: f64) -> bool {
     cpu_s > 0.0 && jump_bound_s * 100.0 / cpu_s < epsilon_pct
 }
 
 /// The local check over a window of estimates: `(max − mean)/mean · 100 < ε`.
-pub fn local_check(window: &[f64], epsilon_pct: f64) -> bool {
+pub(crate) fn local_check(window: &[f64], epsilon_pct: f64) -> bool {
     if window.is_empty() {
         return false;
     }
@@ -298,7 +298,7 @@ pub fn local_check(window: &[f64], epsilon_pct: f64) -> bool {
 
 /// Eq. 2: `τ = min(S_low / n, R(L))`, the bottleneck demand assumed at a load
 /// too low to register any CPU time.
-pub fn s_low_demand_s(s_low_s: f64, completed: u64, response_time_s: f64) -> f64 {
+pub(crate) fn s_low_demand_s(s_low_s: f64, completed: u64, response_time_s: f64) -> f64 {
     let per_request = if completed > 0 {
         s_low_s / completed as f64
     } else {

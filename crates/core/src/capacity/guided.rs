@@ -45,7 +45,7 @@ use super::range::{self, TierDemand};
 
 /// A finished level as the guide needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     pub users: u32,
     pub throughput_rps: f64,
     /// Requests measured (0: unknown). Without `precision`, a level of `n`
@@ -90,7 +90,7 @@ impl Point {
 /// between, and the line lies in the same band. Both are within
 /// `(b − a)/a` of `X(a)` of each other: a gap no wider than `tolerance × a`
 /// is as straight as the tolerance asks, measured or not.
-pub fn gap_resolved(a: u32, b: u32, tolerance: f64) -> bool {
+pub(crate) fn gap_resolved(a: u32, b: u32, tolerance: f64) -> bool {
     b <= a + 1 || f64::from(b - a) <= tolerance * f64::from(a)
 }
 
@@ -102,7 +102,7 @@ const SCAN_STEPS: u32 = 100;
 
 /// The fitted model: throughput for every population `1..=curve.len()`.
 #[derive(Debug, Clone)]
-pub struct Guide {
+pub(crate) struct Guide {
     curve: Vec<f64>,
     /// Fitted demand of the station the agents do not see, seconds.
     pub hidden_demand_s: f64,
@@ -112,7 +112,7 @@ pub struct Guide {
 
 /// Why the guide wants a level.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Proposal {
+pub(crate) struct Proposal {
     pub users: u32,
     pub reason: String,
 }
@@ -121,7 +121,7 @@ impl Guide {
     /// Fits the model to `points` (levels not limited by the client) and
     /// solves it up to `up_to` users or the highest point. `None` without a
     /// CPU demand to build it from.
-    pub fn fit(
+    pub(crate) fn fit(
         points: &[Point],
         demands: &[TierDemand],
         think_s: f64,
@@ -220,12 +220,12 @@ impl Guide {
     }
 
     /// Kleinrock's `N*` of the fitted network: where its asymptotes cross.
-    pub fn n_star(&self) -> f64 {
+    pub(crate) fn n_star(&self) -> f64 {
         self.n_star
     }
 
     /// The model's throughput at `users` (held flat past the fitted range).
-    pub fn throughput(&self, users: u32) -> f64 {
+    pub(crate) fn throughput(&self, users: u32) -> f64 {
         let i = (users.max(1) as usize).min(self.curve.len()) - 1;
         self.curve[i]
     }
@@ -233,7 +233,7 @@ impl Guide {
     /// The next level to run inside `[lo, hi]`, or `None` when, by the
     /// model, straight lines between the measured levels there are within
     /// `tolerance` of the curve.
-    pub fn next_level(
+    pub(crate) fn next_level(
         &self,
         points: &[Point],
         lo: u32,

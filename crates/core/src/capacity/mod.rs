@@ -31,28 +31,15 @@
 //!
 //! The controller that wires these to running levels is `run::capacity`.
 
-pub mod client;
-pub mod demand;
-pub mod guided;
-pub mod mva;
-pub mod overload;
-pub mod range;
-pub mod rate;
-pub mod search;
-pub mod steady;
+pub(crate) mod client;
+pub(crate) mod demand;
+pub(crate) mod guided;
+pub(crate) mod mva;
+pub(crate) mod overload;
+pub(crate) mod range;
+pub(crate) mod rate;
+pub(crate) mod search;
+pub(crate) mod steady;
 
 #[cfg(test)]
 mod tests;
-
-pub use client::{achieved_think_time_s, client_bottleneck, ClientEvidence};
-pub use demand::{
-    expected_throughput_rps, DemandConfig, DemandReading, DemandStatus, DemandTracker,
-    ProcessDemand,
-};
-pub use overload::OverloadDetector;
-pub use range::{Station, TierDemand};
-pub use search::{
-    Bottleneck, Decision, LevelChosen, LevelOutcome, LevelSearch, SearchConfig, SearchSummary,
-    StopReason, Strategy,
-};
-pub use steady::{halves_agree, SteadyConfig, SteadyState, SteadyVerdict};

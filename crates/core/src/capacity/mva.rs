@@ -9,7 +9,7 @@
 
 /// A station of the network.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Station {
+pub(crate) struct Station {
     pub name: String,
     /// Identical servers sharing one queue (cores); 0 makes it a delay
     /// station (no queueing: think time, network latency).
@@ -19,7 +19,7 @@ pub struct Station {
 }
 
 impl Station {
-    pub fn queue(name: &str, servers: u32, demand_s: f64) -> Station {
+    pub(crate) fn queue(name: &str, servers: u32, demand_s: f64) -> Station {
         Station {
             name: name.into(),
             servers,
@@ -30,7 +30,7 @@ impl Station {
 
 /// The model's answer at one population.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Solution {
+pub(crate) struct Solution {
     pub users: u32,
     /// Cycles per second.
     pub throughput: f64,
@@ -46,7 +46,7 @@ pub struct Solution {
 
 /// Exact MVA for every population 1..=`users`; `think_s` is the think
 /// time per cycle.
-pub fn exact(stations: &[Station], think_s: f64, users: u32) -> Vec<Solution> {
+pub(crate) fn exact(stations: &[Station], think_s: f64, users: u32) -> Vec<Solution> {
     let k = stations.len();
     // Marginal probabilities p[k][j] of j customers at multi-server
     // station k, for the population one below the current.

@@ -27,7 +27,7 @@ struct Best {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct OverloadDetector {
+pub(crate) struct OverloadDetector {
     k_ovld: u32,
     power: Option<Best>,
     throughput: Option<Best>,
@@ -35,7 +35,7 @@ pub struct OverloadDetector {
 }
 
 impl OverloadDetector {
-    pub fn new(k_ovld: u32) -> Self {
+    pub(crate) fn new(k_ovld: u32) -> Self {
         OverloadDetector {
             k_ovld: k_ovld.max(1),
             power: None,
@@ -46,7 +46,12 @@ impl OverloadDetector {
 
     /// Takes the next level run; returns true once overload is confirmed
     /// (state `K_ovld`).
-    pub fn observe(&mut self, users: u32, throughput_rps: f64, response_time_s: f64) -> bool {
+    pub(crate) fn observe(
+        &mut self,
+        users: u32,
+        throughput_rps: f64,
+        response_time_s: f64,
+    ) -> bool {
         let p = power(throughput_rps, response_time_s);
         let overloaded = match (self.power, self.throughput) {
             (Some(bp), Some(bx)) => {
@@ -68,18 +73,18 @@ impl OverloadDetector {
     }
 
     /// Consecutive overloaded levels so far.
-    pub fn state(&self) -> u32 {
+    pub(crate) fn state(&self) -> u32 {
         self.state
     }
 
-    pub fn confirmed(&self) -> bool {
+    pub(crate) fn confirmed(&self) -> bool {
         self.state >= self.k_ovld
     }
 }
 
 /// `P = X/R`; a zero response time (nothing measured) counts as no power
 /// rather than infinite power, so it cannot become the best level.
-pub fn power(throughput_rps: f64, response_time_s: f64) -> f64 {
+pub(crate) fn power(throughput_rps: f64, response_time_s: f64) -> f64 {
     if response_time_s > 0.0 && throughput_rps.is_finite() {
         throughput_rps / response_time_s
     } else {

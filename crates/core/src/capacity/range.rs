@@ -18,7 +18,7 @@
 
 /// The CPU demand of one measured process, as the search receives it.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct TierDemand {
+pub(crate) struct TierDemand {
     pub tier: String,
     pub process: String,
     /// Seconds of CPU per request (`τ_p`).
@@ -37,7 +37,7 @@ pub struct TierDemand {
 
 /// One queueing station of eq. 3: a tier, its processes' demands summed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Station {
+pub(crate) struct Station {
     pub tier: String,
     pub demand_s: f64,
     pub cores: u32,
@@ -47,7 +47,7 @@ pub struct Station {
 
 impl Station {
     /// Demand per core: the busy fraction of the tier per unit of throughput.
-    pub fn demand_per_core_s(&self) -> f64 {
+    pub(crate) fn demand_per_core_s(&self) -> f64 {
         self.demand_s / self.cores.max(1) as f64
     }
 }
@@ -55,7 +55,7 @@ impl Station {
 /// Groups process demands into stations, in order of first appearance: a
 /// tier's processes together, and tiers that share a host's cores together.
 /// Negative or non-finite demands count as zero.
-pub fn stations(demands: &[TierDemand]) -> Vec<Station> {
+pub(crate) fn stations(demands: &[TierDemand]) -> Vec<Station> {
     // Per tier: its station, its largest process demand, its host.
     let mut tiers: Vec<(Station, f64, &str, u32)> = Vec::new();
     for d in demands {
@@ -126,7 +126,7 @@ pub fn stations(demands: &[TierDemand]) -> Vec<Station> {
 
 /// The station with the largest demand per core (the first on a tie);
 /// `None` when no station has a positive demand.
-pub fn bottleneck(stations: &[Station]) -> Option<&Station> {
+pub(crate) fn bottleneck(stations: &[Station]) -> Option<&Station> {
     stations.iter().filter(|s| s.demand_s > 0.0).fold(
         None,
         |best: Option<&Station>, s| match best {
@@ -138,7 +138,7 @@ pub fn bottleneck(stations: &[Station]) -> Option<&Station> {
 
 /// Utilisation law at the bottleneck: `U_b = X · τ_b / n_b` (a fraction of
 /// its cores).
-pub fn bottleneck_utilisation(throughput_rps: f64, demands: &[TierDemand]) -> Option<f64> {
+pub(crate) fn bottleneck_utilisation(throughput_rps: f64, demands: &[TierDemand]) -> Option<f64> {
     let st = stations(demands);
     bottleneck(&st).map(|b| throughput_rps * b.demand_per_core_s())
 }
@@ -146,7 +146,7 @@ pub fn bottleneck_utilisation(throughput_rps: f64, demands: &[TierDemand]) -> Op
 /// The minimum level (2.1.2): the users that keep the bottleneck `ρ_min`
 /// busy, `N_min ≈ (R(L) + γ)/τ_b(L) × ρ_min × n_cores`, with `R` and `τ_b`
 /// measured at the current level `L` standing in for their values at `N_min`.
-pub fn n_min(
+pub(crate) fn n_min(
     response_time_s: f64,
     think_s: f64,
     demands: &[TierDemand],
@@ -160,7 +160,7 @@ pub fn n_min(
 /// Kleinrock's saturation number (eq. 3):
 /// `N* = (γ + Σ_i τ_i)/τ_b × n_cores^b`, where the closed network's two
 /// asymptotes, `X = N/(γ + Σ τ_i)` and `X = n_b/τ_b`, cross.
-pub fn n_star(think_s: f64, demands: &[TierDemand]) -> Option<f64> {
+pub(crate) fn n_star(think_s: f64, demands: &[TierDemand]) -> Option<f64> {
     let st = stations(demands);
     let b = bottleneck(&st)?;
     let total: f64 = st.iter().map(|s| s.demand_s).sum();

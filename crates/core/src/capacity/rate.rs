@@ -33,7 +33,7 @@
 
 /// Tunables of the rate search.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RateSearchConfig {
+pub(crate) struct RateSearchConfig {
     /// The first rate (arrivals per second).
     pub start_rps: f64,
     /// The ramp's step: each passing rate is multiplied by it until one
@@ -61,7 +61,7 @@ impl Default for RateSearchConfig {
 
 /// How a level at one rate went.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RateVerdict {
+pub(crate) enum RateVerdict {
     /// Every SLO held.
     Pass,
     /// An SLO failed: `slo` names the first that did. `saturated_rps`: the
@@ -77,14 +77,14 @@ pub enum RateVerdict {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct RateOutcome {
+pub(crate) struct RateOutcome {
     pub rate_rps: f64,
     pub verdict: RateVerdict,
 }
 
 /// Why the rate search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RateStop {
+pub(crate) enum RateStop {
     /// The bracket is within the precision.
     Completed,
     /// A failing level was the generator's limit, not the system's.
@@ -97,7 +97,7 @@ pub enum RateStop {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum RateDecision {
+pub(crate) enum RateDecision {
     Run { rate_rps: f64, reason: String },
     Done { stop_reason: RateStop },
 }
@@ -108,7 +108,7 @@ const MAX_STEPS_DOWN: i32 = 4;
 
 /// The search's state: the bracket and the measured capacity.
 #[derive(Debug, Clone)]
-pub struct RateSearch {
+pub(crate) struct RateSearch {
     config: RateSearchConfig,
     /// The highest passing rate.
     pass: Option<f64>,
@@ -124,7 +124,7 @@ pub struct RateSearch {
 
 /// What the search found so far.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RateSummary {
+pub(crate) struct RateSummary {
     pub max_passing_rate_rps: Option<f64>,
     pub first_failing_rate_rps: Option<f64>,
     pub failed_slo: Option<String>,
@@ -135,7 +135,7 @@ pub struct RateSummary {
 }
 
 impl RateSearch {
-    pub fn new(config: RateSearchConfig) -> RateSearch {
+    pub(crate) fn new(config: RateSearchConfig) -> RateSearch {
         RateSearch {
             config,
             pass: None,
@@ -158,7 +158,7 @@ impl RateSearch {
     }
 
     /// The next rate to run, or the end.
-    pub fn next(&self) -> RateDecision {
+    pub(crate) fn next(&self) -> RateDecision {
         let done = |stop_reason| RateDecision::Done { stop_reason };
         let run = |rate: f64, reason: String| RateDecision::Run {
             rate_rps: round_rate(rate),
@@ -259,7 +259,7 @@ impl RateSearch {
     }
 
     /// A finished level.
-    pub fn record(&mut self, outcome: RateOutcome) {
+    pub(crate) fn record(&mut self, outcome: RateOutcome) {
         let rate = outcome.rate_rps;
         self.tried.push(round_rate(rate));
         match outcome.verdict {
@@ -300,11 +300,11 @@ impl RateSearch {
 
     /// The highest passing rate and the lowest failing one (the system's
     /// or the generator's), so far.
-    pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
+    pub(crate) fn bracket(&self) -> (Option<f64>, Option<f64>) {
         (self.pass, self.top().map(|t| t.0))
     }
 
-    pub fn summary(&self) -> RateSummary {
+    pub(crate) fn summary(&self) -> RateSummary {
         RateSummary {
             max_passing_rate_rps: self.pass,
             first_failing_rate_rps: self.fail.as_ref().map(|(f, _)| *f),
@@ -317,7 +317,7 @@ impl RateSearch {
 }
 
 /// Rates to four significant digits: 242.6/s, not 242.5531/s.
-pub fn round_rate(rate: f64) -> f64 {
+pub(crate) fn round_rate(rate: f64) -> f64 {
     if rate <= 0.0 || !rate.is_finite() {
         return rate;
     }

@@ -43,7 +43,7 @@ use crate::scenario::CapacitySettings;
 
 /// Tunables of the steady-state check.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SteadyConfig {
+pub(crate) struct SteadyConfig {
     /// Relative difference (fraction) of adjacent window means below which
     /// the level is steady (`CapacitySettings::epsilon`).
     pub epsilon: f64,
@@ -58,7 +58,7 @@ pub struct SteadyConfig {
 }
 
 impl SteadyConfig {
-    pub fn from_settings(s: &CapacitySettings) -> Self {
+    pub(crate) fn from_settings(s: &CapacitySettings) -> Self {
         SteadyConfig {
             epsilon: s.epsilon,
             window_s: whole_seconds(s.window).max(1),
@@ -81,7 +81,7 @@ fn whole_seconds(d: Duration) -> u32 {
 
 /// What the check says after the latest second.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SteadyVerdict {
+pub(crate) enum SteadyVerdict {
     /// Keep running.
     NotYet,
     /// Steady: the last two windows agree. `since_s` is where the first of
@@ -94,7 +94,7 @@ pub enum SteadyVerdict {
 
 /// Steady-state detector of one level; one per level, fed once per second.
 #[derive(Debug, Clone)]
-pub struct SteadyState {
+pub(crate) struct SteadyState {
     config: SteadyConfig,
     /// One value per elapsed second; at most `max_duration_s` of them.
     series: Vec<f64>,
@@ -102,7 +102,7 @@ pub struct SteadyState {
 }
 
 impl SteadyState {
-    pub fn new(config: SteadyConfig) -> Self {
+    pub(crate) fn new(config: SteadyConfig) -> Self {
         SteadyState {
             config,
             series: Vec::new(),
@@ -112,7 +112,7 @@ impl SteadyState {
 
     /// Adds the throughput of the second just ended. Once `Steady` or
     /// `GaveUp`, the verdict stays.
-    pub fn push(&mut self, x_rps: f64) -> SteadyVerdict {
+    pub(crate) fn push(&mut self, x_rps: f64) -> SteadyVerdict {
         if self.verdict != SteadyVerdict::NotYet {
             return self.verdict;
         }
@@ -141,11 +141,12 @@ impl SteadyState {
         self.verdict
     }
 
-    pub fn verdict(&self) -> SteadyVerdict {
+    #[cfg(test)]
+    pub(crate) fn verdict(&self) -> SteadyVerdict {
         self.verdict
     }
 
-    pub fn elapsed_s(&self) -> u32 {
+    pub(crate) fn elapsed_s(&self) -> u32 {
         self.series.len() as u32
     }
 }
@@ -153,7 +154,7 @@ impl SteadyState {
 /// The test of two adjacent window means `a`, `b` over `window_s` seconds:
 /// `|b − a| ≤ max(ε·m, z·sqrt(2m/w))` with `m` their mean (see the module
 /// comment for the noise floor).
-pub fn windows_agree(a: f64, b: f64, window_s: f64, epsilon: f64, z: f64) -> bool {
+pub(crate) fn windows_agree(a: f64, b: f64, window_s: f64, epsilon: f64, z: f64) -> bool {
     let m = (a + b) / 2.0;
     let floor = z * (2.0 * m / window_s.max(1.0)).sqrt();
     (b - a).abs() <= (epsilon * m).max(floor)
@@ -170,7 +171,7 @@ fn mean(xs: &[f64]) -> f64 {
 /// Relative change of throughput between the two halves of the measured
 /// window above which a level is not called steady (unless the change is
 /// within counting noise, see `halves_agree`).
-pub const STEADY_HALVES_GAP: f64 = 0.10;
+pub(crate) const STEADY_HALVES_GAP: f64 = 0.10;
 
 /// Standard deviations of counting noise a change between halves may have
 /// and still be called steady: the detector's `noise_z`.
@@ -186,7 +187,7 @@ const HALVES_NOISE_Z: f64 = 2.0;
 /// 100 req/s, 3 s halves differ by 8% at one standard deviation).
 ///
 /// `series` holds one throughput per second of the measured window.
-pub fn halves_agree(series: &[f64]) -> bool {
+pub(crate) fn halves_agree(series: &[f64]) -> bool {
     if series.len() < 2 {
         return false;
     }

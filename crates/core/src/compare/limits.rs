@@ -27,7 +27,7 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 9] = [
+    pub(crate) const ALL: [Metric; 9] = [
         Metric::Throughput,
         Metric::Mean,
         Metric::P50,
@@ -39,7 +39,7 @@ impl Metric {
         Metric::Memory,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Metric::Throughput => "throughput",
             Metric::Mean => "mean",
@@ -54,7 +54,7 @@ impl Metric {
     }
 
     /// How the figure is shown: its unit after the value.
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Metric::Throughput => "req/s",
             Metric::Errors => "%",
@@ -64,7 +64,7 @@ impl Metric {
     }
 
     /// Whether the figure is a tier's (`servers:`), compared per tier.
-    pub fn of_tier(self) -> bool {
+    pub(crate) fn of_tier(self) -> bool {
         matches!(self, Metric::CpuMs | Metric::Memory)
     }
 
@@ -76,7 +76,7 @@ impl Metric {
     /// throughput (a drop is worse) and response times (a rise is worse),
     /// absolute for the error share (0.01 = one percentage point more).
     /// `None` when the base is zero and a relative change means nothing.
-    pub fn worsening(self, base: f64, new: f64) -> Option<f64> {
+    pub(crate) fn worsening(self, base: f64, new: f64) -> Option<f64> {
         match self {
             Metric::Errors => Some(new - base),
             Metric::Throughput if base > 0.0 => Some((base - new) / base),
@@ -161,7 +161,7 @@ impl Limits {
         Ok(Limits(limits))
     }
 
-    pub fn of(&self, metric: Metric) -> Option<f64> {
+    pub(crate) fn of(&self, metric: Metric) -> Option<f64> {
         self.0.iter().find(|(m, _)| *m == metric).map(|(_, l)| *l)
     }
 }

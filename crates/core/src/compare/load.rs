@@ -116,7 +116,7 @@ impl Results {
     }
 
     /// The intervals of one tier in one level.
-    pub fn server_seconds_of<'a>(
+    pub(crate) fn server_seconds_of<'a>(
         &'a self,
         level: u32,
         tier: &'a str,
@@ -127,7 +127,7 @@ impl Results {
     }
 
     /// The measured seconds of one request (or `*`) in one level.
-    pub fn seconds_of<'a>(
+    pub(crate) fn seconds_of<'a>(
         &'a self,
         level: u32,
         request: &'a str,

@@ -37,7 +37,7 @@ use crate::results::{ResultsError, ALL_REQUESTS};
 
 /// A change beyond its limit is a regression when the seconds differ at
 /// this significance level.
-pub const ALPHA: f64 = 0.01;
+pub(crate) const ALPHA: f64 = 0.01;
 
 /// What a comparison found.
 #[derive(Debug, Clone, Serialize)]
@@ -115,7 +115,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Verdict::Regression => "REGRESSION",
             Verdict::Noise => "noise",
@@ -123,11 +123,6 @@ impl Verdict {
             Verdict::Same => "same",
         }
     }
-}
-
-/// Reads both directories and compares them.
-pub fn compare_dirs(base: &Path, new: &Path, limits: &Limits) -> Result<Comparison, ResultsError> {
-    Ok(compare(&Results::read(base)?, &Results::read(new)?, limits))
 }
 
 pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
@@ -258,7 +253,7 @@ pub fn compare(base: &Results, new: &Results, limits: &Limits) -> Comparison {
 
 impl Comparison {
     /// Every regression, worst first within the run's order of levels.
-    pub fn regressions(&self) -> impl Iterator<Item = (&str, &Change)> {
+    pub(crate) fn regressions(&self) -> impl Iterator<Item = (&str, &Change)> {
         self.levels
             .iter()
             .flat_map(|l| l.changes.iter().map(move |c| (l.load.as_str(), c)))
@@ -434,7 +429,7 @@ fn level_changes(
 impl Change {
     /// Whose figure it is, in a table's first column: `(all)`, a request's
     /// name, `tier web`.
-    pub fn who(&self) -> String {
+    pub(crate) fn who(&self) -> String {
         match &self.tier {
             Some(tier) => format!("tier {tier}"),
             None if self.request == ALL_REQUESTS => "(all)".into(),

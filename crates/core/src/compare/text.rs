@@ -73,7 +73,7 @@ pub fn render(c: &Comparison) -> String {
 }
 
 /// `20 users, request `cpu`: p50 12.1 → 15.8 ms (+30.6%, limit +10%, p < 0.001)`.
-pub fn describe(load: &str, ch: &Change) -> String {
+pub(crate) fn describe(load: &str, ch: &Change) -> String {
     let who = match &ch.tier {
         Some(tier) => format!("tier `{tier}`"),
         None if ch.request == ALL_REQUESTS => "all requests".to_string(),

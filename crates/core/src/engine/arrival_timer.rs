@@ -27,7 +27,7 @@ use super::coalesce;
 
 /// A one-shot `timerfd` on `CLOCK_MONOTONIC` (the clock of `Instant`),
 /// or tokio's timer when the kernel would not give one.
-pub struct ArrivalTimer {
+pub(crate) struct ArrivalTimer {
     fd: Option<AsyncFd<OwnedFd>>,
     /// When the timer last woke the thread.
     woke: Cell<Option<Instant>>,
@@ -43,7 +43,7 @@ const MIN_GAP: Duration = Duration::from_micros(250);
 impl ArrivalTimer {
     /// Must be called inside the shard's runtime (it registers the timer
     /// with that runtime's reactor).
-    pub fn new() -> ArrivalTimer {
+    pub(crate) fn new() -> ArrivalTimer {
         let fd = timerfd().ok().and_then(|fd| {
             // SAFETY: an OwnedFd's descriptor is valid, stays open and is
             // the same for as long as the AsyncFd owns it.
@@ -58,7 +58,7 @@ impl ArrivalTimer {
     /// Returns at `deadline`, at once when it has passed, or — when the
     /// timer last woke less than `MIN_GAP` before `deadline` — `MIN_GAP`
     /// after that wake-up.
-    pub async fn sleep_until(&self, deadline: Instant) {
+    pub(crate) async fn sleep_until(&self, deadline: Instant) {
         let Some(fd) = &self.fd else {
             return tokio::time::sleep_until(deadline.into()).await;
         };

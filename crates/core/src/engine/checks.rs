@@ -13,7 +13,7 @@ use crate::scenario::{Check, CheckKind};
 /// (an expected 404 is a success); any failed check makes the request a
 /// `check_failed` error, unless it already failed on its status. Values
 /// with templates render with `bindings`.
-pub fn judge(
+pub(crate) fn judge(
     checks: &[Check],
     status: u16,
     result: Result<u16, ErrorKind>,

@@ -57,10 +57,10 @@ thread_local! {
 }
 
 /// The arrival timer's deadline, for as long as it waits.
-pub struct Deadline(());
+pub(crate) struct Deadline(());
 
 impl Deadline {
-    pub fn set(at: Instant) -> Deadline {
+    pub(crate) fn set(at: Instant) -> Deadline {
         DEADLINE.set(Some(at));
         Deadline(())
     }
@@ -73,12 +73,12 @@ impl Drop for Deadline {
 }
 
 /// Counts an exchange as awaited on this thread until `exchange_ended`.
-pub fn exchange_started() {
+pub(crate) fn exchange_started() {
     AWAITED.set(AWAITED.get().saturating_add(1));
 }
 
 /// Ends an exchange; `took` is its response time when it got one.
-pub fn exchange_ended(took: Option<Duration>) {
+pub(crate) fn exchange_ended(took: Option<Duration>) {
     AWAITED.set(AWAITED.get().saturating_sub(1));
     if let Some(took) = took {
         let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
@@ -90,17 +90,17 @@ pub fn exchange_ended(took: Option<Duration>) {
 
 /// An exchange awaited for as long as this lives; `done` gives its
 /// response time, a future dropped mid-exchange ends it without one.
-pub struct Awaited {
+pub(crate) struct Awaited {
     took: Option<Duration>,
 }
 
 impl Awaited {
-    pub fn begin() -> Awaited {
+    pub(crate) fn begin() -> Awaited {
         exchange_started();
         Awaited { took: None }
     }
 
-    pub fn done(mut self, took: Duration) {
+    pub(crate) fn done(mut self, took: Duration) {
         self.took = Some(took);
     }
 }
@@ -113,7 +113,7 @@ impl Drop for Awaited {
 
 /// Asks for fine timer slack on the calling (shard) thread: its naps and
 /// timers fire within a microsecond of when they are due.
-pub fn precise_timers() {
+pub(crate) fn precise_timers() {
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches
     // nothing but the calling thread's slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
@@ -122,14 +122,14 @@ pub fn precise_timers() {
 /// A shard's nap, with the mean response time below which it does not
 /// nap worked out once rather than at every park.
 #[derive(Debug, Clone, Copy)]
-pub struct Nap {
+pub(crate) struct Nap {
     length: Duration,
     min_mean_ns: u64,
 }
 
 impl Nap {
     /// `length` zero: never.
-    pub fn new(length: Duration) -> Nap {
+    pub(crate) fn new(length: Duration) -> Nap {
         Nap {
             length,
             min_mean_ns: u64::try_from((length * MIN_RATIO).as_nanos()).unwrap_or(u64::MAX),
@@ -140,7 +140,7 @@ impl Nap {
     /// naps when at least two replies are awaited and they take long
     /// enough (see the module's documentation), never past the arrival
     /// timer's deadline.
-    pub fn before_park(self) {
+    pub(crate) fn before_park(self) {
         if self.length.is_zero() || AWAITED.get() < 2 || MEAN_NS.get() < self.min_mean_ns {
             return;
         }

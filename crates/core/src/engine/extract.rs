@@ -8,7 +8,7 @@ use crate::scenario::{ExtractFrom, OnMissing, Request};
 /// Binds what `request`'s extracts find in `response` (and the user's
 /// cookies, through `cookie`) to `vars`; false when an extract that must
 /// find its value (`on_missing: fail`) did not.
-pub fn extract<'c>(
+pub(crate) fn extract<'c>(
     request: &Request,
     response: &Response,
     cookie: impl Fn(&str) -> Option<&'c str>,

@@ -11,7 +11,7 @@ use crate::scenario::{FeederId, FeederMode, RequestId, Scenario};
 /// The feeders' cursors of one process, and which `unique` feeders each
 /// request reads (their rows are taken before the request is rendered, so
 /// a request is never sent without its row).
-pub struct Feeds {
+pub(crate) struct Feeds {
     cursors: Vec<Cursor>,
     unique_reads: Vec<Vec<FeederId>>,
 }
@@ -26,7 +26,7 @@ struct Cursor {
 
 impl Feeds {
     /// For the process holding shards `first..first + count` of `total`.
-    pub fn new(scenario: &Scenario, first: usize, count: usize, total: usize) -> Feeds {
+    pub(crate) fn new(scenario: &Scenario, first: usize, count: usize, total: usize) -> Feeds {
         let total = total.max(1);
         let cursors = scenario
             .feeders
@@ -58,7 +58,7 @@ impl Feeds {
     }
 
     /// A row of `feeder` for one use; `None` when a `unique` one has none left.
-    pub fn take(&self, feeder: FeederId, rng: &mut fastrand::Rng) -> Option<usize> {
+    pub(crate) fn take(&self, feeder: FeederId, rng: &mut fastrand::Rng) -> Option<usize> {
         let c = &self.cursors[feeder.index()];
         match c.mode {
             FeederMode::Sequential => Some(c.next.fetch_add(1, Ordering::Relaxed) % c.rows.max(1)),
@@ -71,7 +71,7 @@ impl Feeds {
     }
 
     /// The `unique` feeders `request` reads.
-    pub fn unique_reads(&self, request: RequestId) -> &[FeederId] {
+    pub(crate) fn unique_reads(&self, request: RequestId) -> &[FeederId] {
         &self.unique_reads[request.index()]
     }
 }

@@ -57,7 +57,7 @@ impl Level {
         }
     }
 
-    pub fn workload(&self) -> &Workload {
+    pub(crate) fn workload(&self) -> &Workload {
         match self {
             Level::Closed(p) => &p.workload,
             Level::Open(p) => &p.workload,
@@ -65,7 +65,7 @@ impl Level {
     }
 
     /// The users of a closed level.
-    pub fn users(&self) -> Option<u32> {
+    pub(crate) fn users(&self) -> Option<u32> {
         match self {
             Level::Closed(p) => Some(p.users),
             Level::Open(_) => None,
@@ -73,7 +73,7 @@ impl Level {
     }
 
     /// The closed level's ramp of users, if it has one.
-    pub fn ramp(&self) -> Option<&UserRamp> {
+    pub(crate) fn ramp(&self) -> Option<&UserRamp> {
         match self {
             Level::Closed(p) => p.ramp.as_ref(),
             Level::Open(_) => None,
@@ -82,7 +82,7 @@ impl Level {
 
     /// Connections the level may hold at once: one per user, or one per
     /// in-flight arrival.
-    pub fn connections(&self) -> u32 {
+    pub(crate) fn connections(&self) -> u32 {
         match self {
             Level::Closed(p) => p.users,
             Level::Open(p) => p.max_in_flight,

@@ -39,7 +39,8 @@ pub use error::EngineError;
 pub use fleet::Generators;
 pub use level::{default_warmup, Level, LevelPlan, OpenPlan, Workload, DEFAULT_MAX_IN_FLIGHT};
 pub use stop::StopSignal;
-pub use workers::{WorkerPool, WorkerShare};
+pub use workers::WorkerPool;
+pub(crate) use workers::WorkerShare;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -69,7 +70,7 @@ pub struct LevelRun {
 }
 
 /// Checks that the target accepts connections, before any level runs.
-pub fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
+pub(crate) fn probe_target(scenario: &Scenario) -> Result<(), EngineError> {
     let base = match &scenario.target.endpoint {
         Endpoint::Http(base) => base,
         #[cfg(feature = "kafka")]
@@ -124,6 +125,10 @@ impl LevelStart {
             users: level.users().unwrap_or(0),
             warmup: level.warmup(),
             duration: level.duration(),
+            rate: match level {
+                Level::Open(plan) => Some(plan.shape.clone()),
+                Level::Closed(_) => None,
+            },
         };
         LevelStart {
             load,

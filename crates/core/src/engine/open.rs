@@ -37,7 +37,7 @@ use crate::scenario::RequestId;
 const FIRES_PER_YIELD: u32 = 64;
 
 /// One shard's share of the arrivals: every `stride`-th, from `first`.
-pub struct OpenShard {
+pub(crate) struct OpenShard {
     pub pacer: Pacer,
     pub first: u64,
     pub stride: u64,
@@ -67,7 +67,7 @@ const IDLE_WINDOW: Duration = Duration::from_secs(5);
 /// its connection and buffers): an arrival goes to an idle worker, and a new
 /// worker is spawned only when none is idle and the cap allows. Spawning a
 /// task and a user per arrival cost more than the request itself.
-pub struct OpenState {
+pub(crate) struct OpenState {
     /// Intended starts of the arrivals no worker has taken yet, oldest first.
     pub waiting: VecDeque<Instant>,
     /// Workers running an arrival.
@@ -96,7 +96,7 @@ pub struct OpenState {
 impl OpenState {
     /// The state of a shard whose arrivals (if it `schedules` any) begin at
     /// `start`.
-    pub fn new(start: Instant, schedules: bool) -> OpenState {
+    pub(crate) fn new(start: Instant, schedules: bool) -> OpenState {
         OpenState {
             waiting: VecDeque::new(),
             in_flight: 0,
@@ -133,13 +133,13 @@ impl OpenState {
 
     /// Whether every arrival due before `boundary` has been recorded, so
     /// the interval ending there may be sent.
-    pub fn recorded_before(&self, boundary: Instant) -> bool {
+    pub(crate) fn recorded_before(&self, boundary: Instant) -> bool {
         self.next_due.is_none_or(|due| due >= boundary)
     }
 }
 
 /// Starts the shard's arrivals on time until the deadline.
-pub async fn schedule<T: Transport>(
+pub(crate) async fn schedule<T: Transport>(
     mut arrivals: OpenShard,
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,

@@ -23,7 +23,7 @@ use super::user::{run_user, Shared};
 use crate::measure::{IntervalStats, Snapshot};
 use crate::protocol::Transport;
 
-pub struct ShardPlan {
+pub(crate) struct ShardPlan {
     pub index: usize,
     /// Closed-loop users (none in an open workload); a ramp's most.
     pub users: u32,
@@ -42,7 +42,7 @@ pub struct ShardPlan {
 
 const TICK: Duration = Duration::from_secs(1);
 
-pub fn run_shard<T: Transport>(
+pub(crate) fn run_shard<T: Transport>(
     plan: ShardPlan,
     shared: Shared<T>,
     snapshots: Sender<Snapshot>,

@@ -29,13 +29,13 @@ impl StopSignal {
         self.0.stop();
     }
 
-    pub fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         *self.0.flag.borrow()
     }
 
     /// Waits `duration`, or less when the signal stops meanwhile; true
     /// when it did.
-    pub fn wait(&self, duration: std::time::Duration) -> bool {
+    pub(crate) fn wait(&self, duration: std::time::Duration) -> bool {
         let end = std::time::Instant::now() + duration;
         while !self.is_stopped() {
             let left = end.saturating_duration_since(std::time::Instant::now());
@@ -48,7 +48,7 @@ impl StopSignal {
     }
 
     /// A signal that also stops when this one does.
-    pub fn child(&self) -> StopSignal {
+    pub(crate) fn child(&self) -> StopSignal {
         let child = StopSignal::default();
         let mut children = self.0.children.lock().unwrap_or_else(|e| e.into_inner());
         children.retain(|c| c.strong_count() > 0);

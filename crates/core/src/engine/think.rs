@@ -33,11 +33,11 @@ use crate::scenario::ThinkTime;
 const GOLDEN: f64 = 0.618_033_988_749_894_9;
 
 #[derive(Debug, Clone, Copy)]
-pub struct ThinkStream(f64);
+pub(crate) struct ThinkStream(f64);
 
 impl ThinkStream {
     /// A stream starting at `start` (uniform in [0, 1)).
-    pub fn new(start: f64) -> ThinkStream {
+    pub(crate) fn new(start: f64) -> ThinkStream {
         ThinkStream(start.fract())
     }
 
@@ -45,13 +45,13 @@ impl ThinkStream {
     /// a think time caught at a random moment (the length-biased draw of
     /// `place`, uniform in [0, 1)), and what remains of that think time
     /// (its share `rest`, uniform) is the user's first pause.
-    pub fn stationary(think: &ThinkTime, place: f64, rest: f64) -> (ThinkStream, Duration) {
+    pub(crate) fn stationary(think: &ThinkTime, place: f64, rest: f64) -> (ThinkStream, Duration) {
         let u = think.length_biased(place);
         (ThinkStream(u), think.sample(u).mul_f64(rest))
     }
 
     /// The next uniform in [0, 1).
-    pub fn next(&mut self) -> f64 {
+    pub(crate) fn next(&mut self) -> f64 {
         self.0 = (self.0 + GOLDEN).fract();
         self.0
     }
@@ -64,7 +64,7 @@ impl ThinkStream {
 /// by k's parity, which in base 2 is the first digit, so each half would
 /// stand in one half of the range and the halves would differ by
 /// construction, not only by chance.
-pub fn place(origin: f64, k: u64) -> f64 {
+pub(crate) fn place(origin: f64, k: u64) -> f64 {
     let (mut rest, mut scale, mut corput) = (k, 1.0 / 3.0, 0.0);
     while rest > 0 {
         corput += (rest % 3) as f64 * scale;

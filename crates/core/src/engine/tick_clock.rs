@@ -21,14 +21,14 @@ use std::time::Instant;
 /// Arrivals that may share one reading of the clock.
 const REUSES: u32 = 16;
 
-pub struct TickClock {
+pub(crate) struct TickClock {
     now: Instant,
     /// Arrivals served by `now`; `REUSES` forces a new reading.
     uses: u32,
 }
 
 impl TickClock {
-    pub fn new() -> TickClock {
+    pub(crate) fn new() -> TickClock {
         TickClock {
             now: Instant::now(),
             uses: REUSES,
@@ -37,7 +37,7 @@ impl TickClock {
 
     /// The time to judge an arrival due at `due` by: the last reading when
     /// `due` had come by then and the reading is fresh, else a new one.
-    pub fn for_arrival(&mut self, due: Instant) -> Instant {
+    pub(crate) fn for_arrival(&mut self, due: Instant) -> Instant {
         if due > self.now || self.uses >= REUSES {
             return self.read();
         }
@@ -46,7 +46,7 @@ impl TickClock {
     }
 
     /// Reads the clock now.
-    pub fn read(&mut self) -> Instant {
+    pub(crate) fn read(&mut self) -> Instant {
         self.now = Instant::now();
         self.uses = 1;
         self.now
@@ -54,7 +54,7 @@ impl TickClock {
 
     /// Time passed that the scheduler did not see (it waited, or let other
     /// tasks run): the next arrival reads the clock.
-    pub fn lapsed(&mut self) {
+    pub(crate) fn lapsed(&mut self) {
         self.uses = REUSES;
     }
 }

@@ -22,7 +22,7 @@ use crate::scenario::{Feeder, FeederId, RequestId, Scenario, VarId};
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Data shared by every user of a level.
-pub struct Shared<T> {
+pub(crate) struct Shared<T> {
     pub scenario: Arc<Scenario>,
     pub workload: Workload,
     pub transport: T,
@@ -36,7 +36,7 @@ pub struct Shared<T> {
     pub think_origin: f64,
 }
 
-pub async fn run_user<T: Transport>(
+pub(crate) async fn run_user<T: Transport>(
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,
     rng: fastrand::Rng,
@@ -89,7 +89,7 @@ pub async fn run_user<T: Transport>(
 /// Open workloads: one arrival's session (or, in profiling mode, its one
 /// request), with latency counted from `intended`, the arrival's planned
 /// start, and from each think's planned end after that.
-pub async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
+pub(crate) async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
     let scenario = user.shared.scenario.clone();
     user.recorder.borrow_mut().sessions += 1;
     let mut intended = intended;
@@ -123,7 +123,7 @@ pub async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Instant) {
 }
 
 /// One user's state between requests.
-pub struct User<T: Transport> {
+pub(crate) struct User<T: Transport> {
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,
     rng: fastrand::Rng,
@@ -149,7 +149,7 @@ pub struct User<T: Transport> {
 }
 
 impl<T: Transport> User<T> {
-    pub fn new(
+    pub(crate) fn new(
         shared: Rc<Shared<T>>,
         recorder: Rc<RefCell<IntervalStats>>,
         mut rng: fastrand::Rng,
@@ -213,7 +213,7 @@ impl<T: Transport> User<T> {
     }
 
     /// Opens the user's connection ahead of its first request.
-    pub async fn prepare(&mut self) {
+    pub(crate) async fn prepare(&mut self) {
         if let Some(opened) = self.shared.transport.prepare(&mut self.session).await {
             let mut rec = self.recorder.borrow_mut();
             rec.connect.add(opened.connect);
@@ -345,7 +345,7 @@ impl<T: Transport> User<T> {
 
     /// Renders `request` and sends it by `Transport::fire`: `fired.sink`
     /// records it when its outcome comes.
-    pub async fn fire(&mut self, request: RequestId, fired: Fired) {
+    pub(crate) async fn fire(&mut self, request: RequestId, fired: Fired) {
         self.recorder.borrow_mut().sessions += 1;
         if !self.take_rows(request) {
             let outcome = crate::protocol::failed(ErrorKind::DataExhausted, Duration::ZERO, None);
@@ -378,7 +378,7 @@ impl<T: Transport> User<T> {
 /// Open workloads (`open` given: the intended start and now) count from
 /// the intended start (so waiting for a slot, a connection or a late timer
 /// is in the figure) and keep the uncorrected service time beside it.
-pub fn record(
+pub(crate) fn record(
     rec: &mut IntervalStats,
     request: RequestId,
     open: Option<(Instant, Instant)>,

@@ -71,14 +71,14 @@ impl Node {
 
 /// The first pass: templates learned from the paths seen.
 #[derive(Default)]
-pub struct TemplateLearner {
+pub(crate) struct TemplateLearner {
     roots: BTreeMap<String, Node>,
     nodes: usize,
 }
 
 /// The path of a target without its query, split into segments (a
 /// trailing slash dropped; the root is no segment).
-pub fn segments(target: &str) -> Vec<&str> {
+pub(crate) fn segments(target: &str) -> Vec<&str> {
     let path = target.split(['?', '#']).next().unwrap_or("");
     let mut segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if segs.len() > MAX_DEPTH {
@@ -93,7 +93,7 @@ pub fn segments(target: &str) -> Vec<&str> {
 
 /// Whether a segment is an identifier rather than a word of the site's
 /// vocabulary.
-pub fn looks_like_id(seg: &str) -> bool {
+pub(crate) fn looks_like_id(seg: &str) -> bool {
     let b = seg.as_bytes();
     let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
     if digits == b.len() {
@@ -113,7 +113,7 @@ pub fn looks_like_id(seg: &str) -> bool {
 }
 
 impl TemplateLearner {
-    pub fn add(&mut self, method: &str, target: &str) {
+    pub(crate) fn add(&mut self, method: &str, target: &str) {
         let budget_left = self.nodes < MAX_NODES;
         if self.roots.len() >= MAX_METHODS && !self.roots.contains_key(method) {
             return;
@@ -151,7 +151,7 @@ impl TemplateLearner {
     }
 
     /// Every template with its count, most frequent first.
-    pub fn finish(mut self) -> Templates {
+    pub(crate) fn finish(mut self) -> Templates {
         let mut list = Vec::new();
         for (method, root) in &mut self.roots {
             walk(root, method, &mut Vec::new(), &mut list);
@@ -207,7 +207,7 @@ fn walk(node: &mut Node, method: &str, path: &mut Vec<Option<String>>, out: &mut
 
 /// A path template: literal segments and parameters (`None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
+pub(crate) struct Template {
     pub method: String,
     pub segments: Vec<Option<String>>,
     pub count: u64,
@@ -215,7 +215,7 @@ pub struct Template {
 
 impl Template {
     /// `/post/{}`.
-    pub fn pattern(&self) -> String {
+    pub(crate) fn pattern(&self) -> String {
         if self.segments.is_empty() {
             return "/".into();
         }
@@ -225,13 +225,13 @@ impl Template {
             .collect()
     }
 
-    pub fn params(&self) -> usize {
+    pub(crate) fn params(&self) -> usize {
         self.segments.iter().filter(|s| s.is_none()).count()
     }
 
     /// A request name: the literal words joined (`api_users` for
     /// `/api/users/{}`), `home` for `/`, `{}` alone as `item`.
-    pub fn base_name(&self) -> String {
+    pub(crate) fn base_name(&self) -> String {
         let words: Vec<String> = self
             .segments
             .iter()
@@ -254,7 +254,7 @@ impl Template {
 
 /// `word` as part of a name: ASCII letters and digits lowercased, the
 /// rest `_`, trimmed of `_`.
-pub fn identifier(word: &str) -> String {
+pub(crate) fn identifier(word: &str) -> String {
     let w: String = word
         .chars()
         .map(|c| {
@@ -277,7 +277,7 @@ pub fn identifier(word: &str) -> String {
 /// and 50,000 variables) took 2·10⁹ tries to name when each search began
 /// at `_2`; now it takes about two a name.
 #[derive(Default)]
-pub struct UniqueNames {
+pub(crate) struct UniqueNames {
     taken: HashSet<String>,
     /// For a base found taken: the suffix to try next.
     next: HashMap<String, usize>,
@@ -288,7 +288,7 @@ pub struct UniqueNames {
 
 impl UniqueNames {
     /// None handed out, `names` taken already.
-    pub fn with_taken(names: impl IntoIterator<Item = String>) -> UniqueNames {
+    pub(crate) fn with_taken(names: impl IntoIterator<Item = String>) -> UniqueNames {
         UniqueNames {
             taken: names.into_iter().collect(),
             ..UniqueNames::default()
@@ -296,7 +296,7 @@ impl UniqueNames {
     }
 
     /// `base` or the first `base_N` not taken, now taken.
-    pub fn name(&mut self, base: String) -> String {
+    pub(crate) fn name(&mut self, base: String) -> String {
         #[cfg(test)]
         {
             self.tries += 1;
@@ -322,7 +322,7 @@ impl UniqueNames {
 /// A name a scenario can use for a request, a data file or a variable:
 /// starting with a letter, not a word YAML reads as something else, not a
 /// name templates reserve (`${env.X}`, `${cookie.X}`).
-pub fn safe_name(name: String) -> String {
+pub(crate) fn safe_name(name: String) -> String {
     const RESERVED: [&str; 14] = [
         "env", "cookie", "random", "raw", "now_ms", "null", "true", "false", "yes", "no", "on",
         "off", "y", "n",
@@ -339,7 +339,7 @@ pub fn safe_name(name: String) -> String {
 }
 
 /// The learned templates, to classify requests with.
-pub struct Templates {
+pub(crate) struct Templates {
     roots: BTreeMap<String, Node>,
     pub list: Vec<Template>,
     rank: Vec<usize>,
@@ -349,7 +349,7 @@ impl Templates {
     /// The index in `list` of the template `target` falls under, and the
     /// values of its parameters; `None` for a path the first pass did not
     /// see (a log that changed between the passes).
-    pub fn classify(&self, method: &str, target: &str) -> Option<(usize, Vec<String>)> {
+    pub(crate) fn classify(&self, method: &str, target: &str) -> Option<(usize, Vec<String>)> {
         let mut node = self.roots.get(method)?;
         let mut values = Vec::new();
         for seg in segments(target) {

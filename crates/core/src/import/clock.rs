@@ -26,7 +26,7 @@ fn epoch(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: f64, offset_s: i64) -> Opt
 }
 
 /// `10/Oct/2000:13:55:36 -0700` (the offset may be missing: UTC).
-pub fn parse_clf_time(s: &str) -> Option<f64> {
+pub(crate) fn parse_clf_time(s: &str) -> Option<f64> {
     let (stamp, zone) = match s.trim().split_once(' ') {
         Some((a, z)) => (a, Some(z.trim())),
         None => (s.trim(), None),
@@ -78,7 +78,7 @@ fn offset_seconds(z: &str) -> Option<i64> {
 
 /// `2000-10-10T20:55:36.5Z`, with `T` or a space, a fraction, and `Z` or
 /// an offset (none: UTC).
-pub fn parse_rfc3339(s: &str) -> Option<f64> {
+pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
     let s = s.trim();
     if s.len() < 19 || !s.is_char_boundary(10) || !s.is_char_boundary(19) {
         return None;

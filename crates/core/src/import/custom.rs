@@ -105,7 +105,7 @@ impl CustomFormat {
         })
     }
 
-    pub fn parse(&self, line: &str) -> Result<LogEntry, String> {
+    pub(crate) fn parse(&self, line: &str) -> Result<LogEntry, String> {
         let mut rest = line.trim_end_matches(['\r', '\n']);
         let mut e = LogEntry {
             time: f64::NAN,

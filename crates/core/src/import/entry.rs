@@ -20,7 +20,7 @@ pub struct LogEntry {
 
 /// A logged value as the client sent it: nginx writes unsafe bytes as
 /// `\xHH` (a quote as `\x22`, UTF-8 byte by byte), Apache `\"` and `\\`.
-pub fn unescape(v: &str) -> String {
+pub(crate) fn unescape(v: &str) -> String {
     if !v.contains('\\') {
         return v.to_string();
     }
@@ -52,7 +52,7 @@ pub fn unescape(v: &str) -> String {
 }
 
 /// `GET /x?y HTTP/1.1` into method and origin-form target.
-pub fn request_line(line: &str) -> Result<(String, String), String> {
+pub(crate) fn request_line(line: &str) -> Result<(String, String), String> {
     let mut parts = line.split(' ');
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return Err(format!(
@@ -64,7 +64,7 @@ pub fn request_line(line: &str) -> Result<(String, String), String> {
     Ok((method.to_string(), origin_form(target)?))
 }
 
-pub fn check_method(method: &str) -> Result<(), String> {
+pub(crate) fn check_method(method: &str) -> Result<(), String> {
     let token = !method.is_empty()
         && method.len() <= 16
         && method
@@ -78,7 +78,7 @@ pub fn check_method(method: &str) -> Result<(), String> {
 }
 
 /// `/x?y` as it stands; `http://host/x?y` (absolute form, proxies) as `/x?y`.
-pub fn origin_form(target: &str) -> Result<String, String> {
+pub(crate) fn origin_form(target: &str) -> Result<String, String> {
     if target.starts_with('/') {
         return Ok(target.to_string());
     }
@@ -92,7 +92,7 @@ pub fn origin_form(target: &str) -> Result<String, String> {
 }
 
 /// The first `chars` characters of a logged value, for a message.
-pub fn excerpt(s: &str, chars: usize) -> String {
+pub(crate) fn excerpt(s: &str, chars: usize) -> String {
     let cut: String = s.chars().take(chars).collect();
     if cut.len() < s.len() {
         format!("{cut}…")

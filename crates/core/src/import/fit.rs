@@ -38,7 +38,7 @@ impl Default for Gaps {
 }
 
 impl Gaps {
-    pub fn add(&mut self, seconds: f64) {
+    pub(crate) fn add(&mut self, seconds: f64) {
         let s = seconds.max(0.0);
         self.n += 1;
         self.sum += s;
@@ -49,11 +49,12 @@ impl Gaps {
         let _ = self.hist.record((s * 1000.0).round() as u64);
     }
 
-    pub fn count(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> u64 {
         self.n
     }
 
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0
         } else {
@@ -92,17 +93,10 @@ pub struct ThinkFit {
     pub chosen: Model,
 }
 
-impl ThinkFit {
-    pub fn chosen_cv(&self) -> f64 {
-        match self.chosen {
-            Model::Exponential => 1.0,
-            Model::Lognormal => self.lognormal_cv,
-        }
-    }
-}
+impl ThinkFit {}
 
 /// `None` with no gap at all (every session one request long).
-pub fn fit(g: &Gaps) -> Option<ThinkFit> {
+pub(crate) fn fit(g: &Gaps) -> Option<ThinkFit> {
     if g.n == 0 {
         return None;
     }

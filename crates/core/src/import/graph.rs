@@ -31,7 +31,7 @@ pub struct Graph {
 }
 
 impl Graph {
-    pub fn estimate(c: &SessionCounts) -> Graph {
+    pub(crate) fn estimate(c: &SessionCounts) -> Graph {
         let n = c.classes;
         let sessions = c.sessions.max(1) as f64;
         let mut entries: Vec<Edge> = (0..n)
@@ -82,7 +82,7 @@ impl Graph {
 
     /// Mean visits per session to each class (`V = e + PᵀV`): the share
     /// of requests each class should get.
-    pub fn visits(&self) -> Vec<f64> {
+    pub(crate) fn visits(&self) -> Vec<f64> {
         self.visits_in_order()
             .unwrap_or_else(|| self.visits_iterated())
     }
@@ -156,7 +156,7 @@ impl Graph {
     }
 
     /// The busiest hour (UTC) and its rate of new sessions per second.
-    pub fn peak_arrivals(&self) -> Option<(usize, f64)> {
+    pub(crate) fn peak_arrivals(&self) -> Option<(usize, f64)> {
         self.arrivals_by_hour
             .iter()
             .enumerate()

@@ -96,7 +96,7 @@ pub struct Class {
 }
 
 impl Class {
-    pub fn has_data(&self) -> bool {
+    pub(crate) fn has_data(&self) -> bool {
         !self.columns.is_empty()
     }
 }
@@ -407,7 +407,7 @@ pub fn import_log(
 }
 
 /// The pattern of `other` classes.
-pub const RARE: &str = "(rare)";
+pub(crate) const RARE: &str = "(rare)";
 
 /// The scenario's classes from the templates: frequent ones by name, the
 /// rare ones of each method folded into `other` (GET) or `other_post`…;

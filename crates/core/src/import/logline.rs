@@ -21,7 +21,7 @@ pub enum LogFormat {
 }
 
 impl LogFormat {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             LogFormat::Combined => "combined",
             LogFormat::Common => "common",
@@ -266,7 +266,7 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 
 /// The format most of `sample` (a file's first lines) parses in: the
 /// first of combined, common and JSON that parses over half of them.
-pub fn detect(sample: &[String], json: &JsonFields) -> Result<LogFormat, String> {
+pub(crate) fn detect(sample: &[String], json: &JsonFields) -> Result<LogFormat, String> {
     let lines: Vec<&String> = sample.iter().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
         return Err("the file holds no log line".into());

@@ -27,7 +27,7 @@ pub use log::{
     import_log, LogImport, LogInput, LogOptions, Progress, DEFAULT_BOTS, DEFAULT_STATIC,
 };
 pub use logline::{JsonFields, LogFormat};
-pub use report::ImportReport;
+pub(crate) use report::ImportReport;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use flate2::read::MultiGzDecoder;
 
 /// Longer lines are skipped as malformed.
-pub const MAX_LINE: usize = 64 * 1024;
+pub(crate) const MAX_LINE: usize = 64 * 1024;
 
 /// Counts the bytes read from the file (compressed ones for gzip), for
 /// progress.
@@ -28,7 +28,7 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-pub struct LogReader {
+pub(crate) struct LogReader {
     input: Box<dyn BufRead + Send>,
     /// Bytes of the file read so far.
     pub read: Arc<AtomicU64>,
@@ -39,7 +39,7 @@ pub struct LogReader {
 }
 
 /// What one call to `next_line` found.
-pub enum Line {
+pub(crate) enum Line {
     Text(String),
     /// Longer than `MAX_LINE`: skipped.
     TooLong,
@@ -47,14 +47,14 @@ pub enum Line {
 }
 
 impl LogReader {
-    pub fn open(path: &Path) -> io::Result<LogReader> {
+    pub(crate) fn open(path: &Path) -> io::Result<LogReader> {
         let file = File::open(path)?;
         let size = file.metadata()?.len();
         LogReader::over(file, size)
     }
 
     /// A log already in memory (tests, fuzzing); gzip detected alike.
-    pub fn from_bytes(bytes: Arc<[u8]>) -> io::Result<LogReader> {
+    pub(crate) fn from_bytes(bytes: Arc<[u8]>) -> io::Result<LogReader> {
         let size = bytes.len() as u64;
         LogReader::over(io::Cursor::new(bytes), size)
     }
@@ -89,7 +89,7 @@ impl LogReader {
     }
 
     /// The next line, without its end, invalid UTF-8 replaced.
-    pub fn next_line(&mut self) -> io::Result<Line> {
+    pub(crate) fn next_line(&mut self) -> io::Result<Line> {
         let mut buf = Vec::new();
         let mut too_long = false;
         loop {

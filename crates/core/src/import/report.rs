@@ -49,7 +49,7 @@ pub struct ImportReport {
     pub notes: Vec<String>,
 }
 
-pub fn render(r: &ImportReport) -> String {
+pub(crate) fn render(r: &ImportReport) -> String {
     let mut h = String::with_capacity(32 * 1024);
     let _ = write!(
         h,

@@ -39,7 +39,7 @@ pub struct SessionCounts {
 impl SessionCounts {
     /// Seconds of the log's span that fell on each hour of the day (a log
     /// of ten minutes covers 600 s of one hour, not 3600).
-    pub fn seconds_observed(&self) -> [f64; 24] {
+    pub(crate) fn seconds_observed(&self) -> [f64; 24] {
         let mut n = [0.0; 24];
         let (first, last) = self.span;
         // NaN-safe: an empty log's span is (inf, -inf).
@@ -64,7 +64,7 @@ impl SessionCounts {
 /// continue its session.
 const BACKWARDS: f64 = 60.0;
 
-pub struct Sessionizer {
+pub(crate) struct Sessionizer {
     timeout: f64,
     open: HashMap<u64, Open>,
     latest: f64,
@@ -74,12 +74,12 @@ pub struct Sessionizer {
 
 /// A client's key hashed to 64 bits: the open sessions' map holds no
 /// strings (collisions are negligible below billions of clients).
-pub fn client_key(parts: &[&str]) -> u64 {
+pub(crate) fn client_key(parts: &[&str]) -> u64 {
     BuildHasherDefault::<DefaultHasher>::default().hash_one(parts)
 }
 
 impl Sessionizer {
-    pub fn new(classes: usize, timeout_s: f64) -> Sessionizer {
+    pub(crate) fn new(classes: usize, timeout_s: f64) -> Sessionizer {
         Sessionizer {
             timeout: timeout_s,
             open: HashMap::new(),
@@ -102,7 +102,7 @@ impl Sessionizer {
     /// Lines a little out of order (logs are written as responses end)
     /// count as a gap of zero; a minute or more back in time (files
     /// concatenated out of order) starts a new session.
-    pub fn add(&mut self, key: u64, time: f64, class: usize) {
+    pub(crate) fn add(&mut self, key: u64, time: f64, class: usize) {
         self.latest = self.latest.max(time);
         let hour = (time / 3600.0).floor() as i64;
         let c = &mut self.counts;
@@ -153,24 +153,24 @@ impl Sessionizer {
     }
 
     /// Whether `key` has a session open now.
-    pub fn is_open(&self, key: u64) -> bool {
+    pub(crate) fn is_open(&self, key: u64) -> bool {
         self.open.contains_key(&key)
     }
 
     /// The session open under `from` continues under `to`: a visitor's
     /// first request came before its session cookie was set.
-    pub fn rekey(&mut self, from: u64, to: u64) {
+    pub(crate) fn rekey(&mut self, from: u64, to: u64) {
         if let Some(o) = self.open.remove(&from) {
             self.open.insert(to, o);
         }
     }
 
-    pub fn open_sessions(&self) -> usize {
+    pub(crate) fn open_sessions(&self) -> usize {
         self.open.len()
     }
 
     /// Ends every session still open.
-    pub fn finish(mut self) -> SessionCounts {
+    pub(crate) fn finish(mut self) -> SessionCounts {
         self.sweep(f64::INFINITY);
         self.counts
     }

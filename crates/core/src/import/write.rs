@@ -10,13 +10,13 @@ use super::graph::Graph;
 use super::log::{LogImport, RARE};
 
 /// A YAML double-quoted string (JSON's escapes are YAML's).
-pub fn q(s: &str) -> String {
+pub(crate) fn q(s: &str) -> String {
     serde_json::to_string(s).expect("a string serialises")
 }
 
 /// Text for a YAML comment: what would end the line or the stream
 /// (controls, NEL, line and paragraph separators, a BOM) escaped.
-pub fn comment(s: &str) -> String {
+pub(crate) fn comment(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') {
@@ -29,13 +29,13 @@ pub fn comment(s: &str) -> String {
 }
 
 /// Literal text inside an autoperf template: `$` written `$$`.
-pub fn literal(s: &str) -> String {
+pub(crate) fn literal(s: &str) -> String {
     s.replace('$', "$$")
 }
 
 /// A literal part of a path as logged: bytes no URI may hold (controls,
 /// space, non-ASCII, `"<>\^`{|}`) percent-encoded, `$` written `$$`.
-pub fn uri_literal(s: &str) -> String {
+pub(crate) fn uri_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
@@ -48,7 +48,7 @@ pub fn uri_literal(s: &str) -> String {
 }
 
 /// A duration autoperf reads back exactly enough: whole milliseconds.
-pub fn ms(seconds: f64) -> String {
+pub(crate) fn ms(seconds: f64) -> String {
     format!("{}ms", (seconds * 1000.0).round().max(0.0) as u64)
 }
 
@@ -74,14 +74,14 @@ fn p(x: f64) -> String {
 }
 
 /// `30m`, `1h 30m`, `45s`.
-pub fn human(seconds: f64) -> String {
+pub(crate) fn human(seconds: f64) -> String {
     humantime::format_duration(std::time::Duration::from_secs(
         seconds.round().max(0.0) as u64
     ))
     .to_string()
 }
 
-pub struct LogScenario<'a> {
+pub(crate) struct LogScenario<'a> {
     pub name: &'a str,
     pub source: &'a str,
     pub base_url: &'a str,
@@ -92,7 +92,7 @@ pub struct LogScenario<'a> {
 }
 
 /// The scenario's text.
-pub fn log_scenario(s: &LogScenario, im: &LogImport, g: &Graph) -> String {
+pub(crate) fn log_scenario(s: &LogScenario, im: &LogImport, g: &Graph) -> String {
     let mut y = String::new();
     let _ = writeln!(
         y,
@@ -305,7 +305,7 @@ fn path_template(c: &super::log::Class) -> String {
 }
 
 /// A class's data file as CSV text.
-pub fn data_csv(c: &super::log::Class) -> String {
+pub(crate) fn data_csv(c: &super::log::Class) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record(&c.columns);
     for r in &c.rows {

@@ -18,11 +18,11 @@
 use std::time::Duration;
 
 mod ramp;
-pub use ramp::UserRamp;
+pub(crate) use ramp::UserRamp;
 
 /// A constant rate held for a while.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Stage {
+pub(crate) struct Stage {
     /// Arrivals per second (may be 0 for a pause).
     pub rate: f64,
     pub length: Duration,
@@ -46,7 +46,7 @@ pub struct RateShape {
 }
 
 impl RateShape {
-    pub fn constant(rate: f64) -> RateShape {
+    pub(crate) fn constant(rate: f64) -> RateShape {
         RateShape::stages(vec![Stage {
             rate,
             length: Duration::ZERO,
@@ -55,14 +55,14 @@ impl RateShape {
 
     /// Panics on an empty list or a negative or non-finite rate: those are
     /// rejected when the scenario or the flags are validated.
-    pub fn stages(stages: Vec<Stage>) -> RateShape {
+    pub(crate) fn stages(stages: Vec<Stage>) -> RateShape {
         assert!(!stages.is_empty(), "a rate shape needs a stage");
         assert!(stages.iter().all(|s| s.rate.is_finite() && s.rate >= 0.0));
         RateShape { stages }
     }
 
     /// Arrivals per second at `t` from the start.
-    pub fn rate_at(&self, t: Duration) -> f64 {
+    pub(crate) fn rate_at(&self, t: Duration) -> f64 {
         let mut begin = Duration::ZERO;
         for s in &self.stages {
             if t < begin + s.length {
@@ -74,7 +74,7 @@ impl RateShape {
     }
 
     /// Expected arrivals in [0, t): Λ(t).
-    pub fn count_at(&self, t: Duration) -> f64 {
+    pub(crate) fn count_at(&self, t: Duration) -> f64 {
         let mut begin = Duration::ZERO;
         let mut count = 0.0;
         for s in &self.stages {
@@ -90,7 +90,7 @@ impl RateShape {
 
     /// The time at which Λ reaches `count`: Λ⁻¹. `None` when it never
     /// does (the rate drops to zero for good).
-    pub fn time_of(&self, count: f64) -> Option<Duration> {
+    pub(crate) fn time_of(&self, count: f64) -> Option<Duration> {
         let mut begin = Duration::ZERO;
         let mut before = 0.0;
         for s in &self.stages {
@@ -113,7 +113,7 @@ impl RateShape {
 /// The arrival schedule: the intended start of arrival 0, 1, 2, … as an
 /// offset from the level's start.
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     shape: RateShape,
     spacing: Spacing,
     rng: fastrand::Rng,
@@ -123,7 +123,7 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    pub fn new(shape: RateShape, spacing: Spacing) -> Pacer {
+    pub(crate) fn new(shape: RateShape, spacing: Spacing) -> Pacer {
         let mut rng = match spacing {
             Spacing::Even => fastrand::Rng::with_seed(0),
             Spacing::Poisson { seed } => fastrand::Rng::with_seed(seed),
@@ -142,12 +142,12 @@ impl Pacer {
     }
 
     /// Arrivals handed out so far.
-    pub fn issued(&self) -> u64 {
+    pub(crate) fn issued(&self) -> u64 {
         self.issued
     }
 
     /// Intended start of the next arrival, or `None` when none will come.
-    pub fn next_arrival(&mut self) -> Option<Duration> {
+    pub(crate) fn next_arrival(&mut self) -> Option<Duration> {
         let at = self.shape.time_of(self.next)?;
         self.issued += 1;
         self.next = match self.spacing {

@@ -16,7 +16,7 @@ pub struct UserRamp {
 impl UserRamp {
     /// From stages of (users to reach, over how long); a hold is a stage
     /// to the count already reached.
-    pub fn new(stages: &[(u32, Duration)]) -> UserRamp {
+    pub(crate) fn new(stages: &[(u32, Duration)]) -> UserRamp {
         let mut points = vec![(0.0, 0.0)];
         let mut t = 0.0;
         for &(to, over) in stages {
@@ -27,18 +27,18 @@ impl UserRamp {
     }
 
     /// How long the stages last together.
-    pub fn total(&self) -> Duration {
+    pub(crate) fn total(&self) -> Duration {
         Duration::from_secs_f64(self.points.last().map_or(0.0, |p| p.0))
     }
 
     /// The most users at any time.
-    pub fn max(&self) -> u32 {
+    pub(crate) fn max(&self) -> u32 {
         self.points.iter().map(|p| p.1 as u32).max().unwrap_or(0)
     }
 
     /// Planned users at `t` seconds, a real number (the engine runs its
     /// floor).
-    pub fn users_at(&self, t: f64) -> f64 {
+    pub(crate) fn users_at(&self, t: f64) -> f64 {
         let last = *self.points.last().expect("a ramp starts at (0, 0)");
         if t >= last.0 {
             return last.1;
@@ -53,7 +53,7 @@ impl UserRamp {
 
     /// The first time after `t` at which ⌊users_at⌋ differs from its value
     /// at `t`; `None` once the plan no longer changes.
-    pub fn next_change(&self, t: f64) -> Option<f64> {
+    pub(crate) fn next_change(&self, t: f64) -> Option<f64> {
         let now = self.users_at(t).floor();
         for w in self.points.windows(2) {
             let (a, b) = (w[0], w[1]);

@@ -38,7 +38,7 @@ pub struct Throttling {
 
 impl Throttling {
     /// What went by between `earlier` and this reading.
-    pub fn since(&self, earlier: &Throttling) -> Throttling {
+    pub(crate) fn since(&self, earlier: &Throttling) -> Throttling {
         Throttling {
             period: self.period,
             periods: self.periods.saturating_sub(earlier.periods),
@@ -54,14 +54,14 @@ impl Throttling {
 /// periods was its bottleneck: once in a while is a burst's doing (a
 /// second's bookkeeping); a tenth of the periods or more is a generator
 /// the quota is too small for.
-pub fn holds_back(periods: u64, throttled: u64) -> bool {
+pub(crate) fn holds_back(periods: u64, throttled: u64) -> bool {
     throttled > 0 && throttled * 10 >= periods
 }
 
 impl CpuLimit {
     /// This process's limit, if a quota holds it (None without cgroups, or
     /// with no quota anywhere up its tree).
-    pub fn of_this_process() -> Option<CpuLimit> {
+    pub(crate) fn of_this_process() -> Option<CpuLimit> {
         let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
         let mut best: Option<CpuLimit> = None;
         for line in text.lines() {
@@ -97,7 +97,7 @@ impl CpuLimit {
     }
 
     /// The group's throttling counters now; None when they cannot be read.
-    pub fn throttling(&self) -> Option<Throttling> {
+    pub(crate) fn throttling(&self) -> Option<Throttling> {
         let text = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
         let counters = parse_stat(&text, self.v2)?;
         Some(Throttling {

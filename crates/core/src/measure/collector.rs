@@ -32,7 +32,7 @@ pub struct Tick {
 impl Tick {
     /// This tick's point of the level's `throughput_series` (req/s): none
     /// in warm-up, nor for a last tick too short to say a rate.
-    pub fn measured_throughput(&self) -> Option<f64> {
+    pub(crate) fn measured_throughput(&self) -> Option<f64> {
         (!self.warmup && self.length >= Duration::from_millis(500))
             .then(|| self.stats.total().requests as f64 / self.length.as_secs_f64())
     }
@@ -46,6 +46,9 @@ pub struct LevelInfo {
     pub users: u32,
     pub warmup: Duration,
     pub duration: Duration,
+    /// An open level's arrivals per second over time, from its start
+    /// (None for closed users).
+    pub rate: Option<crate::load::RateShape>,
 }
 
 /// A consumer of ticks: the live view, the time-series file, a controller.
@@ -135,7 +138,7 @@ pub fn warmup_ticks(warmup: Duration) -> u64 {
 impl Collector {
     /// `warmup` is rounded up to whole ticks, so a tick is either all
     /// warm-up or all measured.
-    pub fn new(
+    pub(crate) fn new(
         shards: usize,
         requests: usize,
         start: Instant,
@@ -154,17 +157,17 @@ impl Collector {
 
     /// Keeps the lateness of each group of shards apart as well: `groups`
     /// holds each shard's group, by the shard's global index.
-    pub fn grouped(mut self, groups: Vec<usize>) -> Collector {
+    pub(crate) fn grouped(mut self, groups: Vec<usize>) -> Collector {
         self.groups = groups;
         self
     }
 
-    pub fn measure_start(&self) -> Instant {
+    pub(crate) fn measure_start(&self) -> Instant {
         self.start + Duration::from_secs(self.warmup_ticks)
     }
 
     /// Receives until every shard has sent its last snapshot.
-    pub fn run(
+    pub(crate) fn run(
         self,
         level: &LevelInfo,
         snapshots: Receiver<Snapshot>,
@@ -320,7 +323,7 @@ impl Collector {
 }
 
 /// User plus system CPU time of this process so far.
-pub fn process_cpu_time() -> Duration {
+pub(crate) fn process_cpu_time() -> Duration {
     // SAFETY: getrusage only writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
@@ -369,6 +372,7 @@ mod tests {
             users: 2,
             warmup: Duration::ZERO,
             duration: Duration::from_secs(10),
+            rate: None,
         };
         let collector = Collector::new(2, 1, start, Duration::ZERO, deadline);
         collector.run(&info, snapshots, &mut [&mut Seen(seen)]);
@@ -483,6 +487,7 @@ mod tests {
             users: 3,
             warmup: Duration::from_secs(1),
             duration: Duration::from_secs(2),
+            rate: None,
         };
         let totals = Collector::new(3, 1, start, Duration::from_secs(1), deadline)
             .grouped(vec![0, 0, 1])

@@ -5,24 +5,38 @@
 //! `wire`: snapshots across a process or host boundary; `cgroup`: the CPU
 //! quota this process runs under and how often it held the process back.
 
-pub mod cgroup;
-pub mod collector;
-pub mod outcome;
-pub mod precision;
-pub mod stats;
-pub mod wire;
+pub(crate) mod cgroup;
+pub(crate) mod collector;
+pub(crate) mod outcome;
+pub(crate) mod precision;
+pub(crate) mod stats;
+pub(crate) mod wire;
 
 use std::time::Instant;
 
-pub use collector::{
-    warmup_ticks, Collector, GroupLateness, LevelInfo, LevelTotals, QuotaUse, Tick, TickSink,
-};
-pub use outcome::{ErrorCounts, ErrorKind};
-pub use precision::{Batches, Ci95};
-pub use stats::{
-    round3, round6, round_to, CheckCount, DurationSum, IntervalStats, RequestStats, TimerLateness,
-    UserTally,
-};
+pub use collector::warmup_ticks;
+
+pub use collector::Collector;
+
+pub use collector::GroupLateness;
+
+pub use collector::LevelInfo;
+
+pub use collector::LevelTotals;
+
+pub use collector::QuotaUse;
+
+pub use collector::Tick;
+
+pub use collector::TickSink;
+pub(crate) use outcome::ErrorKind;
+pub use precision::Batches;
+pub(crate) use precision::Ci95;
+pub use stats::TimerLateness;
+#[cfg(test)]
+pub(crate) use stats::UserTally;
+pub use stats::{round3, round6};
+pub(crate) use stats::{round_to, IntervalStats, RequestStats};
 
 /// One shard's statistics for one interval, sent to the collector.
 #[derive(Debug)]
@@ -47,7 +61,7 @@ pub struct Snapshot {
 }
 
 /// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

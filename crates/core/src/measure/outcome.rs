@@ -51,7 +51,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 17] = [
+    pub(crate) const ALL: [ErrorKind; 17] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -71,11 +71,11 @@ impl ErrorKind {
         ErrorKind::BodyTooLarge,
     ];
 
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorKind::ConnectRefused => "connect_refused",
             ErrorKind::Connect => "connect",
@@ -98,7 +98,7 @@ impl ErrorKind {
     }
 
     /// A complete response came back (so it has a response time).
-    pub fn has_response(self) -> bool {
+    pub(crate) fn has_response(self) -> bool {
         matches!(
             self,
             ErrorKind::Http4xx
@@ -111,7 +111,7 @@ impl ErrorKind {
         )
     }
 
-    pub fn from_status(status: u16) -> Option<ErrorKind> {
+    pub(crate) fn from_status(status: u16) -> Option<ErrorKind> {
         match status {
             400..=499 => Some(ErrorKind::Http4xx),
             500..=599 => Some(ErrorKind::Http5xx),
@@ -125,21 +125,21 @@ impl ErrorKind {
 pub struct ErrorCounts([u64; ErrorKind::ALL.len()]);
 
 impl ErrorCounts {
-    pub fn add(&mut self, kind: ErrorKind) {
+    pub(crate) fn add(&mut self, kind: ErrorKind) {
         self.0[kind.index()] += 1;
     }
 
-    pub fn add_many(&mut self, kind: ErrorKind, n: u64) {
+    pub(crate) fn add_many(&mut self, kind: ErrorKind, n: u64) {
         self.0[kind.index()] += n;
     }
 
-    pub fn merge(&mut self, other: &ErrorCounts) {
+    pub(crate) fn merge(&mut self, other: &ErrorCounts) {
         for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
             *a = a.saturating_add(*b);
         }
     }
 
-    pub fn get(&self, kind: ErrorKind) -> u64 {
+    pub(crate) fn get(&self, kind: ErrorKind) -> u64 {
         self.0[kind.index()]
     }
 
@@ -148,7 +148,7 @@ impl ErrorCounts {
     }
 
     /// Non-zero counts by name, for the record.
-    pub fn by_name(&self) -> std::collections::BTreeMap<&'static str, u64> {
+    pub(crate) fn by_name(&self) -> std::collections::BTreeMap<&'static str, u64> {
         ErrorKind::ALL
             .iter()
             .filter(|k| self.get(**k) > 0)

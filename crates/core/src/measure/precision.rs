@@ -65,12 +65,12 @@ use serde::{Deserialize, Serialize};
 use super::stats::{round3, IntervalStats, RequestStats, UserTally};
 
 /// Batches kept at most; past it, pairs merge and batches double in length.
-pub const MAX_BATCHES: usize = 32;
+pub(crate) const MAX_BATCHES: usize = 32;
 
 /// Fewer batches than this give no interval: the t quantile of so few
 /// degrees of freedom makes it too wide to use, and the deviation of fewer
 /// is itself noise.
-pub const MIN_BATCHES: usize = 5;
+pub(crate) const MIN_BATCHES: usize = 5;
 
 /// A tick shorter than this (s) never completes a batch: whole ticks are
 /// a second, only a level's last one is cut.
@@ -78,7 +78,7 @@ const SHORT_TICK_S: f64 = 0.95;
 
 /// Fewer users than this give no variance of their completions worth the
 /// name: the throughput's interval then comes from batches alone.
-pub const MIN_USERS: u32 = 5;
+pub(crate) const MIN_USERS: u32 = 5;
 
 /// 95% half-widths of a level's figures, beside them in run.json.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -233,7 +233,7 @@ impl Batches {
     /// The 95% half-widths over the full batches (a last, partial batch is
     /// left out: it would weigh as much as a whole one); `None` with fewer
     /// than [`MIN_BATCHES`].
-    pub fn ci95(&self) -> Option<Ci95> {
+    pub(crate) fn ci95(&self) -> Option<Ci95> {
         let k = self.full.len();
         if k < MIN_BATCHES {
             return None;
@@ -303,7 +303,7 @@ impl Batches {
     }
 
     /// Full batches so far.
-    pub fn full_batches(&self) -> usize {
+    pub(crate) fn full_batches(&self) -> usize {
         self.full.len()
     }
 

@@ -12,7 +12,7 @@ use super::outcome::{ErrorCounts, ErrorKind};
 
 /// A latency histogram in nanoseconds, 3 significant digits, growing its
 /// range as needed (so small until a long value is seen).
-pub fn new_histogram() -> Histogram<u64> {
+pub(crate) fn new_histogram() -> Histogram<u64> {
     let mut h = Histogram::new(3).expect("3 significant digits is a valid precision");
     h.auto(true);
     h
@@ -21,7 +21,7 @@ pub fn new_histogram() -> Histogram<u64> {
 /// Rounded to `decimals` decimals: the one rounding of the record's
 /// figures (a power of ten up to 1e22 is exact, so `round_to(x, 3)` is
 /// exactly `(x * 1e3).round() / 1e3`).
-pub fn round_to(x: f64, decimals: i32) -> f64 {
+pub(crate) fn round_to(x: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (x * scale).round() / scale
 }
@@ -47,7 +47,7 @@ pub struct TimerLateness {
 
 impl TimerLateness {
     /// The summary of a lateness histogram in nanoseconds.
-    pub fn of(ns: &Histogram<u64>) -> TimerLateness {
+    pub(crate) fn of(ns: &Histogram<u64>) -> TimerLateness {
         let ms = |ns: u64| round3(ns as f64 / 1e6);
         TimerLateness {
             p50: ms(ns.value_at_quantile(0.5)),
@@ -57,7 +57,7 @@ impl TimerLateness {
     }
 }
 
-pub fn nanos(d: Duration) -> u64 {
+pub(crate) fn nanos(d: Duration) -> u64 {
     d.as_nanos().min(u64::MAX as u128) as u64
 }
 
@@ -111,13 +111,13 @@ impl Default for RequestStats {
 }
 
 impl RequestStats {
-    pub fn record_response(&mut self, elapsed: Duration) {
+    pub(crate) fn record_response(&mut self, elapsed: Duration) {
         self.requests += 1;
         // Auto-resizing: recording only fails for values past u64 range.
         let _ = self.response_time.record(nanos(elapsed).max(1));
     }
 
-    pub fn record_error(&mut self, kind: ErrorKind, elapsed: Duration) {
+    pub(crate) fn record_error(&mut self, kind: ErrorKind, elapsed: Duration) {
         self.errors.add(kind);
         if kind.has_response() {
             self.record_response(elapsed);
@@ -128,7 +128,7 @@ impl RequestStats {
     }
 
     /// Counts check `index` of the request.
-    pub fn record_check(&mut self, index: usize, passed: bool) {
+    pub(crate) fn record_check(&mut self, index: usize, passed: bool) {
         if self.checks.len() <= index {
             self.checks.resize(index + 1, CheckCount::default());
         }
@@ -143,7 +143,7 @@ impl RequestStats {
     /// Adds `other` in. Sums saturate: figures from a worker are checked
     /// for what they can be (`engine::workers::plausible`), and a sum that
     /// still overflowed must not wrap to a small number or panic.
-    pub fn merge(&mut self, other: &RequestStats) {
+    pub(crate) fn merge(&mut self, other: &RequestStats) {
         self.requests = self.requests.saturating_add(other.requests);
         self.redirects = self.redirects.saturating_add(other.redirects);
         self.retries = self.retries.saturating_add(other.retries);
@@ -164,21 +164,7 @@ impl RequestStats {
             .expect("auto-resizing histograms always add");
     }
 
-    pub fn clear(&mut self) {
-        self.requests = 0;
-        self.redirects = 0;
-        self.retries = 0;
-        self.body_bytes = 0;
-        self.decoded_bytes = 0;
-        self.failed_ns = 0;
-        self.errors = ErrorCounts::default();
-        self.response_time.reset();
-        self.checks
-            .iter_mut()
-            .for_each(|c| *c = CheckCount::default());
-    }
-
-    pub fn mean_ms(&self) -> f64 {
+    pub(crate) fn mean_ms(&self) -> f64 {
         if self.response_time.is_empty() {
             0.0
         } else {
@@ -208,17 +194,17 @@ pub struct DurationSum {
 }
 
 impl DurationSum {
-    pub fn add(&mut self, d: Duration) {
+    pub(crate) fn add(&mut self, d: Duration) {
         self.count += 1;
         self.total += d;
     }
 
-    pub fn merge(&mut self, other: &DurationSum) {
+    pub(crate) fn merge(&mut self, other: &DurationSum) {
         self.count = self.count.saturating_add(other.count);
         self.total = self.total.saturating_add(other.total);
     }
 
-    pub fn mean(&self) -> Option<Duration> {
+    pub(crate) fn mean(&self) -> Option<Duration> {
         (self.count > 0).then(|| self.total / self.count as u32)
     }
 }
@@ -283,7 +269,7 @@ pub struct UserTally {
 impl UserTally {
     /// Tallies one completion of a user who had made `made` before it in
     /// the window (and now has made one more), in `first_half` or not.
-    pub fn complete(&mut self, made: &mut u32, first_half: bool) {
+    pub(crate) fn complete(&mut self, made: &mut u32, first_half: bool) {
         if !self.counting {
             return;
         }
@@ -293,7 +279,7 @@ impl UserTally {
         *made += 1;
     }
 
-    pub fn merge(&mut self, other: &UserTally) {
+    pub(crate) fn merge(&mut self, other: &UserTally) {
         self.completions = self.completions.saturating_add(other.completions);
         self.squares = self.squares.saturating_add(other.squares);
         self.first_half = self.first_half.saturating_add(other.first_half);
@@ -301,7 +287,7 @@ impl UserTally {
 }
 
 impl IntervalStats {
-    pub fn new(requests: usize) -> IntervalStats {
+    pub(crate) fn new(requests: usize) -> IntervalStats {
         IntervalStats {
             per_request: (0..requests).map(|_| RequestStats::default()).collect(),
             think: DurationSum::default(),
@@ -320,7 +306,7 @@ impl IntervalStats {
         }
     }
 
-    pub fn merge(&mut self, other: &IntervalStats) {
+    pub(crate) fn merge(&mut self, other: &IntervalStats) {
         for (a, b) in self.per_request.iter_mut().zip(other.per_request.iter()) {
             a.merge(b);
         }
@@ -347,26 +333,6 @@ impl IntervalStats {
             .add(&other.arrival_lateness)
             .expect("auto-resizing histograms always add");
         self.users.merge(&other.users);
-    }
-
-    pub fn clear(&mut self) {
-        self.per_request.iter_mut().for_each(RequestStats::clear);
-        self.think = DurationSum::default();
-        self.timer_lateness.reset();
-        self.connect = DurationSum::default();
-        self.tls = DurationSum::default();
-        self.tls_resumed = 0;
-        self.http2_connections = 0;
-        self.sessions = 0;
-        self.service_time.reset();
-        self.arrivals = 0;
-        self.arrivals_queued = 0;
-        self.arrivals_unstarted = 0;
-        self.arrival_lateness.reset();
-        self.users = UserTally {
-            counting: self.users.counting,
-            ..UserTally::default()
-        };
     }
 
     /// All requests together.

@@ -111,10 +111,10 @@ struct WireRequest {
 /// A snapshot the parent could not read back.
 #[derive(Debug, thiserror::Error)]
 #[error("bad snapshot from a generator process: {0}")]
-pub struct WireError(String);
+pub(crate) struct WireError(String);
 
 impl WireSnapshot {
-    pub fn new(snapshot: &Snapshot, cpu: Duration) -> WireSnapshot {
+    pub(crate) fn new(snapshot: &Snapshot, cpu: Duration) -> WireSnapshot {
         let s = &snapshot.stats;
         WireSnapshot {
             shard: snapshot.shard,
@@ -168,7 +168,7 @@ impl WireSnapshot {
 
     /// The snapshot as the collector takes it; its shard index is kept (the
     /// sender numbers its shards in the whole fleet's numbering).
-    pub fn into_snapshot(self) -> Result<Snapshot, WireError> {
+    pub(crate) fn into_snapshot(self) -> Result<Snapshot, WireError> {
         let w = self.stats;
         let mut per_request = Vec::with_capacity(w.per_request.len());
         for r in w.per_request {
@@ -297,7 +297,7 @@ fn monotonic_ns() -> u64 {
 }
 
 /// `at` on the host's monotonic clock, in nanoseconds.
-pub fn to_monotonic_ns(at: Instant) -> u64 {
+pub(crate) fn to_monotonic_ns(at: Instant) -> u64 {
     let (base, base_ns) = *anchor();
     if at >= base {
         base_ns + (at - base).as_nanos() as u64
@@ -307,7 +307,7 @@ pub fn to_monotonic_ns(at: Instant) -> u64 {
 }
 
 /// The `Instant` of a monotonic-clock reading taken in another process.
-pub fn from_monotonic_ns(ns: u64) -> Instant {
+pub(crate) fn from_monotonic_ns(ns: u64) -> Instant {
     let (base, base_ns) = *anchor();
     if ns >= base_ns {
         base + Duration::from_nanos(ns - base_ns)

@@ -32,7 +32,7 @@ pub struct MemoryFit {
 
 impl MemoryFit {
     /// The memory at `users`, never below nothing.
-    pub fn at(&self, users: u32) -> u64 {
+    pub(crate) fn at(&self, users: u32) -> u64 {
         (self.baseline_bytes + self.per_user_bytes * f64::from(users)).max(0.0) as u64
     }
 }

@@ -15,8 +15,12 @@
 //!   levels, for the points' memory.
 
 pub mod memory;
-pub mod network;
+pub(crate) mod network;
 pub mod predict;
 
-pub use network::{Model, ModelError, Tier};
+pub use network::Model;
+
+pub use network::ModelError;
+
+pub use network::Tier;
 pub use predict::Prediction;

@@ -20,7 +20,7 @@ use crate::scenario::Scenario;
 /// The name of the station a capacity analysis fitted where no CPU
 /// saturates (`analysis.hidden_bottleneck`): no tier is named so (tier
 /// names have no spaces).
-pub const HIDDEN_STATION: &str = "hidden station";
+pub(crate) const HIDDEN_STATION: &str = "hidden station";
 
 /// A tier: one CPU station of the network.
 #[derive(Debug, Clone, PartialEq)]
@@ -294,7 +294,7 @@ impl Model {
     }
 
     /// The mix's demand per request at each tier, `Σ_c f_c · D_ck`.
-    pub fn mean_demand_s(&self) -> Vec<f64> {
+    pub(crate) fn mean_demand_s(&self) -> Vec<f64> {
         (0..self.tiers.len())
             .map(|t| {
                 self.demand_s
@@ -310,7 +310,7 @@ impl Model {
     /// cores add up to more than the host has are one station with the
     /// host's cores, since they take turns on the same CPUs. Returns, per
     /// station, the tiers it holds.
-    pub fn stations(&self) -> Vec<Vec<usize>> {
+    pub(crate) fn stations(&self) -> Vec<Vec<usize>> {
         let mut by_host: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (t, tier) in self.tiers.iter().enumerate() {
             by_host.entry(tier.host.as_str()).or_default().push(t);
@@ -335,7 +335,7 @@ impl Model {
 
     /// Servers of a station: its tier's cores, or the host's for tiers
     /// that share it.
-    pub fn station_cores(&self, station: &[usize]) -> u32 {
+    pub(crate) fn station_cores(&self, station: &[usize]) -> u32 {
         match station {
             [t] => self.tiers[*t].cores,
             group => {

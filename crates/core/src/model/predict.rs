@@ -116,7 +116,7 @@ pub struct Comparison {
 
 /// How well the model followed the levels it describes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fit {
+pub(crate) struct Fit {
     /// RMS of the relative errors.
     pub throughput_rms: f64,
     pub response_time_rms: f64,
@@ -144,7 +144,7 @@ impl Prediction {
 
     /// The fit over the measured levels the model describes; `None` when
     /// there are none.
-    pub fn fit(&self) -> Option<Fit> {
+    pub(crate) fn fit(&self) -> Option<Fit> {
         let trusted: Vec<&Comparison> = self
             .measured
             .iter()
@@ -179,13 +179,13 @@ impl Prediction {
 
     /// The users of the measured levels the model does not describe for a
     /// cause it does not know, as text ("300, 340").
-    pub fn untrusted_users(&self) -> Option<String> {
+    pub(crate) fn untrusted_users(&self) -> Option<String> {
         self.users_where(|c| c.model_untrusted && c.short_of_cpu.is_none())
     }
 
     /// The users of the measured levels the model does not describe
     /// because their servers were short of CPU, as text.
-    pub fn short_of_cpu_users(&self) -> Option<String> {
+    pub(crate) fn short_of_cpu_users(&self) -> Option<String> {
         self.users_where(|c| c.model_untrusted && c.short_of_cpu.is_some())
     }
 
@@ -202,7 +202,7 @@ impl Prediction {
 
 /// Measured throughput this far below the model's marks a level the model
 /// does not describe.
-pub const UNTRUSTED_GAP: f64 = 0.15;
+pub(crate) const UNTRUSTED_GAP: f64 = 0.15;
 
 fn stations(model: &Model) -> (Vec<Vec<usize>>, Vec<Station>) {
     let groups = model.stations();
@@ -222,7 +222,7 @@ fn stations(model: &Model) -> (Vec<Vec<usize>>, Vec<Station>) {
 }
 
 /// The bounds of `model`.
-pub fn bounds(model: &Model) -> Bounds {
+pub(crate) fn bounds(model: &Model) -> Bounds {
     let (_, stations) = stations(model);
     let total: f64 = stations.iter().map(|s| s.demand_s).sum();
     let (b, per_core) = stations
@@ -247,7 +247,7 @@ pub fn bounds(model: &Model) -> Bounds {
     }
 }
 
-pub fn info(model: &Model, kind: &str) -> ModelInfo {
+pub(crate) fn info(model: &Model, kind: &str) -> ModelInfo {
     let demand = model.mean_demand_s();
     let groups = model.stations();
     ModelInfo {
@@ -340,7 +340,7 @@ fn point(
 
 /// The closed network at each of `users` (ascending or not), by exact
 /// single-class MVA.
-pub fn closed(model: &Model, users: &[u32]) -> Vec<Point> {
+pub(crate) fn closed(model: &Model, users: &[u32]) -> Vec<Point> {
     let (groups, stations) = stations(model);
     let top = users.iter().copied().max().unwrap_or(0);
     let solved = mva::exact(&stations, model.think_s, top);
@@ -357,7 +357,7 @@ pub fn closed(model: &Model, users: &[u32]) -> Vec<Point> {
 }
 
 /// The open network at each arrival rate: M/M/c stations (Erlang C).
-pub fn open(model: &Model, rates: &[f64]) -> Vec<Point> {
+pub(crate) fn open(model: &Model, rates: &[f64]) -> Vec<Point> {
     let (groups, stations) = stations(model);
     rates
         .iter()
@@ -391,7 +391,7 @@ pub fn open(model: &Model, rates: &[f64]) -> Vec<Point> {
 
 /// Erlang's C: the probability that an arrival waits at `c` servers
 /// offered `a` erlangs (`a < c`).
-pub fn erlang_c(c: u32, a: f64) -> f64 {
+pub(crate) fn erlang_c(c: u32, a: f64) -> f64 {
     // Erlang B by its recursion, then C = B / (1 − ρ(1 − B)).
     let mut b = 1.0;
     for k in 1..=c {
@@ -493,7 +493,7 @@ pub fn user_steps(from: u32, to: u32, count: u32) -> Vec<u32> {
 }
 
 /// The model against a capacity analysis's measured levels.
-pub fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
+pub(crate) fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
     let users: Vec<u32> = levels.iter().filter_map(|l| l.users).collect();
     let points = closed(model, &users);
     let mut levels: Vec<&LevelRecord> = levels.iter().collect();
@@ -534,16 +534,6 @@ pub fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
             })
         })
         .collect()
-}
-
-/// Root mean square of relative errors.
-pub fn rms(errors: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = errors.fold((0.0, 0usize), |(s, n), e| (s + e * e, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        (sum / n as f64).sqrt()
-    }
 }
 
 #[cfg(test)]

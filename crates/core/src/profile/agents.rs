@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-pub use autoperf_agent::Counters;
+pub(crate) use autoperf_agent::Counters;
 
 use super::prometheus::{unix_now, Client, QueryError, Tiers};
 use crate::protocol::http1;
@@ -203,12 +203,12 @@ impl AgentSet {
         Ok(AgentSet { agents })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.agents.is_empty()
     }
 
     /// Index of the agent serving `tier`.
-    pub fn agent_of(&self, tier: &str) -> Option<usize> {
+    pub(crate) fn agent_of(&self, tier: &str) -> Option<usize> {
         self.agents
             .iter()
             .position(|a| a.tiers.iter().any(|t| t == tier))
@@ -264,7 +264,7 @@ impl AgentSet {
     /// For each tier selected by cgroup whose cgroups lack a controller on
     /// their host (in `first`, `check_all`'s readings), what goes
     /// unmeasured and how to have it: the run measures the rest.
-    pub fn missing_controllers(&self, first: &[Counters]) -> Vec<String> {
+    pub(crate) fn missing_controllers(&self, first: &[Counters]) -> Vec<String> {
         let mut said = Vec::new();
         for (agent, c) in self.agents.iter().zip(first) {
             for (glob, tier) in &agent.cgroups {
@@ -328,7 +328,7 @@ impl AgentSet {
 impl AgentEndpoint {
     /// What answers here, for messages: `profiler agent at URL` or
     /// `Prometheus at URL`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.source {
             Source::Agent { .. } => format!("profiler agent at {}", self.url),
             Source::Prometheus(_) => format!("Prometheus at {}", self.url),
@@ -336,12 +336,15 @@ impl AgentEndpoint {
     }
 
     /// Whether this reads Prometheus, not an agent.
-    pub fn is_prometheus(&self) -> bool {
+    pub(crate) fn is_prometheus(&self) -> bool {
         matches!(self.source, Source::Prometheus(_))
     }
 
     /// One counters reading, reusing `conn` when the agent kept it open.
-    pub async fn fetch(&self, conn: &mut Option<http1::Connection>) -> Result<Counters, String> {
+    pub(crate) async fn fetch(
+        &self,
+        conn: &mut Option<http1::Connection>,
+    ) -> Result<Counters, String> {
         let (addr, token, request) = match &self.source {
             Source::Agent {
                 addr,

@@ -43,7 +43,7 @@ struct Sample {
 }
 
 /// The groups the thresholds name, read twice a second while the run lasts.
-pub struct LagWatch {
+pub(crate) struct LagWatch {
     groups: Vec<String>,
     bootstrap: String,
     config: Arc<Config>,
@@ -67,7 +67,7 @@ impl LagWatch {
     /// The groups named by the scenario's lag thresholds, or `None` when
     /// it has none. (The decoder refuses lag thresholds on a target that
     /// is not Kafka.)
-    pub fn from_scenario(scenario: &Scenario) -> Result<Option<LagWatch>, AgentError> {
+    pub(crate) fn from_scenario(scenario: &Scenario) -> Result<Option<LagWatch>, AgentError> {
         let mut groups: Vec<String> = Vec::new();
         for group in scenario.thresholds.iter().filter_map(|t| t.group.as_ref()) {
             if !groups.contains(group) {
@@ -100,7 +100,7 @@ impl LagWatch {
 
     /// Reads every group once, now: one without committed offsets, or
     /// whose lag cannot be read, stops the run before it starts.
-    pub fn check(&self) -> Result<(), AgentError> {
+    pub(crate) fn check(&self) -> Result<(), AgentError> {
         let runtime = runtime().map_err(|e| self.error(&self.groups[0], e.to_string()))?;
         for group in &self.groups {
             runtime
@@ -119,12 +119,12 @@ impl LagWatch {
     }
 
     /// The last reading of each group, as the reader's thread updates it.
-    pub fn latest(&self) -> LatestLag {
+    pub(crate) fn latest(&self) -> LatestLag {
         self.latest.clone()
     }
 
     /// Starts reading every group twice a second (`PERIOD`), until dropped.
-    pub fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         let (config, groups) = (self.config.clone(), self.groups.clone());
         let (samples, stop) = (self.samples.clone(), self.stop.clone());
         let latest = self.latest.clone();
@@ -171,7 +171,7 @@ impl LagWatch {
     /// figure and readings. A group with fewer than two readings there is
     /// left out of the figures (its thresholds then fail as not measured)
     /// and named in the warnings, with why.
-    pub fn over(&self, level: u32, from: Instant, to: Instant) -> LagOver {
+    pub(crate) fn over(&self, level: u32, from: Instant, to: Instant) -> LagOver {
         let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         let mut figures = BTreeMap::new();
         let mut readings = Vec::new();
@@ -228,7 +228,12 @@ impl LagWatch {
     /// sides of its bound — as its source and the trend with its interval.
     /// A level the controller would end keeps going while there is one
     /// (up to its longest), rather than judge a noise-sized difference.
-    pub fn undecided(&self, scenario: &Scenario, from: Instant, to: Instant) -> Option<String> {
+    pub(crate) fn undecided(
+        &self,
+        scenario: &Scenario,
+        from: Instant,
+        to: Instant,
+    ) -> Option<String> {
         let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         scenario.thresholds.iter().find_map(|t| {
             if t.metric != Metric::LagTrend {
@@ -253,7 +258,7 @@ impl LagWatch {
 
 /// What a level's window holds of the groups' lag.
 #[derive(Debug, Default)]
-pub struct LagOver {
+pub(crate) struct LagOver {
     pub figures: BTreeMap<String, LagFigure>,
     /// For `lag_series.csv`.
     pub readings: Vec<LagReading>,
@@ -326,7 +331,7 @@ fn points(window: &[&Sample], from: Instant) -> Vec<(f64, f64)> {
 
 /// Readings a trend's interval needs: with fewer, the residuals' own
 /// spread is too uncertain to say anything.
-pub const MIN_TREND_READINGS: usize = 6;
+pub(crate) const MIN_TREND_READINGS: usize = 6;
 
 /// The half-width of the slope's 95% interval, by Newey and West's
 /// estimator (1987): a group commits its offsets every second or so, and

@@ -15,7 +15,7 @@ pub struct LatestLag {
 }
 
 impl LatestLag {
-    pub fn new(groups: Vec<String>) -> LatestLag {
+    pub(crate) fn new(groups: Vec<String>) -> LatestLag {
         let values = vec![None; groups.len()];
         LatestLag {
             groups: Arc::new(groups),
@@ -23,7 +23,7 @@ impl LatestLag {
         }
     }
 
-    pub fn set(&self, group: usize, lag: Option<u64>) {
+    pub(crate) fn set(&self, group: usize, lag: Option<u64>) {
         if let Some(v) = self
             .values
             .lock()

@@ -6,17 +6,20 @@
 //! per-process demand convergence a level waits for (`watch`). The profiling
 //! mode's controller is `run::profile`.
 
-pub mod agents;
+pub(crate) mod agents;
 #[cfg(feature = "kafka")]
-pub mod kafka_lag;
+pub(crate) mod kafka_lag;
 pub mod latest_lag;
-pub mod prometheus;
-pub mod promql;
-pub mod sampler;
-pub mod usage;
-pub mod watch;
+pub(crate) mod prometheus;
+pub(crate) mod promql;
+pub(crate) mod sampler;
+pub(crate) mod usage;
+pub(crate) mod watch;
 
-pub use agents::{AgentError, AgentSet};
+pub use agents::AgentError;
+
+pub use agents::AgentSet;
 pub use sampler::{Reading, Sampler};
 pub use usage::{tier_usage, ServerSecond, TierFigures};
-pub use watch::{watched_processes, DemandWatch, WatchedProcess};
+pub use watch::watched_processes;
+pub(crate) use watch::{DemandWatch, WatchedProcess};

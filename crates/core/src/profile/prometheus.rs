@@ -22,7 +22,7 @@ use crate::scenario::{BaseUrl, PrometheusQueries, TlsSettings};
 use autoperf_agent::Counters;
 
 /// How long one query may take.
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most of an answer kept: a range query over a long level's window
 /// with many series is the largest.
@@ -30,7 +30,7 @@ const MAX_ANSWER: usize = 16 << 20;
 
 /// One Prometheus server: where it is and how to ask it.
 #[derive(Clone)]
-pub struct Client {
+pub(crate) struct Client {
     base: BaseUrl,
     tls: Option<Tls>,
     authorization: Option<String>,
@@ -72,7 +72,7 @@ impl std::fmt::Display for QueryError {
 }
 
 impl Client {
-    pub fn new(base: &BaseUrl, authorization: Option<String>) -> Result<Client, String> {
+    pub(crate) fn new(base: &BaseUrl, authorization: Option<String>) -> Result<Client, String> {
         let tls = base
             .tls
             .then(|| Tls::new(base, &TlsSettings::default(), &[b"http/1.1"]))
@@ -86,7 +86,7 @@ impl Client {
 
     /// `query` at the instant `at` (seconds since the Unix epoch): the
     /// value of each series (a scalar is one).
-    pub async fn instant(
+    pub(crate) async fn instant(
         &self,
         conn: &mut Option<Connection>,
         query: &str,
@@ -112,7 +112,7 @@ impl Client {
 
     /// `query` every `step` over `[start, end]`: every point of every
     /// series.
-    pub async fn range(
+    pub(crate) async fn range(
         &self,
         conn: &mut Option<Connection>,
         query: &str,
@@ -202,7 +202,7 @@ fn sample(pair: &serde_json::Value) -> Option<f64> {
 }
 
 /// Seconds since the Unix epoch, now.
-pub fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -210,7 +210,7 @@ pub fn unix_now() -> f64 {
 
 /// The tiers one Prometheus server reports on.
 #[derive(Debug, Clone)]
-pub struct Tiers {
+pub(crate) struct Tiers {
     pub client: Client,
     /// Each tier's name, queries and cores.
     pub tiers: Vec<(String, PrometheusQueries, u32)>,
@@ -218,7 +218,7 @@ pub struct Tiers {
 
 impl Tiers {
     /// The tier whose query `query` is.
-    pub fn tier_of(&self, query: &str) -> &str {
+    pub(crate) fn tier_of(&self, query: &str) -> &str {
         self.tiers
             .iter()
             .find(|(_, q, _)| q.cpu == query || q.memory.as_deref() == Some(query))
@@ -229,7 +229,7 @@ impl Tiers {
     /// reported: a group per tier named as the tier, its CPU counter, its
     /// memory, and (in `processes`) how many series the CPU query summed,
     /// its replicas.
-    pub async fn counters(
+    pub(crate) async fn counters(
         &self,
         conn: &mut Option<Connection>,
         at: f64,
@@ -310,7 +310,7 @@ impl Tiers {
 
 /// Blocking: `query` over `[start, end]` (Unix seconds), about 60 points
 /// and never closer than a second apart.
-pub fn over_window(
+pub(crate) fn over_window(
     client: &Client,
     query: &str,
     start: f64,
@@ -334,7 +334,7 @@ pub fn over_window(
 }
 
 /// Blocking: `query` once, now; for the checks before a run.
-pub fn check(client: &Client, query: &str) -> Result<(), QueryError> {
+pub(crate) fn check(client: &Client, query: &str) -> Result<(), QueryError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -13,7 +13,7 @@ use crate::scenario::Scenario;
 
 /// Every distinct PromQL threshold query and the Prometheus it asks.
 #[derive(Debug, Default)]
-pub struct PromqlSlos {
+pub(crate) struct PromqlSlos {
     queries: Vec<Query>,
 }
 
@@ -25,7 +25,7 @@ struct Query {
 }
 
 impl PromqlSlos {
-    pub fn from_scenario(scenario: &Scenario) -> Result<PromqlSlos, AgentError> {
+    pub(crate) fn from_scenario(scenario: &Scenario) -> Result<PromqlSlos, AgentError> {
         let mut queries: Vec<Query> = Vec::new();
         for p in scenario.thresholds.iter().filter_map(|t| t.promql.as_ref()) {
             if queries.iter().any(|q| q.query == p.query) {
@@ -47,13 +47,13 @@ impl PromqlSlos {
         Ok(PromqlSlos { queries })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.queries.is_empty()
     }
 
     /// Reads every query once, now: an unreachable Prometheus, a query it
     /// refuses or one that selects nothing stops the run before it starts.
-    pub fn check(&self) -> Result<(), AgentError> {
+    pub(crate) fn check(&self) -> Result<(), AgentError> {
         for q in &self.queries {
             prometheus::check(&q.client, &q.query).map_err(|reason| AgentError::Promql {
                 url: q.url.clone(),
@@ -67,7 +67,7 @@ impl PromqlSlos {
     /// Every query over `[from, to]`; a query that cannot be read is left
     /// out (its threshold then fails as not measured) and named in the
     /// warnings.
-    pub fn over(
+    pub(crate) fn over(
         &self,
         from: Instant,
         to: Instant,

@@ -32,7 +32,7 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn start(agents: AgentSet, period: Duration) -> Sampler {
+    pub(crate) fn start(agents: AgentSet, period: Duration) -> Sampler {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let (stop, stopped) = watch::channel(false);
         let inner = shared.clone();
@@ -48,7 +48,7 @@ impl Sampler {
     }
 
     /// Readings taken in `[from, to]`, in order.
-    pub fn readings_between(&self, from: Instant, to: Instant) -> Vec<Reading> {
+    pub(crate) fn readings_between(&self, from: Instant, to: Instant) -> Vec<Reading> {
         let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared
             .readings
@@ -59,13 +59,13 @@ impl Sampler {
     }
 
     /// Forgets readings older than `before` (a finished level's).
-    pub fn prune_before(&self, before: Instant) {
+    pub(crate) fn prune_before(&self, before: Instant) {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared.readings.retain(|r| r.at >= before);
     }
 
     /// Warnings raised since the last call (an agent stopped answering…).
-    pub fn take_warnings(&self) -> Vec<String> {
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         std::mem::take(&mut shared.warnings)
     }

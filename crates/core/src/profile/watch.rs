@@ -60,7 +60,7 @@ pub fn watched_processes(
         .collect()
 }
 
-pub struct DemandWatch {
+pub(crate) struct DemandWatch {
     procs: Vec<WatchedProcess>,
     tracker: DemandTracker,
     status: Option<DemandStatus>,
@@ -79,7 +79,7 @@ pub struct DemandWatch {
 }
 
 impl DemandWatch {
-    pub fn new(
+    pub(crate) fn new(
         procs: Vec<WatchedProcess>,
         config: DemandConfig,
         users: u32,
@@ -104,13 +104,9 @@ impl DemandWatch {
         }
     }
 
-    pub fn processes(&self) -> &[WatchedProcess] {
-        &self.procs
-    }
-
     /// Every tick of the level; `measuring` says the demand count has begun
     /// (after the warm-up, or after steady state).
-    pub fn on_tick(&mut self, tick: &Tick, sampler: Option<&Sampler>, measuring: bool) {
+    pub(crate) fn on_tick(&mut self, tick: &Tick, sampler: Option<&Sampler>, measuring: bool) {
         let stats = match self.only {
             Some(r) => tick.stats.per_request[r.index()].clone(),
             None => tick.stats.total(),
@@ -133,11 +129,11 @@ impl DemandWatch {
     }
 
     /// Where the convergence check stands (nothing read yet: not finished).
-    pub fn status(&self) -> DemandStatus {
+    pub(crate) fn status(&self) -> DemandStatus {
         self.status.clone().unwrap_or_else(|| self.tracker.status())
     }
 
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.status.as_ref().is_some_and(DemandStatus::finished)
     }
 

@@ -17,14 +17,14 @@ use url::Url;
 const MAX_COOKIES: usize = 180;
 
 #[derive(Default)]
-pub struct Jar {
+pub(crate) struct Jar {
     store: CookieStore,
 }
 
 impl Jar {
     /// Stores every `Set-Cookie` of a response head (status line and
     /// headers, as received) to a request for `url`.
-    pub fn take_from(&mut self, head: &[u8], url: &Url) {
+    pub(crate) fn take_from(&mut self, head: &[u8], url: &Url) {
         let Ok(head) = std::str::from_utf8(head) else {
             return;
         };
@@ -48,7 +48,7 @@ impl Jar {
 
     /// Appends `Cookie: a=1; b=2\r\n` for a request to `url`, when any
     /// cookie applies.
-    pub fn write_header(&self, url: &Url, out: &mut Vec<u8>) {
+    pub(crate) fn write_header(&self, url: &Url, out: &mut Vec<u8>) {
         let mut first = true;
         for (name, value) in self.store.get_request_values(url) {
             out.extend_from_slice(if first { b"Cookie: " } else { b"; " });
@@ -63,14 +63,14 @@ impl Jar {
     }
 
     /// The value of an unexpired cookie called `name` (any domain, path).
-    pub fn value(&self, name: &str) -> Option<&str> {
+    pub(crate) fn value(&self, name: &str) -> Option<&str> {
         self.store
             .iter_unexpired()
             .find(|c| c.name() == name)
             .map(|c| c.value())
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.store.clear();
     }
 }

@@ -5,16 +5,16 @@
 use std::io::Read;
 
 /// The `Accept-Encoding` of `target.compression: true`: what browsers ask.
-pub const ACCEPT: &str = "gzip, deflate, br";
+pub(crate) const ACCEPT: &str = "gzip, deflate, br";
 
 /// A decoded body larger than this is refused as malformed: a small
 /// compressed answer must not take the generator's memory.
-pub const MAX_DECODED: u64 = 256 << 20;
+pub(crate) const MAX_DECODED: u64 = 256 << 20;
 
 /// Decodes `body`, encoded by the codings of a `Content-Encoding` header
 /// (applied in the order listed, so undone from the last), into `out`.
 /// `Err` names a coding that is unknown or a body that does not decode.
-pub fn decode(codings: &str, body: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+pub(crate) fn decode(codings: &str, body: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     out.clear();
     let mut current = body.to_vec();
     for coding in codings.rsplit(',').map(str::trim) {

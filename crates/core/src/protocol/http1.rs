@@ -37,7 +37,7 @@ pub struct Reply {
 
 impl Reply {
     /// A redirect the client may follow (RFC 9110 15.4).
-    pub fn redirects(&self) -> bool {
+    pub(crate) fn redirects(&self) -> bool {
         matches!(self.status, 301 | 302 | 303 | 307 | 308)
     }
 }
@@ -75,7 +75,10 @@ fn keep(out: &mut Vec<u8>, chunk: &[u8], limit: usize) {
 }
 
 /// Connects to `addr`, from `local` when given.
-pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<Connection, ErrorKind> {
+pub(crate) async fn connect(
+    addr: SocketAddr,
+    local: Option<IpAddr>,
+) -> Result<Connection, ErrorKind> {
     Ok(Connection::over_tcp(net::connect(addr, local).await?))
 }
 
@@ -153,12 +156,12 @@ impl AsyncWrite for Stream {
 
 impl Connection {
     /// HTTP/1.1 over an established TLS connection.
-    pub fn over_tls(stream: TlsStream<TcpStream>) -> Connection {
+    pub(crate) fn over_tls(stream: TlsStream<TcpStream>) -> Connection {
         Connection::on(Stream::Tls(Box::new(stream)))
     }
 
     /// HTTP/1.1 over a plain TCP connection.
-    pub fn over_tcp(stream: TcpStream) -> Connection {
+    pub(crate) fn over_tcp(stream: TcpStream) -> Connection {
         Connection::on(Stream::Plain(stream))
     }
 

@@ -33,7 +33,7 @@ const READ_BUFFER: usize = 16 * 1024 + 9;
 
 /// A handle to one HTTP/2 connection; clones share it.
 #[derive(Clone)]
-pub struct Connection {
+pub(crate) struct Connection {
     send: SendRequest<Bytes>,
     /// `http` or `https`, for the requests' `:scheme`.
     scheme: &'static str,
@@ -43,7 +43,7 @@ pub struct Connection {
 /// a TLS one that negotiated `h2`) and starts the task that drives it.
 /// `confirm`: also wait for the server to answer a PING, which only a
 /// server speaking HTTP/2 does (h2 sends its preface without waiting).
-pub async fn handshake<S>(io: S, tls: bool, confirm: bool) -> Result<Connection, ErrorKind>
+pub(crate) async fn handshake<S>(io: S, tls: bool, confirm: bool) -> Result<Connection, ErrorKind>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -79,7 +79,7 @@ impl Connection {
     /// `http1::Connection::exchange`. A stream the server refused or a
     /// connection it was leaving before the stream started is `stale`: the
     /// request was not processed and may go again on a new connection.
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
@@ -233,7 +233,7 @@ fn kind(e: &h2::Error) -> ErrorKind {
 }
 
 /// The server did not agree to HTTP/2 over TLS.
-pub fn refused_alpn(name: &str) -> io::Error {
+pub(crate) fn refused_alpn(name: &str) -> io::Error {
     io::Error::other(format!(
         "{name} did not agree to HTTP/2 (ALPN): set target.http to `1.1` or `auto`"
     ))

@@ -8,19 +8,19 @@
 //! schema registry, and `side` to the endpoints beside the target
 //! (Prometheus, push receivers).
 
-pub mod cookies;
-pub mod encoding;
+pub(crate) mod cookies;
+pub(crate) mod encoding;
 mod http;
 pub mod http1;
-pub mod http2;
+pub(crate) mod http2;
 #[cfg(feature = "kafka")]
 pub mod kafka;
-pub mod net;
-pub mod redirect;
-pub mod registry;
-pub mod request;
-pub mod side;
-pub mod tls;
+pub(crate) mod net;
+pub(crate) mod redirect;
+pub(crate) mod registry;
+pub(crate) mod request;
+pub(crate) mod side;
+pub(crate) mod tls;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -29,11 +29,11 @@ use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
 use crate::scenario::RequestId;
 
-pub use self::http::{HttpSession, HttpTransport};
+pub(crate) use self::http::HttpTransport;
 
 /// What one call came to, with its timings.
 #[derive(Debug, Clone, Copy)]
-pub struct CallOutcome {
+pub(crate) struct CallOutcome {
     /// `Ok(status)` for a complete response with a non-error status (for
     /// Kafka, the partition the record was written to).
     pub result: Result<u16, ErrorKind>,
@@ -61,7 +61,7 @@ pub struct CallOutcome {
 
 /// A TLS handshake, timed apart from the TCP connect before it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Handshake {
+pub(crate) struct Handshake {
     pub took: Duration,
     /// The session of an earlier connection was resumed.
     pub resumed: bool,
@@ -69,7 +69,7 @@ pub struct Handshake {
 
 /// A connection opened ahead of a user's first request.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Opened {
+pub(crate) struct Opened {
     pub connect: Duration,
     pub tls: Option<Handshake>,
     /// It speaks HTTP/2 (asked for, or agreed by ALPN).
@@ -78,7 +78,7 @@ pub struct Opened {
 
 /// The value of the first header called `name` (any case) in a response
 /// head (status line and headers, as received).
-pub fn header_value<'h>(head: &'h [u8], name: &str) -> Option<&'h str> {
+pub(crate) fn header_value<'h>(head: &'h [u8], name: &str) -> Option<&'h str> {
     let head = std::str::from_utf8(head).ok()?;
     head.split("\r\n").skip(1).find_map(|line| {
         let (n, v) = line.split_once(':')?;
@@ -99,7 +99,7 @@ pub struct Response {
 }
 
 /// `target.max_body` when the scenario gives none (the scenario's own).
-pub use crate::scenario::DEFAULT_MAX_BODY;
+pub(crate) use crate::scenario::DEFAULT_MAX_BODY;
 
 impl Default for Response {
     fn default() -> Response {
@@ -113,18 +113,18 @@ impl Default for Response {
 
 impl Response {
     /// Whether the body was cut at `max_body`: `body_bytes` were sent.
-    pub fn cut(&self, body_bytes: u64) -> bool {
+    pub(crate) fn cut(&self, body_bytes: u64) -> bool {
         body_bytes > self.body.len() as u64
     }
 
     /// The value of the first header called `name` (any case).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header_value(&self.head, name)
     }
 }
 
 /// A request sent by `Transport::fire`, and who hears how it went.
-pub struct Fired {
+pub(crate) struct Fired {
     pub request: RequestId,
     /// The arrival's planned start: latency counts from here.
     pub intended: Instant,
@@ -134,14 +134,14 @@ pub struct Fired {
 }
 
 /// Hears the outcomes of fired requests.
-pub trait FireSink {
+pub(crate) trait FireSink {
     /// `now`: when the outcome came (read once for a whole batch).
     fn done(&self, request: RequestId, intended: Instant, outcome: CallOutcome, now: Instant);
 }
 
 /// A way of sending the scenario's requests. `Session` is one user's state
 /// (its connection and buffers).
-pub trait Transport: 'static {
+pub(crate) trait Transport: 'static {
     type Session;
 
     fn new_session(&self) -> Self::Session;

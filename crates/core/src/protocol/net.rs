@@ -12,7 +12,10 @@ use crate::measure::ErrorKind;
 
 /// Connects to `addr`, from `local` when given (a source address of its own
 /// gives another ~28,000 ephemeral ports toward the same server port).
-pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<TcpStream, ErrorKind> {
+pub(crate) async fn connect(
+    addr: SocketAddr,
+    local: Option<IpAddr>,
+) -> Result<TcpStream, ErrorKind> {
     let connected = match local {
         None => TcpStream::connect(addr).await,
         Some(ip) => connect_from(addr, ip).await,
@@ -22,7 +25,7 @@ pub async fn connect(addr: SocketAddr, local: Option<IpAddr>) -> Result<TcpStrea
 
 /// Connects to `host:port`, resolving the name (Kafka's brokers are named
 /// by the cluster).
-pub async fn connect_named(addr: &str) -> Result<TcpStream, ErrorKind> {
+pub(crate) async fn connect_named(addr: &str) -> Result<TcpStream, ErrorKind> {
     TcpStream::connect(addr)
         .await
         .map(ready)
@@ -58,7 +61,7 @@ async fn connect_from(addr: SocketAddr, ip: IpAddr) -> io::Result<TcpStream> {
 }
 
 /// Why a connect failed: refused (nothing listening) or anything else.
-pub fn connect_kind(e: &io::Error) -> ErrorKind {
+pub(crate) fn connect_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
         _ => ErrorKind::Connect,
@@ -68,7 +71,7 @@ pub fn connect_kind(e: &io::Error) -> ErrorKind {
 /// Why reading or writing an open connection failed. `otherwise` names
 /// what the transport makes of the rest: HTTP calls them `reset` (the
 /// exchange broke), Kafka `connect` (the broker connection is redone).
-pub fn io_kind(e: &io::Error, otherwise: ErrorKind) -> ErrorKind {
+pub(crate) fn io_kind(e: &io::Error, otherwise: ErrorKind) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::BrokenPipe

@@ -13,12 +13,12 @@
 use crate::scenario::BaseUrl;
 
 /// At most this many hops per request (then `redirect_limit`).
-pub const MAX_HOPS: u8 = 10;
+pub(crate) const MAX_HOPS: u8 = 10;
 
 /// The request target (path and query) a `Location` value points at, when
 /// it is on the target's own origin; `None` for another host, port or
 /// scheme.
-pub fn same_origin_target(location: &str, base: &BaseUrl, current: &str) -> Option<String> {
+pub(crate) fn same_origin_target(location: &str, base: &BaseUrl, current: &str) -> Option<String> {
     let location = location.trim();
     // Bytes a request line cannot carry are no place to go.
     if location.bytes().any(|b| b.is_ascii_control() || b == b' ') {
@@ -79,7 +79,7 @@ fn bracketed(host: &str) -> String {
 }
 
 /// The method of the next hop, and whether it keeps the body.
-pub fn next_method(status: u16, method: &str) -> (&str, bool) {
+pub(crate) fn next_method(status: u16, method: &str) -> (&str, bool) {
     match (status, method) {
         (303, "HEAD") => ("HEAD", false),
         (303, _) => ("GET", false),
@@ -94,7 +94,7 @@ pub fn next_method(status: u16, method: &str) -> (&str, bool) {
 /// that describe it) unless `keep_body`, and without its `Cookie` header
 /// (the jar writes the next hop's). Returns the request's method and
 /// target as they were.
-pub fn rewrite(request: &mut Vec<u8>, method: &str, target: &str, keep_body: bool) {
+pub(crate) fn rewrite(request: &mut Vec<u8>, method: &str, target: &str, keep_body: bool) {
     let line_end = find(request, b"\r\n").unwrap_or(request.len());
     let head_end = find(request, b"\r\n\r\n").map_or(request.len(), |i| i + 4);
     let mut next = Vec::with_capacity(request.len());
@@ -126,7 +126,7 @@ pub fn rewrite(request: &mut Vec<u8>, method: &str, target: &str, keep_body: boo
 }
 
 /// The method and target of a request's first line.
-pub fn request_line(request: &[u8]) -> (&str, &str) {
+pub(crate) fn request_line(request: &[u8]) -> (&str, &str) {
     let line_end = find(request, b"\r\n").unwrap_or(request.len());
     let line = std::str::from_utf8(&request[..line_end]).unwrap_or("");
     let mut parts = line.split(' ');
@@ -135,7 +135,7 @@ pub fn request_line(request: &[u8]) -> (&str, &str) {
 
 /// Inserts `header` (whole lines, CRLF-ended) at the end of the request's
 /// header block.
-pub fn insert_header(request: &mut Vec<u8>, header: &[u8]) {
+pub(crate) fn insert_header(request: &mut Vec<u8>, header: &[u8]) {
     if header.is_empty() {
         return;
     }

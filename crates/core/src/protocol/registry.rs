@@ -12,7 +12,7 @@ use crate::scenario::template::escape;
 use crate::scenario::{BaseUrl, Escape};
 
 /// Registers `schema` (Avro schema JSON) under `subject`; returns its id.
-pub fn register(
+pub(crate) fn register(
     url: &BaseUrl,
     subject: &str,
     schema: &str,

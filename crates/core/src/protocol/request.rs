@@ -9,7 +9,7 @@ use crate::scenario::{BaseUrl, Body, HttpRequest, Template};
 
 /// A request with its static parts pre-rendered.
 #[derive(Debug, Clone)]
-pub struct RequestPlan {
+pub(crate) struct RequestPlan {
     /// `METHOD /prefix`
     start: Vec<u8>,
     path: Template,
@@ -33,7 +33,7 @@ enum BodyPlan {
 }
 
 impl RequestPlan {
-    pub fn new(request: &HttpRequest, base: &BaseUrl) -> RequestPlan {
+    pub(crate) fn new(request: &HttpRequest, base: &BaseUrl) -> RequestPlan {
         let mut start = Vec::new();
         write!(start, "{} {}", request.method, base.path_prefix).unwrap();
         // The scenario's own Host or User-Agent replaces ours rather than
@@ -100,7 +100,7 @@ impl RequestPlan {
 
     /// Asks for compressed answers with `accept` (`target.compression`),
     /// unless the scenario's own `Accept-Encoding` already does.
-    pub fn accept_encoding(mut self, accept: &str) -> RequestPlan {
+    pub(crate) fn accept_encoding(mut self, accept: &str) -> RequestPlan {
         if !self.decodes {
             write!(self.fixed_headers, "Accept-Encoding: {accept}\r\n").unwrap();
             self.decodes = true;
@@ -114,7 +114,7 @@ impl RequestPlan {
     /// data row, `${env.X}`) holds bytes its place cannot carry: a control
     /// character (CR, LF: a header or request smuggled in) or, in the
     /// path, a space.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         b: &mut impl Bindings,
         out: &mut Vec<u8>,
@@ -167,18 +167,18 @@ impl RequestPlan {
 
 /// A request that cannot be sent as its values make it (see `render`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unsendable;
+pub(crate) struct Unsendable;
 
 /// Whether `value` may stand as a header's value (RFC 9110 5.5): no
 /// control character but horizontal tab.
-pub fn header_value_ok(value: &[u8]) -> bool {
+pub(crate) fn header_value_ok(value: &[u8]) -> bool {
     !value
         .iter()
         .any(|&c| (c.is_ascii_control() && c != b'\t') || c == 0x7f)
 }
 
 /// application/x-www-form-urlencoded encoding of a static string.
-pub fn form_encode(s: &str) -> String {
+pub(crate) fn form_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for &c in s.as_bytes() {
         match c {

@@ -10,7 +10,7 @@ use crate::scenario::BaseUrl;
 
 /// Percent-encodes a query parameter's value: all but RFC 3986's
 /// unreserved characters.
-pub fn percent_encode(s: &str) -> String {
+pub(crate) fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for &b in s.as_bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -24,7 +24,7 @@ pub fn percent_encode(s: &str) -> String {
 
 /// Opens a connection to `base` (its host resolved now), over `tls` when
 /// given.
-pub async fn connect(base: &BaseUrl, tls: Option<&Tls>) -> Result<Connection, String> {
+pub(crate) async fn connect(base: &BaseUrl, tls: Option<&Tls>) -> Result<Connection, String> {
     let addr = tokio::net::lookup_host((base.host.as_str(), base.port))
         .await
         .map_err(|err| format!("cannot resolve {}: {err}", base.host))?
@@ -48,7 +48,7 @@ pub async fn connect(base: &BaseUrl, tls: Option<&Tls>) -> Result<Connection, St
 /// returns the answer's status and body, of which at most `max_body` bytes
 /// are kept. `conn` is left `None` when the server closes it or the
 /// exchange failed, so the next call opens a fresh one.
-pub async fn exchange(
+pub(crate) async fn exchange(
     conn: &mut Option<Connection>,
     base: &BaseUrl,
     tls: Option<&Tls>,

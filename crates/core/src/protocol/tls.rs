@@ -23,7 +23,7 @@ use crate::scenario::{BaseUrl, PemFile, TlsSettings};
 
 /// What a transport needs to open TLS connections.
 #[derive(Clone)]
-pub struct Tls {
+pub(crate) struct Tls {
     pub connector: tokio_rustls::TlsConnector,
     pub server_name: ServerName<'static>,
     /// The server name as written, for messages.
@@ -32,7 +32,7 @@ pub struct Tls {
 
 /// Where a protocol's TLS settings are written, so that a message names
 /// the setting to fix in the user's own terms.
-pub struct SettingNames {
+pub(crate) struct SettingNames {
     pub ca_file: &'static str,
     pub client_cert: &'static str,
     /// The fix for a certificate no trusted CA signed.
@@ -44,7 +44,7 @@ pub struct SettingNames {
 }
 
 /// `target.tls` of an HTTPS target.
-pub const HTTP_SETTINGS: SettingNames = SettingNames {
+pub(crate) const HTTP_SETTINGS: SettingNames = SettingNames {
     ca_file: "target.tls.ca_file",
     client_cert: "target.tls.client_cert/client_key",
     untrusted:
@@ -55,7 +55,7 @@ pub const HTTP_SETTINGS: SettingNames = SettingNames {
 
 /// A client configuration under `settings`, offering `alpn` (most
 /// preferred first); an error names the setting to fix.
-pub fn client_config(
+pub(crate) fn client_config(
     settings: &TlsSettings,
     alpn: &[&[u8]],
     names: &SettingNames,
@@ -116,7 +116,11 @@ impl Tls {
     /// The client of `base` under `settings`; an error names the setting
     /// to fix.
     /// `alpn`: the protocols offered, most preferred first.
-    pub fn new(base: &BaseUrl, settings: &TlsSettings, alpn: &[&[u8]]) -> Result<Tls, String> {
+    pub(crate) fn new(
+        base: &BaseUrl,
+        settings: &TlsSettings,
+        alpn: &[&[u8]],
+    ) -> Result<Tls, String> {
         let config = client_config(settings, alpn, &HTTP_SETTINGS)?;
         let name = settings
             .server_name
@@ -137,7 +141,7 @@ impl Tls {
     /// The TLS handshake over a fresh TCP connection: the TLS connection,
     /// whether it resumed an earlier session, and whether the server chose
     /// HTTP/2.
-    pub async fn connect(&self, tcp: TcpStream) -> std::io::Result<Shaken> {
+    pub(crate) async fn connect(&self, tcp: TcpStream) -> std::io::Result<Shaken> {
         let stream = self
             .connector
             .connect(self.server_name.clone(), tcp)
@@ -152,7 +156,7 @@ impl Tls {
 }
 
 /// A TLS connection just made.
-pub struct Shaken {
+pub(crate) struct Shaken {
     pub stream: TlsStream<TcpStream>,
     pub resumed: bool,
     /// ALPN settled on `h2`.
@@ -187,7 +191,7 @@ fn read_key(file: &PemFile) -> Result<PrivateKeyDer<'static>, String> {
 
 /// Why a handshake failed, with the fix, for the message that stops a run
 /// at its start.
-pub fn explain(error: &std::io::Error, host: &str, names: &SettingNames) -> String {
+pub(crate) fn explain(error: &std::io::Error, host: &str, names: &SettingNames) -> String {
     let rustls_error = error
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>());

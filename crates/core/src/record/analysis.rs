@@ -62,7 +62,7 @@ impl StopReason {
         matches!(self, StopReason::TargetDown | StopReason::InvalidLevel)
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StopReason::Running => "running",
             StopReason::Completed => "completed",
@@ -267,7 +267,7 @@ impl ThresholdResult {
     /// Whether it holds a tier's figure (`web.util < 60%`, `web.cpu_ms <
     /// 5`, `web.memory < 1GiB`): what the servers spent, not what the
     /// client saw. The grammar gives such metrics to tiers only.
-    pub fn of_tier(&self) -> bool {
+    pub(crate) fn of_tier(&self) -> bool {
         let left = self.source.split(['<', '>']).next().unwrap_or("").trim();
         [".cpu_ms", ".util", ".memory"]
             .iter()
@@ -276,12 +276,12 @@ impl ThresholdResult {
 
     /// Whether the threshold judges a Kafka consumer group's lag
     /// (`lag(app) < 10000`, `lag_trend(app) < 100/s`): the application's.
-    pub fn of_consumer_group(&self) -> bool {
+    pub(crate) fn of_consumer_group(&self) -> bool {
         self.source.starts_with("lag(") || self.source.starts_with("lag_trend(")
     }
 
     /// `p99 < 100ms failed: 412.000 ms (4.1× the bound)`.
-    pub fn failure_text(&self) -> String {
+    pub(crate) fn failure_text(&self) -> String {
         match self.actual {
             Some(v) if self.bound > 0.0 => format!(
                 "{} failed: {} ({:.2}× the bound)",
@@ -324,7 +324,7 @@ pub enum Unit {
 
 impl Unit {
     /// Formats a value in this unit: `12.345 ms`, `0.50%`, `97.3 req/s`.
-    pub fn format(self, v: f64) -> String {
+    pub(crate) fn format(self, v: f64) -> String {
         match self {
             Unit::Fraction => format!("{:.2}%", v * 100.0),
             Unit::PerSecond => format!("{v:.1} req/s"),

@@ -39,7 +39,7 @@ impl RunRecord {
 impl LevelRecord {
     /// Why this level's figures cannot be measurements, if they cannot:
     /// the key within the level and what is wrong.
-    pub fn implausible(&self) -> Option<String> {
+    pub(crate) fn implausible(&self) -> Option<String> {
         let mut figures: Vec<(String, f64)> = vec![
             ("duration_s".into(), self.duration_s),
             ("warmup_s".into(), self.warmup_s),

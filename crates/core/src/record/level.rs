@@ -23,7 +23,7 @@ pub struct Latency {
 }
 
 impl Latency {
-    pub fn of(stats: &RequestStats) -> Latency {
+    pub(crate) fn of(stats: &RequestStats) -> Latency {
         Latency {
             mean: round3(stats.mean_ms()),
             p50: round3(stats.quantile_ms(0.50)),
@@ -95,7 +95,7 @@ pub struct CpuQuotaRecord {
 }
 
 impl CpuQuotaRecord {
-    pub fn of(quota: &crate::measure::QuotaUse) -> CpuQuotaRecord {
+    pub(crate) fn of(quota: &crate::measure::QuotaUse) -> CpuQuotaRecord {
         let t = &quota.throttling;
         CpuQuotaRecord {
             cores: round6(quota.limit.cores),
@@ -106,14 +106,9 @@ impl CpuQuotaRecord {
         }
     }
 
-    /// Whether the quota held the generator back at all in the window.
-    pub fn throttled(&self) -> bool {
-        self.throttled_periods > 0
-    }
-
     /// Whether it held the generator back often enough to be its
     /// bottleneck (a tenth of the periods).
-    pub fn holds_back(&self) -> bool {
+    pub(crate) fn holds_back(&self) -> bool {
         crate::measure::cgroup::holds_back(self.periods, self.throttled_periods)
     }
 }
@@ -132,7 +127,11 @@ pub struct ArrivalsRecord {
     pub max_in_flight: u32,
 }
 
-pub use crate::measure::{round3, round6, TimerLateness};
+pub use crate::measure::round3;
+
+pub use crate::measure::round6;
+
+pub use crate::measure::TimerLateness;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PerRequestRecord {

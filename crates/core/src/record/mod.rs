@@ -18,27 +18,51 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-pub use analysis::{
-    Analysis, BottleneckRecord, BusiestCpu, CapacityAnalysis, DemandPoint, HiddenBottleneckRecord,
-    LevelChoice, ProfileAnalysis, RateAnalysis, RateChoice, RateFound, SeriesResult, StopReason,
-    ThresholdResult, Unit,
-};
+pub use analysis::Analysis;
+
+pub use analysis::BottleneckRecord;
+
+pub use analysis::BusiestCpu;
+
+pub use analysis::CapacityAnalysis;
+
+pub use analysis::DemandPoint;
+
+pub use analysis::HiddenBottleneckRecord;
+
+pub use analysis::LevelChoice;
+
+pub use analysis::ProfileAnalysis;
+
+pub use analysis::RateAnalysis;
+
+pub use analysis::RateChoice;
+
+pub use analysis::RateFound;
+
+pub use analysis::SeriesResult;
+
+pub use analysis::StopReason;
+
+pub use analysis::ThresholdResult;
+
+pub use analysis::Unit;
 pub use check::{unmeasurable, MAX_FIGURE};
+#[cfg(test)]
+pub(crate) use level::LittleCheck;
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, CpuQuotaRecord,
-    LagFigure, LagReading, Latency, LevelRecord, LittleCheck, PerRequestRecord, PromqlFigure,
-    RateLevel, SloVerdict, ThinkRecord, TimerLateness,
+    LagFigure, LagReading, Latency, LevelRecord,
 };
+pub(crate) use level::{PerRequestRecord, PromqlFigure, RateLevel};
+pub use level::{SloVerdict, ThinkRecord, TimerLateness};
 pub use plan::CapacityPlan;
-pub use servers::{
-    short_of_cpu, ByteRates, DiskRates, TierDemands, TierUsage, SHORT_OF_CPU_STEAL,
-    SHORT_OF_CPU_WAIT,
-};
+pub(crate) use servers::{short_of_cpu, ByteRates, DiskRates, TierDemands, TierUsage};
 
 use crate::scenario::Scenario;
 
 /// Bumped when a key changes meaning; keys are only ever added.
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolInfo {
@@ -67,7 +91,7 @@ pub struct ScenarioInfo {
 }
 
 impl ScenarioInfo {
-    pub fn of(scenario: &Scenario) -> ScenarioInfo {
+    pub(crate) fn of(scenario: &Scenario) -> ScenarioInfo {
         ScenarioInfo {
             name: scenario.name.clone(),
             file: scenario.source.display().to_string(),
@@ -86,7 +110,7 @@ pub struct HostInfo {
 }
 
 impl HostInfo {
-    pub fn current() -> HostInfo {
+    pub(crate) fn current() -> HostInfo {
         HostInfo {
             hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|s| s.trim().to_string())
@@ -110,7 +134,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Run => "run",
             Mode::Demo => "demo",
@@ -144,7 +168,7 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    pub fn new(mode: Mode, scenario: &Scenario) -> RunRecord {
+    pub(crate) fn new(mode: Mode, scenario: &Scenario) -> RunRecord {
         RunRecord {
             record_version: RECORD_VERSION,
             tool: ToolInfo::default(),
@@ -162,6 +186,6 @@ impl RunRecord {
     }
 }
 
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }

@@ -89,16 +89,16 @@ pub struct TierUsage {
 /// idle process's ready time on this project's CI machines); one queued
 /// behind another for a core waits a large share, and its level measures
 /// less throughput than its demands allow.
-pub const SHORT_OF_CPU_WAIT: f64 = 0.2;
+pub(crate) const SHORT_OF_CPU_WAIT: f64 = 0.2;
 
 /// And the threads of that process waiting for a CPU at any moment, on
 /// average, at least this many: a nearly idle process's waits for wake-up
 /// are a large share of almost nothing.
-pub const SHORT_OF_CPU_WAITING: f64 = 0.05;
+pub(crate) const SHORT_OF_CPU_WAITING: f64 = 0.05;
 
 /// Cores a hypervisor may take from a server host (steal) before its
 /// level is called short of CPU.
-pub const SHORT_OF_CPU_STEAL: f64 = 0.1;
+pub(crate) const SHORT_OF_CPU_STEAL: f64 = 0.1;
 
 /// Says why a level's servers had less CPU than they asked for, when they
 /// did: the process that waited longest for a CPU past
@@ -106,7 +106,7 @@ pub const SHORT_OF_CPU_STEAL: f64 = 0.1;
 /// ready to run"), and any host whose CPUs a hypervisor took past
 /// [`SHORT_OF_CPU_STEAL`]. The figures of such a level are those of a
 /// busier machine than the one under test, not of the system alone.
-pub fn short_of_cpu(servers: &BTreeMap<String, TierUsage>) -> Option<String> {
+pub(crate) fn short_of_cpu(servers: &BTreeMap<String, TierUsage>) -> Option<String> {
     let mut said = Vec::new();
     // Waiting threads on average = running ones × waited / ran.
     let waiting_threads = |t: &TierUsage, process: &str, share: f64| {

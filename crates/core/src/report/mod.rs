@@ -14,5 +14,5 @@ pub mod csv;
 pub mod html;
 pub mod prometheus;
 pub mod push;
-pub mod svg;
+pub(crate) mod svg;
 pub mod text;

@@ -25,7 +25,7 @@ use prometheus_client::registry::Registry;
 use crate::measure::{ErrorKind, LevelInfo, Tick, TickSink};
 
 /// Upper bounds of the response-time buckets, in seconds (1 ms … 10 s).
-pub const BUCKETS_S: [f64; 13] = [
+pub(crate) const BUCKETS_S: [f64; 13] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
@@ -260,7 +260,7 @@ impl MetricsRegistry {
 
     /// Every series now, for push exporters: the same metrics and values
     /// `/metrics` shows.
-    pub fn snapshot(&self) -> Vec<MetricPoint> {
+    pub(crate) fn snapshot(&self) -> Vec<MetricPoint> {
         let mut points = Vec::new();
         let point = |(name, help): (&'static str, &'static str), labels, value| MetricPoint {
             name,
@@ -310,11 +310,11 @@ impl MetricsRegistry {
         points
     }
 
-    pub fn set_target_rate(&self, rps: f64) {
+    pub(crate) fn set_target_rate(&self, rps: f64) {
         self.target_rate.set(rps);
     }
 
-    pub fn set_active_users(&self, users: u32) {
+    pub(crate) fn set_active_users(&self, users: u32) {
         self.active_users.set(i64::from(users));
     }
 
@@ -336,14 +336,14 @@ impl MetricsRegistry {
     }
 
     /// The metrics in the OpenMetrics text format (ending in `# EOF`).
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
     }
 
-    fn add_tick(&mut self, tick: &Tick) {
+    fn add_tick(&mut self, level: &LevelInfo, tick: &Tick) {
         let names = std::mem::take(&mut self.request_names);
         for (name, stats) in names.iter().zip(&tick.stats.per_request) {
             let errors = stats.errors.total();
@@ -362,12 +362,18 @@ impl MetricsRegistry {
         }
         self.request_names = names;
         self.set_active_users(tick.active_users);
+        // The rate the second just ended was asked for (0 for closed users).
+        let asked = level
+            .rate
+            .as_ref()
+            .map_or(0.0, |shape| shape.rate_at(Duration::from_secs(tick.seq)));
+        self.set_target_rate(asked);
     }
 }
 
 impl TickSink for MetricsRegistry {
-    fn on_tick(&mut self, _level: &LevelInfo, tick: &Tick) {
-        self.add_tick(tick);
+    fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
+        self.add_tick(level, tick);
     }
 }
 
@@ -375,10 +381,10 @@ impl TickSink for MetricsRegistry {
 pub type SharedMetrics = Arc<Mutex<MetricsRegistry>>;
 
 impl TickSink for SharedMetrics {
-    fn on_tick(&mut self, _level: &LevelInfo, tick: &Tick) {
+    fn on_tick(&mut self, level: &LevelInfo, tick: &Tick) {
         self.lock()
             .unwrap_or_else(|e| e.into_inner())
-            .add_tick(tick);
+            .add_tick(level, tick);
     }
 }
 

@@ -16,7 +16,7 @@ const TOP: f64 = 14.0;
 const BOTTOM: f64 = 44.0;
 
 /// One line of a chart.
-pub struct Series {
+pub(crate) struct Series {
     pub name: String,
     /// Colour slot: 0..=5.
     pub colour: usize,
@@ -28,14 +28,14 @@ pub struct Series {
 }
 
 /// A horizontal reference line, e.g. a tier's core count.
-pub struct HLine {
+pub(crate) struct HLine {
     pub y: f64,
     pub label: String,
     pub colour: usize,
 }
 
 /// A vertical marker, e.g. the saturation point.
-pub struct VLine {
+pub(crate) struct VLine {
     pub x: f64,
     pub label: String,
     /// CSS class of the line: `mark` or `bad`.
@@ -43,7 +43,7 @@ pub struct VLine {
 }
 
 /// A shaded x-range, e.g. warm-up or the client-bottleneck region.
-pub struct Band {
+pub(crate) struct Band {
     pub x0: f64,
     pub x1: f64,
     pub label: String,
@@ -52,7 +52,7 @@ pub struct Band {
 }
 
 /// A vertical error bar: the 95% interval around a measured point.
-pub struct ErrorBar {
+pub(crate) struct ErrorBar {
     pub x: f64,
     pub lo: f64,
     pub hi: f64,
@@ -61,13 +61,13 @@ pub struct ErrorBar {
 }
 
 /// A point drawn over the series to single it out.
-pub struct Highlight {
+pub(crate) struct Highlight {
     pub x: f64,
     pub y: f64,
     pub label: String,
 }
 
-pub struct LineChart {
+pub(crate) struct LineChart {
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<Series>,
@@ -82,7 +82,7 @@ pub struct LineChart {
 }
 
 impl LineChart {
-    pub fn new(x_label: &str, y_label: &str) -> LineChart {
+    pub(crate) fn new(x_label: &str, y_label: &str) -> LineChart {
         LineChart {
             x_label: x_label.into(),
             y_label: y_label.into(),
@@ -96,7 +96,7 @@ impl LineChart {
         }
     }
 
-    pub fn render(&self, aria: &str) -> String {
+    pub(crate) fn render(&self, aria: &str) -> String {
         let xs = self
             .series
             .iter()
@@ -239,7 +239,7 @@ impl LineChart {
 
 /// Horizontal bars: one group per category (a request), one bar per key
 /// (a tier) in the group.
-pub struct BarChart {
+pub(crate) struct BarChart {
     pub x_label: String,
     pub categories: Vec<String>,
     pub keys: Vec<String>,
@@ -248,7 +248,7 @@ pub struct BarChart {
 }
 
 impl BarChart {
-    pub fn render(&self, aria: &str) -> String {
+    pub(crate) fn render(&self, aria: &str) -> String {
         let bar = 14.0;
         let gap = 10.0;
         let group = bar * self.keys.len().max(1) as f64 + gap;
@@ -463,7 +463,7 @@ fn f1(v: f64) -> String {
 }
 
 /// A data value: up to three decimals, trailing zeros dropped.
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
@@ -479,7 +479,7 @@ pub(crate) fn fnum(v: f64, decimals: usize) -> String {
 }
 
 /// Escapes text for HTML content, SVG text and attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -507,6 +507,7 @@ mod tests {
             users: 40,
             warmup: Duration::ZERO,
             duration: Duration::from_secs(60),
+            rate: None,
         };
         (0..60).find(|&t| c.on_tick(&info, &tick(t, squares(t)), None))
     }

@@ -10,16 +10,16 @@ use crate::measure::{LevelInfo, Tick, TickSink};
 /// One level's ticks: `(start, end, requests completed)`; kept only when
 /// some agent's readings will be divided by them (a run of hours without
 /// agents holds none).
-pub struct Completions(Vec<(Instant, Instant, u64)>, bool);
+pub(crate) struct Completions(Vec<(Instant, Instant, u64)>, bool);
 
 impl Completions {
-    pub fn new(keep: bool) -> Completions {
+    pub(crate) fn new(keep: bool) -> Completions {
         Completions(Vec::new(), keep)
     }
 
     /// Requests completed between `from` and `to`, each tick's spread
     /// evenly over its interval.
-    pub fn between(&self, from: Instant, to: Instant) -> f64 {
+    pub(crate) fn between(&self, from: Instant, to: Instant) -> f64 {
         self.0
             .iter()
             .map(|&(start, end, requests)| {

@@ -33,7 +33,7 @@ impl LevelController for FixedLevels {
 }
 
 /// A level's measured time when none is given.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_DURATION: Duration = Duration::from_secs(30);
 
 /// What `autoperf run` was asked for; `None` takes the scenario's setting
 /// or the default.

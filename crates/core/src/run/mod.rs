@@ -25,7 +25,7 @@ mod levels;
 pub mod open_capacity;
 pub mod profile;
 mod redo;
-pub mod validity;
+pub(crate) mod validity;
 pub mod vary;
 mod warnings;
 
@@ -41,7 +41,7 @@ use crate::record::{Analysis, LevelRecord, Mode, StopReason};
 use crate::results::ResultsError;
 
 /// How often the agents are read (AutoPerf's profilers report every second).
-pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 
 /// Hears about a run as it goes (the live view, tests).
 pub trait RunObserver: TickSink {
@@ -59,14 +59,6 @@ pub trait RunObserver: TickSink {
     /// told once, before the first level.
     fn watching_lag(&mut self, _latest: crate::profile::latest_lag::LatestLag) {}
 }
-
-/// An observer that ignores everything.
-pub struct Quiet;
-
-impl TickSink for Quiet {
-    fn on_tick(&mut self, _: &LevelInfo, _: &Tick) {}
-}
-impl RunObserver for Quiet {}
 
 /// What a controller wants next.
 #[derive(Debug, Clone, PartialEq)]

@@ -38,10 +38,10 @@ use crate::scenario::{ArrivalSpacing, Scenario};
 use crate::thresholds;
 
 mod generator;
-pub use generator::{generator_bound, GeneratorLimit};
+pub(crate) use generator::generator_bound;
 
 /// The start rate when neither `--rate` nor `arrivals:` gives one.
-pub const DEFAULT_START_RPS: f64 = 10.0;
+pub(crate) const DEFAULT_START_RPS: f64 = 10.0;
 
 /// The longest pause between levels for a backlog to drain.
 const MAX_PAUSE: Duration = Duration::from_secs(30);

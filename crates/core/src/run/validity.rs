@@ -21,14 +21,14 @@ use crate::record::LevelRecord;
 const DOWN_KINDS: [&str; 1] = ["connect_refused"];
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Invalid {
+pub(crate) struct Invalid {
     pub reason: String,
     /// Most errors were connection-level: the target is down.
     pub target_down: bool,
 }
 
 /// Why `level` is not trustworthy, if it is not.
-pub fn judge(level: &LevelRecord, max_error_rate: f64) -> Option<Invalid> {
+pub(crate) fn judge(level: &LevelRecord, max_error_rate: f64) -> Option<Invalid> {
     // A worker or generator process lost mid-level: the level ran with
     // less load than planned, so its figures belong to no load level.
     if let Some(lost) = &level.incomplete {

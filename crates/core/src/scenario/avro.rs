@@ -36,7 +36,7 @@ pub(crate) struct Leaf {
 
 /// The Avro types a text can be encoded as.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LeafKind {
+pub(crate) enum LeafKind {
     Boolean,
     Int,
     Long,
@@ -52,17 +52,17 @@ pub enum LeafKind {
 
 /// A rendered text that does not fit its Avro type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EncodeError;
+pub(crate) struct EncodeError;
 
 impl AvroTemplate {
     /// The templates of its fields.
-    pub fn templates(&self) -> impl Iterator<Item = &Template> {
+    pub(crate) fn templates(&self) -> impl Iterator<Item = &Template> {
         self.leaves.iter().map(|l| &l.template)
     }
 
     /// Appends the Avro binary encoding of one rendering to `out`;
     /// `scratch` holds each leaf's text on the way.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         bindings: &mut impl Bindings,
         out: &mut Vec<u8>,
@@ -122,7 +122,11 @@ fn encode_number(
 }
 
 /// Encodes `text` as an Avro value of type `kind`, appending it to `out`.
-pub fn encode_text(kind: &LeafKind, text: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+pub(crate) fn encode_text(
+    kind: &LeafKind,
+    text: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     let number = || {
         std::str::from_utf8(text)
             .map(str::trim)
@@ -170,7 +174,7 @@ pub fn encode_text(kind: &LeafKind, text: &[u8], out: &mut Vec<u8>) -> Result<()
 }
 
 /// Avro's `long`/`int` encoding: zig-zag, then a base-128 varint.
-pub fn zigzag(n: i64, out: &mut Vec<u8>) {
+pub(crate) fn zigzag(n: i64, out: &mut Vec<u8>) {
     let mut z = ((n << 1) ^ (n >> 63)) as u64;
     while z >= 0x80 {
         out.push((z as u8) | 0x80);
@@ -180,7 +184,7 @@ pub fn zigzag(n: i64, out: &mut Vec<u8>) {
 }
 
 /// Avro `bytes`/`string`: the length, then the bytes.
-pub fn bytes(b: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn bytes(b: &[u8], out: &mut Vec<u8>) {
     zigzag(b.len() as i64, out);
     let _ = out.write_all(b);
 }

@@ -41,7 +41,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A problem with the whole file, such as one that cannot be read.
-    pub fn file(file: PathBuf, message: String) -> Diagnostic {
+    pub(crate) fn file(file: PathBuf, message: String) -> Diagnostic {
         Diagnostic {
             file,
             line: 0,
@@ -108,7 +108,10 @@ impl std::error::Error for Diagnostics {}
 
 /// `did you mean `x`?` when a known name is close enough to `found` to be a
 /// likely typo.
-pub fn did_you_mean<'a>(found: &str, known: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub(crate) fn did_you_mean<'a>(
+    found: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let mut best: Option<(f64, &str)> = None;
     for candidate in known {
         // Jaro-Winkler favours shared prefixes; one edit (or a swap of two

@@ -19,7 +19,7 @@ fn lookup(name: &str) -> Option<String> {
 
 /// `expr`, the inside of `${…}`, when it names the environment: `Some`
 /// with its value, or the error for an unset variable or a bad name.
-pub fn resolve(expr: &str) -> Option<Result<String, (String, Option<String>)>> {
+pub(crate) fn resolve(expr: &str) -> Option<Result<String, (String, Option<String>)>> {
     let rest = expr.trim().strip_prefix("env.")?;
     let (name, default) = match rest.split_once(":-") {
         Some((name, default)) => (name.trim(), Some(default)),
@@ -48,7 +48,7 @@ pub fn resolve(expr: &str) -> Option<Result<String, (String, Option<String>)>> {
 
 /// A setting's text with its `${env.…}` expanded and `$${` made `${`;
 /// errors carry byte offsets into `text`.
-pub fn expand_setting(text: &str) -> Result<String, Vec<TemplateError>> {
+pub(crate) fn expand_setting(text: &str) -> Result<String, Vec<TemplateError>> {
     if !text.contains("${") {
         return Ok(text.to_string());
     }

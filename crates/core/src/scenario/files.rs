@@ -7,15 +7,15 @@ use std::io::Read;
 use std::path::Path;
 
 /// A scenario file: the description of a test, not its data.
-pub const SCENARIO_LIMIT: u64 = 16 << 20;
+pub(crate) const SCENARIO_LIMIT: u64 = 16 << 20;
 /// A CSV feeder file.
-pub const DATA_LIMIT: u64 = 1 << 30;
+pub(crate) const DATA_LIMIT: u64 = 1 << 30;
 /// A certificate, key or schema.
-pub const SMALL_FILE_LIMIT: u64 = 4 << 20;
+pub(crate) const SMALL_FILE_LIMIT: u64 = 4 << 20;
 
 /// Reads `path` whole if it is a regular file of at most `limit` bytes;
 /// the error says which rule it broke, in words for `what` the file is.
-pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, String> {
     let shown = path.display();
     // On a worker: the copy the controller read and shipped.
     if let Some(shipped) = super::sources::replayed_file(path, what) {
@@ -63,7 +63,7 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Stri
 }
 
 /// A size as people read it: `1.0 MiB`, `512 bytes`.
-pub fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),

@@ -12,21 +12,21 @@
 //! every problem found in the file (`autoperf check` prints them all). The
 //! format is described for editors by `schema/scenario.schema.json`.
 
-pub mod avro;
+pub(crate) mod avro;
 pub mod decode;
-pub mod diagnostic;
-pub mod duration;
-pub mod env;
-pub mod files;
+pub(crate) mod diagnostic;
+pub(crate) mod duration;
+pub(crate) mod env;
+pub(crate) mod files;
 pub mod ids;
-pub mod model;
-pub mod overrides;
-pub mod rate;
-pub mod session;
-pub mod sources;
+pub(crate) mod model;
+pub(crate) mod overrides;
+pub(crate) mod rate;
+pub(crate) mod session;
+pub(crate) mod sources;
 pub mod template;
-pub mod threshold;
-pub mod yaml;
+pub(crate) mod threshold;
+pub(crate) mod yaml;
 
 #[cfg(test)]
 mod kafka_tests;
@@ -37,13 +37,15 @@ mod tests;
 
 use std::path::Path;
 
-pub use diagnostic::{Diagnostic, Diagnostics};
+pub(crate) use diagnostic::Diagnostic;
+
+pub use diagnostic::Diagnostics;
 pub use duration::parse_duration;
 pub use model::*;
 pub use overrides::Override;
 pub use rate::parse_per_second;
-pub use session::Cbmg;
-pub use template::{Bindings, Escape, Template};
+pub(crate) use template::Escape;
+pub use template::Template;
 pub use threshold::parse_threshold;
 
 /// Reads and validates a scenario file. CSV paths in `data:` are relative
@@ -69,9 +71,10 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Scenario, Diagno
     parse_with(&text, path, overrides)
 }
 
+#[cfg(test)]
 /// Validates scenario text; `path` names the file in messages and is where
 /// CSV paths are resolved from.
-pub fn parse(text: &str, path: &Path) -> Result<Scenario, Diagnostics> {
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Scenario, Diagnostics> {
     parse_with(text, path, &[])
 }
 

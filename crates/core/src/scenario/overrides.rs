@@ -41,7 +41,7 @@ impl Override {
 }
 
 /// Applies every override in order to `root`; problems as (position, message).
-pub fn apply(root: &mut Node, overrides: &[Override]) -> Vec<(Pos, String)> {
+pub(crate) fn apply(root: &mut Node, overrides: &[Override]) -> Vec<(Pos, String)> {
     let mut errors = Vec::new();
     for (i, o) in overrides.iter().enumerate() {
         let at = Pos {

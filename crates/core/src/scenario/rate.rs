@@ -5,7 +5,7 @@
 /// on one machine (some hundred thousand requests or a few million Kafka
 /// records a second), so a typo such as `1e9/s` is an error, not a run that
 /// spins both cores.
-pub const MAX_RATE_PER_SECOND: f64 = 10_000_000.0;
+pub(crate) const MAX_RATE_PER_SECOND: f64 = 10_000_000.0;
 
 /// Arrivals per second from `text`; positive, finite, at most
 /// `MAX_RATE_PER_SECOND`.

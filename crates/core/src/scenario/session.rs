@@ -16,15 +16,16 @@ pub struct Cbmg {
 }
 
 impl Cbmg {
+    #[cfg(test)]
     /// `transitions[i]` lists the successors of request `i`; the decoder
     /// guarantees probabilities in [0, 1] summing to at most 1.
-    pub fn new(start: RequestId, transitions: Vec<Vec<(RequestId, f64)>>) -> Cbmg {
+    pub(crate) fn new(start: RequestId, transitions: Vec<Vec<(RequestId, f64)>>) -> Cbmg {
         Cbmg::with_entries(vec![(start, 1.0)], transitions)
     }
 
     /// Sessions begin at each of `start` with its probability; the decoder
     /// guarantees a non-empty list summing to 1.
-    pub fn with_entries(
+    pub(crate) fn with_entries(
         start: Vec<(RequestId, f64)>,
         transitions: Vec<Vec<(RequestId, f64)>>,
     ) -> Cbmg {
@@ -33,7 +34,7 @@ impl Cbmg {
 
     /// A session of exactly one visit to `request`, then the end (profiling
     /// mode loads one request type at a time).
-    pub fn single(request: RequestId, n: usize) -> Cbmg {
+    pub(crate) fn single(request: RequestId, n: usize) -> Cbmg {
         Cbmg {
             start: vec![(request, 1.0)],
             transitions: vec![Vec::new(); n],
@@ -41,7 +42,7 @@ impl Cbmg {
     }
 
     /// The one request every session begins with, if there is only one.
-    pub fn only_start(&self) -> Option<RequestId> {
+    pub(crate) fn only_start(&self) -> Option<RequestId> {
         match self.start.as_slice() {
             [(r, _)] => Some(*r),
             _ => None,
@@ -54,7 +55,7 @@ impl Cbmg {
     }
 
     /// The first request of a session, for `u` uniform in [0, 1).
-    pub fn first(&self, u: f64) -> RequestId {
+    pub(crate) fn first(&self, u: f64) -> RequestId {
         let mut cumulative = 0.0;
         for &(r, p) in &self.start {
             cumulative += p;
@@ -72,7 +73,7 @@ impl Cbmg {
 
     /// The request after `from`, for `u` uniform in [0, 1); `None` ends the
     /// session.
-    pub fn next(&self, from: RequestId, u: f64) -> Option<RequestId> {
+    pub(crate) fn next(&self, from: RequestId, u: f64) -> Option<RequestId> {
         let mut cumulative = 0.0;
         for &(to, p) in &self.transitions[from.index()] {
             cumulative += p;
@@ -133,7 +134,7 @@ impl Cbmg {
 
     /// Requests reachable from `start` through transitions of positive
     /// probability (including the starts themselves).
-    pub fn reachable(&self) -> Vec<bool> {
+    pub(crate) fn reachable(&self) -> Vec<bool> {
         let mut seen = vec![false; self.transitions.len()];
         let mut stack: Vec<RequestId> = self
             .start
@@ -156,7 +157,7 @@ impl Cbmg {
 
     /// Requests from which the session can still end (some path of positive
     /// probability leads to a request with an exit probability).
-    pub fn can_end(&self) -> Vec<bool> {
+    pub(crate) fn can_end(&self) -> Vec<bool> {
         let n = self.transitions.len();
         let mut ends: Vec<bool> = (0..n)
             .map(|i| self.exit_probability(RequestId(i as u32)) > 1e-9)

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 /// The inputs one decoding read, as shipped with a worker's job.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Shipped {
+pub(crate) struct Shipped {
     /// Each file by the path decoding resolved (relative paths resolve from
     /// the scenario's path on the controller, which the job carries too).
     #[serde(with = "files_as_base64")]
@@ -44,12 +44,7 @@ impl std::fmt::Debug for Shipped {
     }
 }
 
-impl Shipped {
-    /// Bytes in the shipped files.
-    pub fn bytes(&self) -> u64 {
-        self.files.values().map(|b| b.len() as u64).sum()
-    }
-}
+impl Shipped {}
 
 enum Mode {
     Local,
@@ -63,7 +58,7 @@ thread_local! {
 
 /// Runs `f` (a decoding) and returns what it read from files and the
 /// environment along with its result.
-pub fn record<T>(f: impl FnOnce() -> T) -> (T, Shipped) {
+pub(crate) fn record<T>(f: impl FnOnce() -> T) -> (T, Shipped) {
     let before = MODE.with(|m| m.replace(Mode::Recording(Shipped::default())));
     let out = f();
     let after = MODE.with(|m| m.replace(before));
@@ -74,7 +69,7 @@ pub fn record<T>(f: impl FnOnce() -> T) -> (T, Shipped) {
 }
 
 /// Runs `f` (a decoding) reading files and variables from `shipped` only.
-pub fn replay<T>(shipped: Shipped, f: impl FnOnce() -> T) -> T {
+pub(crate) fn replay<T>(shipped: Shipped, f: impl FnOnce() -> T) -> T {
     let before = MODE.with(|m| m.replace(Mode::Replaying(shipped)));
     let out = f();
     MODE.with(|m| m.replace(before));
@@ -133,7 +128,7 @@ mod files_as_base64 {
     use base64::Engine as _;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn serialize<S: Serializer>(
+    pub(crate) fn serialize<S: Serializer>(
         files: &BTreeMap<PathBuf, Vec<u8>>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
@@ -144,7 +139,7 @@ mod files_as_base64 {
         encoded.serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<BTreeMap<PathBuf, Vec<u8>>, D::Error> {
         let encoded = BTreeMap::<PathBuf, String>::deserialize(d)?;

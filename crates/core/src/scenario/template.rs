@@ -46,7 +46,7 @@ pub enum Escape {
 
 /// A dynamic part of a template.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Dynamic {
+pub(crate) enum Dynamic {
     Random { lo: i64, hi: i64 },
     RandomFloat { lo: f64, hi: f64 },
     NowMs,
@@ -95,7 +95,7 @@ impl Escape {
     /// What `${raw(…)}` does in a template escaped as `self`: verbatim in
     /// bodies (their length is counted after rendering), URI-safe in paths,
     /// still without CR or LF in headers.
-    pub fn raw(self) -> Escape {
+    pub(crate) fn raw(self) -> Escape {
         match self {
             Escape::Path | Escape::Uri => Escape::Uri,
             Escape::Header => Escape::Header,
@@ -106,7 +106,7 @@ impl Escape {
 
 impl Template {
     /// A template without expansions: `text` as it stands.
-    pub fn literal(text: &str) -> Template {
+    pub(crate) fn literal(text: &str) -> Template {
         let mut b = Builder::new(Escape::None);
         b.literal(text.as_bytes());
         b.finish()
@@ -173,7 +173,7 @@ impl Template {
     /// The one expression this template is made of, with no text around
     /// it (`${random(0.0, 100.0)}`): typed encoders take its value as a
     /// number instead of printing and parsing it.
-    pub fn only_dynamic(&self) -> Option<Dynamic> {
+    pub(crate) fn only_dynamic(&self) -> Option<Dynamic> {
         match self.parts[..] {
             [part] if self.text.is_empty() => Some(part.value),
             _ => None,
@@ -181,16 +181,8 @@ impl Template {
     }
 
     /// The feeders this template reads, each once.
-    pub fn feeders(&self) -> impl Iterator<Item = FeederId> + '_ {
+    pub(crate) fn feeders(&self) -> impl Iterator<Item = FeederId> + '_ {
         self.feeders.iter().copied()
-    }
-
-    /// The variables this template reads (possibly repeated).
-    pub fn variables(&self) -> impl Iterator<Item = VarId> + '_ {
-        self.parts.iter().filter_map(|p| match p.value {
-            Dynamic::Var(v) => Some(v),
-            _ => None,
-        })
     }
 }
 
@@ -206,7 +198,7 @@ pub struct Names<'a> {
 
 /// Builds one template out of several pieces (a JSON body is many strings
 /// and the punctuation between them).
-pub struct Builder {
+pub(crate) struct Builder {
     text: Vec<u8>,
     parts: Vec<Part>,
     escape: Escape,
@@ -214,7 +206,7 @@ pub struct Builder {
 
 impl Builder {
     /// `escape` applies to every expansion in the template.
-    pub fn new(escape: Escape) -> Builder {
+    pub(crate) fn new(escape: Escape) -> Builder {
         Builder {
             text: Vec::new(),
             parts: Vec::new(),
@@ -223,13 +215,13 @@ impl Builder {
     }
 
     /// Appends bytes as they are.
-    pub fn literal(&mut self, bytes: &[u8]) {
+    pub(crate) fn literal(&mut self, bytes: &[u8]) {
         self.text.extend_from_slice(bytes);
     }
 
     /// Appends template source; its literal parts are written with
     /// `literal_escape`. Returns every problem found in it.
-    pub fn source(
+    pub(crate) fn source(
         &mut self,
         src: &str,
         literal_escape: Escape,
@@ -325,7 +317,7 @@ impl Builder {
         errors
     }
 
-    pub fn finish(self) -> Template {
+    pub(crate) fn finish(self) -> Template {
         let mut feeders = Vec::new();
         for part in &self.parts {
             if let Dynamic::Column { feeder, .. } = part.value {

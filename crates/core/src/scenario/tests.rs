@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::model::OnMissing;
+use super::template::Bindings;
 use super::*;
 
 /// A fresh directory under the system's temp dir for one test.

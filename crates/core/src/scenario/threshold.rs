@@ -251,7 +251,7 @@ fn parse_metric(text: &str) -> Option<Metric> {
 }
 
 /// `1%` → 0.01, `0.01` → 0.01; in [0, 1].
-pub fn parse_rate(text: &str) -> Option<f64> {
+pub(crate) fn parse_rate(text: &str) -> Option<f64> {
     let value = match text.strip_suffix('%') {
         Some(percent) => percent.trim().parse::<f64>().ok()? / 100.0,
         None => text.parse::<f64>().ok()?,

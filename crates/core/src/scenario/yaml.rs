@@ -20,7 +20,7 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// A position in the source text: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: usize,
     pub column: usize,
 }
@@ -34,7 +34,7 @@ impl Pos {
     }
 
     /// The position `chars` characters further on the same line.
-    pub fn advance(self, chars: usize) -> Pos {
+    pub(crate) fn advance(self, chars: usize) -> Pos {
         Pos {
             line: self.line,
             column: self.column + chars,
@@ -43,7 +43,7 @@ impl Pos {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     Plain,
     /// `'…'` or `"…"`: always a string, never a number or null.
     Quoted,
@@ -52,7 +52,7 @@ pub enum Style {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node {
+pub(crate) enum Node {
     Scalar {
         value: String,
         style: Style,
@@ -70,26 +70,26 @@ pub enum Node {
 
 /// A mapping key: always a scalar here (other keys are rejected).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Key {
+pub(crate) struct Key {
     pub name: String,
     pub pos: Pos,
 }
 
 impl Node {
-    pub fn pos(&self) -> Pos {
+    pub(crate) fn pos(&self) -> Pos {
         match self {
             Node::Scalar { pos, .. } | Node::Seq { pos, .. } | Node::Map { pos, .. } => *pos,
         }
     }
 
     /// YAML's null: `~`, `null` or nothing at all, unquoted.
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(self, Node::Scalar { value, style: Style::Plain, .. }
             if matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
     }
 
     /// The scalar text, if this is a scalar that is not null.
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Node::Scalar { value, .. } if !self.is_null() => Some(value),
             _ => None,
@@ -97,7 +97,7 @@ impl Node {
     }
 
     /// How the node reads in an error message's "found …" part.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             _ if self.is_null() => "nothing".to_string(),
             Node::Scalar { value, .. } => {
@@ -116,14 +116,14 @@ impl Node {
 
 /// A problem found while building the tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct YamlError {
+pub(crate) struct YamlError {
     pub pos: Pos,
     pub message: String,
 }
 
 /// What parsing produced: the root (`None` for an empty document or a syntax
 /// error) and every problem found on the way.
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub root: Option<Node>,
     pub errors: Vec<YamlError>,
 }
@@ -148,10 +148,10 @@ enum Frame {
 
 /// Values (scalars, lists, mappings) a document may hold once its aliases
 /// are expanded: a large scenario holds a few thousand.
-pub const MAX_VALUES: usize = 200_000;
+pub(crate) const MAX_VALUES: usize = 200_000;
 
 /// Parses the document in `text` (a leading byte-order mark is skipped).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {

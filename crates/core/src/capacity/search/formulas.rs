@@ -14,7 +14,7 @@ pub(super) fn ceil_users(n: f64) -> u32 {
 /// `|Λ(mid) − line(mid)| ≤ tolerance × max(Λ(lo), Λ(hi))`, the line through
 /// the two ends (the paper's `(Λ(lo) + Λ(hi))/2` when `mid` is the exact
 /// midpoint; integer midpoints are not always exact).
-pub fn is_linear(
+pub(crate) fn is_linear(
     lo: u32,
     x_lo: f64,
     mid: u32,
@@ -34,7 +34,7 @@ pub fn is_linear(
 
 /// The levels past the top: `top × (1 + step·k)` for `k = 1..=count`,
 /// rounded, strictly increasing, within the user cap.
-pub fn beyond_levels(top: u32, count: u32, step: f64, max_users: u32) -> Vec<u32> {
+pub(crate) fn beyond_levels(top: u32, count: u32, step: f64, max_users: u32) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
     for k in 1..=count {
         let users = ceil_users((top as f64 * (1.0 + step * k as f64)).round());

@@ -10,7 +10,7 @@ impl LevelSearch {
     /// Bottleneck CPU below `ρ_min` (less the slack), or the demand tracker
     /// timed out (2.1.1). Without demands the utilisation is unknown: not
     /// too low.
-    pub fn too_low(&self, o: &LevelOutcome) -> bool {
+    pub(crate) fn too_low(&self, o: &LevelOutcome) -> bool {
         o.load_too_low
             || range::bottleneck_utilisation(o.throughput_rps, &o.demands)
                 .is_some_and(|u| u < self.config.rho_min * RHO_MIN_SLACK)
@@ -56,7 +56,7 @@ impl LevelSearch {
     /// The next level of the minimum search: `N_min` by the utilisation law
     /// from this level's `R` and `τ_b`, at least double, at most `N*` (when
     /// measured demands give one) and the user cap.
-    pub fn next_min_level(&self, o: &LevelOutcome) -> (u32, String) {
+    pub(crate) fn next_min_level(&self, o: &LevelOutcome) -> (u32, String) {
         let doubled = o.users.saturating_mul(2);
         let estimate = range::n_min(
             o.response_time_s,

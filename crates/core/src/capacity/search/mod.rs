@@ -66,14 +66,12 @@ use super::guided;
 use super::overload::OverloadDetector;
 use super::range::TierDemand;
 use crate::scenario::CapacitySettings;
-pub use crate::scenario::SearchStrategy as Strategy;
-pub use formulas::{beyond_levels, is_linear};
+pub(crate) use crate::scenario::SearchStrategy as Strategy;
 use guide::Guidance;
-pub use summary::{Bottleneck, LevelChosen, SearchSummary};
 
 /// Tunables of the search.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SearchConfig {
+pub(crate) struct SearchConfig {
     /// Minimum bottleneck utilisation of the lowest level of the range.
     pub rho_min: f64,
     /// Relative tolerance of the piecewise-linear test.
@@ -98,7 +96,7 @@ pub struct SearchConfig {
 }
 
 impl SearchConfig {
-    pub fn from_settings(s: &CapacitySettings) -> Self {
+    pub(crate) fn from_settings(s: &CapacitySettings) -> Self {
         SearchConfig {
             rho_min: s.rho_min,
             tolerance: s.tolerance,
@@ -122,7 +120,7 @@ impl Default for SearchConfig {
 
 /// A finished level, as the search needs it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LevelOutcome {
+pub(crate) struct LevelOutcome {
     pub users: u32,
     pub throughput_rps: f64,
     /// Mean response time `R(L)`, seconds.
@@ -143,13 +141,13 @@ pub struct LevelOutcome {
 
 /// What to do next.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Run { users: u32, reason: String },
     Done { stop_reason: StopReason },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// The range was covered and the levels past `N*` run.
     Completed,
     /// The power state machine confirmed overload.
@@ -163,7 +161,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StopReason::Completed => "completed",
             StopReason::Overload => "overload",
@@ -210,7 +208,7 @@ struct Pending {
 }
 
 #[derive(Debug, Clone)]
-pub struct LevelSearch {
+pub(crate) struct LevelSearch {
     config: SearchConfig,
     phase: Phase,
     /// Last element is the next work item.
@@ -232,7 +230,7 @@ pub struct LevelSearch {
 }
 
 impl LevelSearch {
-    pub fn new(config: SearchConfig) -> Self {
+    pub(crate) fn new(config: SearchConfig) -> Self {
         let overload = OverloadDetector::new(config.k_ovld);
         LevelSearch {
             config,
@@ -257,7 +255,7 @@ impl LevelSearch {
     /// Rebuilds the search from finished levels, in the order they ran, by
     /// asking and recording exactly as the live run did: the state is a pure
     /// function of the outcomes, so the run resumes with the same levels.
-    pub fn replay(config: SearchConfig, outcomes: &[LevelOutcome]) -> Self {
+    pub(crate) fn replay(config: SearchConfig, outcomes: &[LevelOutcome]) -> Self {
         let mut search = LevelSearch::new(config);
         for o in outcomes {
             let _ = search.next();
@@ -270,7 +268,7 @@ impl LevelSearch {
     /// recording returns the same level, which is why this is not an
     /// `Iterator`: it does not advance until a level is recorded.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Decision {
+    pub(crate) fn next(&mut self) -> Decision {
         loop {
             if let Some(stop_reason) = self.stop {
                 return Decision::Done { stop_reason };
@@ -338,7 +336,7 @@ impl LevelSearch {
 
     /// Takes a finished level. A level the search did not ask for is kept as
     /// data (and never run again) but moves no state.
-    pub fn record(&mut self, outcome: LevelOutcome) {
+    pub(crate) fn record(&mut self, outcome: LevelOutcome) {
         let users = outcome.users;
         let asked = self.pending.as_ref().is_some_and(|p| p.users == users);
         let pending = if asked { self.pending.take() } else { None };
@@ -376,17 +374,14 @@ impl LevelSearch {
         }
     }
 
-    pub fn is_done(&self) -> bool {
-        self.stop.is_some()
-    }
-
     /// The finished levels, in the order they ran.
-    pub fn outcomes(&self) -> impl Iterator<Item = &LevelOutcome> {
+    pub(crate) fn outcomes(&self) -> impl Iterator<Item = &LevelOutcome> {
         self.runs.iter().map(|(o, _)| o)
     }
 
+    #[cfg(test)]
     /// Consecutive overloaded levels so far (the overload machine's state).
-    pub fn overload_state(&self) -> u32 {
+    pub(crate) fn overload_state(&self) -> u32 {
         self.overload.state()
     }
 

@@ -6,13 +6,13 @@ use crate::capacity::range;
 
 /// A level in the order it was run, with why it was chosen.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LevelChosen {
+pub(crate) struct LevelChosen {
     pub users: u32,
     pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bottleneck {
+pub(crate) struct Bottleneck {
     pub tier: String,
     pub process: String,
 }
@@ -20,7 +20,7 @@ pub struct Bottleneck {
 /// What limits a curve where no CPU saturates: the single-server station
 /// the model fitted to the measured levels (`guided.rs`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct HiddenStation {
+pub(crate) struct HiddenStation {
     /// Its fitted demand per request: its throughput bound is `1/D`.
     pub demand_s: f64,
     /// Kleinrock's `N*` of the network with it.
@@ -36,7 +36,7 @@ pub struct HiddenStation {
 
 /// The `analysis` of a capacity run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SearchSummary {
+pub(crate) struct SearchSummary {
     pub n_min: Option<u32>,
     /// Kleinrock's `N*`: of the CPU demands measured last, or of the
     /// network with the hidden station when one limits the curve.
@@ -72,7 +72,7 @@ impl LevelSearch {
     /// be more than `OVERLOADED_UTILISATION` busy by its own demands is
     /// skipped while a lower one exists. Eq. 2's low-load guesses are never
     /// used: `S_low/n` would inflate `N*`.
-    pub fn n_star_estimate(&self) -> Option<f64> {
+    pub(crate) fn n_star_estimate(&self) -> Option<f64> {
         self.best_measured()
             .and_then(|o| range::n_star(o.think_time_s, &o.demands))
     }
@@ -93,7 +93,7 @@ impl LevelSearch {
             .or_else(|| measured().next())
     }
 
-    pub fn summary(&self) -> SearchSummary {
+    pub(crate) fn summary(&self) -> SearchSummary {
         let valid = || {
             self.runs
                 .iter()

@@ -20,11 +20,18 @@ mod place;
 mod processes;
 mod serve;
 
-pub use place::{open_file_limit, place, raise_open_file_limit, Limits, Placement};
-pub(crate) use place::{plan, MAX_PROCESSES};
-pub(crate) use processes::end_shards;
-pub(crate) use serve::forward;
-pub use serve::serve;
+pub use place::open_file_limit;
+
+pub use place::place;
+
+pub use place::raise_open_file_limit;
+
+pub use place::Limits;
+
+pub use place::Placement;
+pub use place::{plan, MAX_PROCESSES};
+pub use processes::end_shards;
+pub use serve::{forward, serve};
 
 use std::net::IpAddr;
 use std::path::PathBuf;

@@ -35,13 +35,13 @@ pub struct Placement {
 }
 
 impl Placement {
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.processes <= 1
     }
 
     /// What the live view says about a spread level (nothing for one
     /// process connecting from any address).
-    pub fn note(&self) -> Option<String> {
+    pub(crate) fn note(&self) -> Option<String> {
         if self.is_local() && (self.addresses.is_empty() || self.automatic) {
             return None;
         }
@@ -101,7 +101,7 @@ pub struct Limits {
 
 impl Limits {
     /// This host's, for this process.
-    pub fn here() -> Limits {
+    pub(crate) fn here() -> Limits {
         Limits {
             open_files: open_file_limit(),
             ports: ephemeral_ports(),
@@ -110,12 +110,12 @@ impl Limits {
 }
 
 /// Generator processes started by themselves at most.
-pub(crate) const MAX_PROCESSES: u32 = 64;
+pub const MAX_PROCESSES: u32 = 64;
 
 /// Chooses processes and source addresses for `connections` on a host
 /// bounded by `limits` (the target's address decides whether loopback
 /// addresses may be added).
-pub(crate) fn plan(
+pub fn plan(
     connections: u32,
     target: Option<std::net::SocketAddr>,
     limits: Limits,

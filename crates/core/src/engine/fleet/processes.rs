@@ -51,7 +51,7 @@ struct Heard {
 }
 
 impl Fleet {
-    pub fn start(
+    pub(crate) fn start(
         level: LevelContext<'_>,
         host: &HostPlan,
         tx: Sender<Snapshot>,
@@ -162,7 +162,7 @@ impl Fleet {
 
     /// Reaps the processes (by now they have ended their output) and says
     /// what went wrong with any of them; an error when none ran at all.
-    pub fn finish(mut self) -> Result<Vec<String>, EngineError> {
+    pub(crate) fn finish(mut self) -> Result<Vec<String>, EngineError> {
         self.done.store(true, Ordering::Relaxed);
         if let Some(watchdog) = self.watchdog.take() {
             let _ = watchdog.join();
@@ -301,7 +301,7 @@ impl Reader {
 /// Ends the shards in `running` (of a process or worker that died) with
 /// an empty last snapshot each, so the level still ends on time with what
 /// they sent so far.
-pub(crate) fn end_shards(running: BTreeSet<usize>, start: Instant, tx: &Sender<Snapshot>) {
+pub fn end_shards(running: BTreeSet<usize>, start: Instant, tx: &Sender<Snapshot>) {
     let seq = start.elapsed().as_secs();
     for shard in running {
         let _ = tx.send(Snapshot {

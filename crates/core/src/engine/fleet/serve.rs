@@ -77,7 +77,7 @@ impl Job {
 /// since the previous one, and what its CPU quota did to its cgroup in
 /// that time, until every shard has ended. A generator process beside it
 /// shares its cgroup: the group's counters already hold that one's.
-pub(crate) fn forward(
+pub fn forward(
     rx: mpsc::Receiver<Snapshot>,
     mut send: impl FnMut(WireSnapshot) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

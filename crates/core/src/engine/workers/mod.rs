@@ -37,7 +37,7 @@ mod plausible;
 mod pool;
 pub mod protocol;
 mod remote;
-pub mod server;
+pub(crate) mod server;
 mod wire;
 
 pub use crate::scenario::WorkerSpec;
@@ -96,14 +96,14 @@ pub struct WorkerShare {
 
 impl WorkerShare {
     /// The p99 lateness of whichever timers it ran, in milliseconds.
-    pub fn lateness_p99_ms(&self) -> Option<f64> {
+    pub(crate) fn lateness_p99_ms(&self) -> Option<f64> {
         let timers = [&self.timer_lateness_ms, &self.arrival_lateness_ms];
         timers.into_iter().flatten().map(|l| l.p99).reduce(f64::max)
     }
 
     /// Whether its CPU quota held it back in a tenth or more of the
     /// measured window's periods.
-    pub fn held_back(&self) -> bool {
+    pub(crate) fn held_back(&self) -> bool {
         match (self.quota_periods, self.quota_throttled_periods) {
             (Some(periods), Some(throttled)) => {
                 crate::measure::cgroup::holds_back(periods, throttled)

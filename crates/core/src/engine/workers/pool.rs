@@ -214,7 +214,7 @@ impl WorkerPool {
     /// `min`: workers to wait for (default: every address listed, or one
     /// behind a DNS name); `start`: workers the first level runs on
     /// (default: all).
-    pub fn new(
+    pub(crate) fn new(
         specs: Vec<WorkerSpec>,
         token: Option<String>,
         min: Option<usize>,
@@ -244,7 +244,7 @@ impl WorkerPool {
 
     /// Speaks TLS to the workers, trusting the CA certificates of
     /// `ca_file` (PEM; its path for messages) for their `--tls-cert`.
-    pub fn with_tls(mut self, ca_file: PemFile) -> Result<WorkerPool, String> {
+    pub(crate) fn with_tls(mut self, ca_file: PemFile) -> Result<WorkerPool, String> {
         let settings = crate::scenario::TlsSettings {
             ca_file: Some(ca_file),
             ..Default::default()
@@ -255,7 +255,7 @@ impl WorkerPool {
     }
 
     /// Workers a level runs on now, at most.
-    pub fn active(&self) -> usize {
+    pub(crate) fn active(&self) -> usize {
         self.active.load(Ordering::Relaxed)
     }
 
@@ -263,7 +263,7 @@ impl WorkerPool {
     /// first N are the same workers as the last level's, whatever order
     /// DNS answered in) and without repeats; and the specs that named
     /// none, each a sentence.
-    pub fn addresses(&self) -> (Vec<SocketAddr>, Vec<String>) {
+    pub(crate) fn addresses(&self) -> (Vec<SocketAddr>, Vec<String>) {
         let mut all = Vec::new();
         let mut troubles = Vec::new();
         let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
@@ -285,19 +285,19 @@ impl WorkerPool {
 
     /// Runs the next levels on `n` workers at least (a resumed analysis
     /// goes on where it had scaled out to).
-    pub fn use_at_least(&self, n: usize) {
+    pub(crate) fn use_at_least(&self, n: usize) {
         self.active.fetch_max(n.max(1), Ordering::Relaxed);
     }
 
     /// Whether a level could run on more workers than now.
-    pub fn can_scale_out(&self) -> bool {
+    pub(crate) fn can_scale_out(&self) -> bool {
         self.active() < self.addresses().0.len()
     }
 
     /// More workers for the next level, because the generator was the
     /// bottleneck: twice as many, at most every worker there is. Returns
     /// (before, after), or `None` when every worker is in use already.
-    pub fn scale_out(&self) -> Option<(usize, usize)> {
+    pub(crate) fn scale_out(&self) -> Option<(usize, usize)> {
         let available = self.addresses().0.len();
         let before = self.active().min(available);
         if before >= available {
@@ -309,12 +309,12 @@ impl WorkerPool {
     }
 
     /// Workers that must answer (`--min-workers`).
-    pub fn min(&self) -> usize {
+    pub(crate) fn min(&self) -> usize {
         self.min
     }
 
     /// How many workers answer now, counting up to `want`.
-    pub fn answering(&self, want: usize) -> usize {
+    pub(crate) fn answering(&self, want: usize) -> usize {
         let (addrs, _) = self.addresses();
         match self.connect_all(&addrs, want) {
             Ok((links, _)) => links.into_iter().map(Link::bye).count(),
@@ -325,7 +325,7 @@ impl WorkerPool {
     /// Waits (up to `READY_TIMEOUT`, or until `stop`) for `min` workers to
     /// answer, checks each reaches the target, and describes them. A
     /// worker that refuses us (token, version) fails at once.
-    pub fn wait_ready(
+    pub(crate) fn wait_ready(
         &self,
         scenario: &Scenario,
         stop: &StopSignal,

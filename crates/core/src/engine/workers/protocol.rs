@@ -33,14 +33,12 @@ use serde::{Deserialize, Serialize};
 use crate::engine::fleet::{Job, Limits, ScenarioSource};
 use crate::measure::wire::WireSnapshot;
 
-pub const PROTOCOL: &str = "autoperf-worker";
+pub(crate) const PROTOCOL: &str = "autoperf-worker";
 /// Bumped whenever a message changes meaning: both sides must agree.
 pub const VERSION: u32 = 1;
-/// The port a worker listens on unless told otherwise.
-pub const DEFAULT_PORT: u16 = 7420;
 
 /// autoperf's own version, named when the protocol versions differ.
-pub fn release() -> String {
+pub(crate) fn release() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 

@@ -31,7 +31,7 @@ use connect::SharedH2;
 use exchange::decode_body;
 
 /// HTTP over keep-alive TCP (or TLS) connections.
-pub struct HttpTransport {
+pub(crate) struct HttpTransport {
     addr: SocketAddr,
     base: BaseUrl,
     cookies: CookiePolicy,
@@ -52,7 +52,7 @@ pub struct HttpTransport {
     max_body: usize,
 }
 
-pub struct HttpSession {
+pub(crate) struct HttpSession {
     conn: Option<http1::Connection>,
     /// The HTTP/2 connection this user shares (unset for HTTP/1.1).
     h2: Option<Arc<SharedH2>>,
@@ -72,7 +72,7 @@ pub struct HttpSession {
 }
 
 impl HttpTransport {
-    pub fn new(scenario: &Scenario, base: &BaseUrl) -> Result<HttpTransport, TargetError> {
+    pub(crate) fn new(scenario: &Scenario, base: &BaseUrl) -> Result<HttpTransport, TargetError> {
         let authority = base.authority();
         let addr = (base.host.as_str(), base.port)
             .to_socket_addrs()
@@ -131,20 +131,24 @@ impl HttpTransport {
 
     /// Connections come from `local` (addresses of this host) in turn,
     /// beginning with the one at `first`.
-    pub fn with_local_addresses(mut self, local: Vec<IpAddr>, first: usize) -> HttpTransport {
+    pub(crate) fn with_local_addresses(
+        mut self,
+        local: Vec<IpAddr>,
+        first: usize,
+    ) -> HttpTransport {
         self.next_local = std::cell::Cell::new(first);
         self.local = local;
         self
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Opens and closes one connection (with its TLS handshake), so a run
     /// against a dead target, or one whose certificate will not verify,
     /// fails at once with a clear message instead of counting errors.
-    pub async fn probe(&self) -> Result<(), TargetError> {
+    pub(crate) async fn probe(&self) -> Result<(), TargetError> {
         match self.open(true).await.0 {
             Ok(_) => Ok(()),
             Err(f) if f.tls => Err(TargetError::Tls {

@@ -17,7 +17,7 @@ const XERIAL_HEADER: [u8; 16] = [
 const XERIAL_BLOCK: usize = 32 * 1024;
 
 /// The batch attributes' codec bits.
-pub fn attribute(codec: Compression) -> i16 {
+pub(crate) fn attribute(codec: Compression) -> i16 {
     match codec {
         Compression::None => 0,
         Compression::Gzip => 1,
@@ -30,7 +30,7 @@ pub fn attribute(codec: Compression) -> i16 {
 /// Compresses `input` into `out` (cleared first). `level`: the codec's
 /// own scale (gzip 1–9, zstd 1–22), `None` for its default (gzip 6, zstd
 /// 3, as Java's producer).
-pub fn compress(codec: Compression, level: Option<i32>, input: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn compress(codec: Compression, level: Option<i32>, input: &[u8], out: &mut Vec<u8>) {
     out.clear();
     match codec {
         Compression::None => out.extend_from_slice(input),

@@ -56,7 +56,7 @@ pub struct ConsumerSpec {
 }
 
 /// What a worker does with a fetch's records: their count.
-pub type Process = Arc<dyn Fn(u64) + Send + Sync>;
+pub(crate) type Process = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// Runs the group's workers until `stop` is set; each commits what it
 /// processed before it returns.

@@ -11,7 +11,7 @@ use super::wire;
 
 /// A group's lag at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupLag {
+pub(crate) struct GroupLag {
     /// Records written and not yet committed, over its partitions.
     pub records: u64,
     /// Partitions with a committed offset.
@@ -21,7 +21,7 @@ pub struct GroupLag {
 /// Why a group's lag could not be read: worded for a warning or an error
 /// that names the group and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LagError {
+pub(crate) enum LagError {
     /// The group has committed no offset (it does not exist, or its
     /// consumers have not committed yet).
     NoCommits,
@@ -53,7 +53,7 @@ fn open_failed(addr: &str, e: OpenError) -> LagError {
 }
 
 /// Reads `group`'s lag once.
-pub async fn read_lag(config: &Config, group: &str) -> Result<GroupLag, LagError> {
+pub(crate) async fn read_lag(config: &Config, group: &str) -> Result<GroupLag, LagError> {
     let client = &config.client_id;
     let coordinator = find_coordinator(config, group).await?;
     let mut conn = open(&coordinator, config)

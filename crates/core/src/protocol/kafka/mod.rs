@@ -30,7 +30,7 @@
 
 mod codec;
 pub mod consumer;
-pub mod lag;
+pub(crate) mod lag;
 mod producer;
 mod sasl;
 /// Public for the fuzzer (fuzz/), which feeds its decoders arbitrary bytes.
@@ -39,7 +39,7 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use self::producer::Config;
+pub(crate) use self::producer::Config;
 use self::producer::{Producer, Security};
 use super::registry;
 use super::{failed, CallOutcome, Fired, TargetError, Transport};
@@ -54,7 +54,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The scenario's `produce` requests, ready to render: shared by every
 /// shard's transport.
-pub struct ProducePlans {
+pub(crate) struct ProducePlans {
     plans: Vec<ProducePlan>,
     /// Every topic produced to, once each.
     topics: Vec<String>,
@@ -72,7 +72,7 @@ struct ProducePlan {
 impl ProducePlans {
     /// Plans every request; registers Avro schemas with their registry
     /// first, which is why this can fail.
-    pub fn new(scenario: &Scenario) -> Result<Arc<ProducePlans>, TargetError> {
+    pub(crate) fn new(scenario: &Scenario) -> Result<Arc<ProducePlans>, TargetError> {
         let mut plans = Vec::with_capacity(scenario.requests.len());
         let mut topics: Vec<String> = Vec::new();
         for request in &scenario.requests {
@@ -195,19 +195,19 @@ pub fn config(kafka: &KafkaTarget, timeout: Duration) -> Result<Arc<Config>, Tar
 
 /// One shard's producer and the requests it sends. Built on the shard's
 /// own thread: the producer lives there.
-pub struct KafkaTransport {
+pub(crate) struct KafkaTransport {
     producer: Producer,
     plans: Arc<ProducePlans>,
 }
 
-pub struct KafkaSession {
+pub(crate) struct KafkaSession {
     key: Vec<u8>,
     value: Vec<u8>,
     scratch: Vec<u8>,
 }
 
 impl KafkaTransport {
-    pub fn new(config: Arc<Config>, plans: Arc<ProducePlans>, seed: u64) -> KafkaTransport {
+    pub(crate) fn new(config: Arc<Config>, plans: Arc<ProducePlans>, seed: u64) -> KafkaTransport {
         KafkaTransport {
             producer: Producer::new(config, plans.topics.clone(), seed),
             plans,
@@ -217,7 +217,7 @@ impl KafkaTransport {
 
 /// Asks the cluster for the topics' metadata (creating them where the
 /// broker auto-creates topics), so a wrong address fails the run at once.
-pub fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError> {
+pub(crate) fn probe(scenario: &Scenario, kafka: &KafkaTarget) -> Result<(), TargetError> {
     let plans = ProducePlans::new(scenario)?;
     let wait = scenario.target.timeout.min(PROBE_TIMEOUT);
     let mut config = (*config(kafka, wait)?).clone();

@@ -29,7 +29,7 @@ use crate::scenario::{SaslMechanism, SaslSettings};
 const ITERATIONS: std::ops::RangeInclusive<u32> = 4096..=16_384;
 
 /// One authentication, message by message.
-pub enum Exchange {
+pub(crate) enum Exchange {
     Plain {
         message: Vec<u8>,
     },
@@ -41,7 +41,7 @@ pub enum Exchange {
     Scram(Scram),
 }
 
-pub struct Scram {
+pub(crate) struct Scram {
     hash: Hash,
     username: String,
     password: String,
@@ -58,7 +58,7 @@ struct Hash {
 }
 
 impl Exchange {
-    pub fn new(sasl: &SaslSettings) -> Exchange {
+    pub(crate) fn new(sasl: &SaslSettings) -> Exchange {
         let hash = match sasl.mechanism {
             SaslMechanism::Plain => {
                 let mut message = vec![0];
@@ -99,7 +99,7 @@ impl Exchange {
     }
 
     /// The client's first message.
-    pub fn first(&self) -> Vec<u8> {
+    pub(crate) fn first(&self) -> Vec<u8> {
         match self {
             Exchange::Plain { message } | Exchange::OAuthBearer { message, .. } => message.clone(),
             Exchange::Scram(s) => format!("n,,{}", s.first_bare()).into_bytes(),
@@ -108,7 +108,7 @@ impl Exchange {
 
     /// The client's answer to the server's message `server`, or `None`
     /// when the exchange is over; an error says what the server got wrong.
-    pub fn next(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn next(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, String> {
         match self {
             Exchange::Plain { .. } => Ok(None),
             // RFC 7628 3.2.2: an error from the server is answered with a

@@ -26,7 +26,7 @@ const SASL_AUTHENTICATE: i16 = 36;
 const SASL_AUTHENTICATE_VERSION: i16 = 1;
 
 /// Bytes of a v2 record batch before its first record.
-pub const BATCH_HEADER: usize = 61;
+pub(crate) const BATCH_HEADER: usize = 61;
 
 /// Starts a request in `out`: the size (patched by `finish_request`) and
 /// the header.
@@ -51,7 +51,7 @@ fn put_string(out: &mut Vec<u8>, s: &str) {
 
 /// A Metadata v4 request for `topics`, creating them where the broker
 /// auto-creates topics.
-pub fn metadata_request(out: &mut Vec<u8>, correlation: i32, client: &str, topics: &[&str]) {
+pub(crate) fn metadata_request(out: &mut Vec<u8>, correlation: i32, client: &str, topics: &[&str]) {
     let start = out.len();
     begin_request(out, METADATA, METADATA_VERSION, correlation, client);
     out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
@@ -64,7 +64,12 @@ pub fn metadata_request(out: &mut Vec<u8>, correlation: i32, client: &str, topic
 
 /// A SaslHandshake v1 request: the mechanism the client will use (then
 /// SaslAuthenticate requests carry its exchange, per KIP-152).
-pub fn sasl_handshake_request(out: &mut Vec<u8>, correlation: i32, client: &str, mechanism: &str) {
+pub(crate) fn sasl_handshake_request(
+    out: &mut Vec<u8>,
+    correlation: i32,
+    client: &str,
+    mechanism: &str,
+) {
     let start = out.len();
     begin_request(
         out,
@@ -78,7 +83,12 @@ pub fn sasl_handshake_request(out: &mut Vec<u8>, correlation: i32, client: &str,
 }
 
 /// A SaslAuthenticate v1 request carrying one client message.
-pub fn sasl_authenticate_request(out: &mut Vec<u8>, correlation: i32, client: &str, bytes: &[u8]) {
+pub(crate) fn sasl_authenticate_request(
+    out: &mut Vec<u8>,
+    correlation: i32,
+    client: &str,
+    bytes: &[u8],
+) {
     let start = out.len();
     begin_request(
         out,
@@ -163,12 +173,12 @@ pub struct Sequenced {
 }
 
 /// Kafka's DUPLICATE_SEQUENCE_NUMBER: the batch was written before.
-pub const DUPLICATE_SEQUENCE: i16 = 46;
+pub(crate) const DUPLICATE_SEQUENCE: i16 = 46;
 
 /// Error codes after which a producer id's sequences are out of step with
 /// the broker (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
 /// UNKNOWN_PRODUCER_ID): only a new epoch or a new id brings them back.
-pub fn sequence_lost(code: i16) -> bool {
+pub(crate) fn sequence_lost(code: i16) -> bool {
     matches!(code, 45 | 47 | 59)
 }
 
@@ -296,7 +306,7 @@ fn varint_len(v: i64) -> usize {
 
 /// The Java client's `Utils.murmur2`: keyed records go to partition
 /// `(murmur2(key) & 0x7fffffff) % partitions`, as any Java producer puts them.
-pub fn murmur2(data: &[u8]) -> u32 {
+pub(crate) fn murmur2(data: &[u8]) -> u32 {
     const M: u32 = 0x5bd1_e995;
     let mut h: u32 = 0x9747_b28c ^ data.len() as u32;
     let mut chunks = data.chunks_exact(4);
@@ -326,19 +336,19 @@ pub fn murmur2(data: &[u8]) -> u32 {
 /// The largest response autoperf reads: a broker announcing more is not
 /// answering a producer (Produce and Metadata answers are kilobytes), and
 /// believing it would buffer up to 2 GiB.
-pub const MAX_RESPONSE: usize = 64 << 20;
+pub(crate) const MAX_RESPONSE: usize = 64 << 20;
 
 /// A malformed or unexpected response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed;
 
 /// Reads a response body field by field.
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     buf: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(buf: &'a [u8]) -> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
         Reader { buf }
     }
 
@@ -351,11 +361,11 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    pub fn i16(&mut self) -> Result<i16, Malformed> {
+    pub(crate) fn i16(&mut self) -> Result<i16, Malformed> {
         Ok(i16::from_be_bytes(self.take(2)?.try_into().unwrap()))
     }
 
-    pub fn i32(&mut self) -> Result<i32, Malformed> {
+    pub(crate) fn i32(&mut self) -> Result<i32, Malformed> {
         Ok(i32::from_be_bytes(self.take(4)?.try_into().unwrap()))
     }
 
@@ -479,17 +489,17 @@ pub fn produce_response(
 }
 
 /// Kafka error codes that mean "ask for the metadata again".
-pub fn stale_metadata(code: i16) -> bool {
+pub(crate) fn stale_metadata(code: i16) -> bool {
     // UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
     matches!(code, 3 | 5 | 6)
 }
 
 /// Kafka's REQUEST_TIMED_OUT.
-pub const REQUEST_TIMED_OUT: i16 = 7;
+pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
 
 /// What a retriable error code says of the batch it answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retriable {
+pub(crate) enum Retriable {
     /// The broker did not write it: sent again, it is written once.
     NotWritten,
     /// The broker may have written it (it timed out waiting for replicas,
@@ -499,7 +509,7 @@ pub enum Retriable {
 
 /// Whether a Produce error code is worth sending the batch again, as
 /// Java's producer judges (the codes of its `RetriableException`s).
-pub fn retriable(code: i16) -> Option<Retriable> {
+pub(crate) fn retriable(code: i16) -> Option<Retriable> {
     match code {
         // UNKNOWN_TOPIC_OR_PARTITION (metadata still settling),
         // LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
@@ -514,8 +524,8 @@ pub fn retriable(code: i16) -> Option<Retriable> {
 
 mod fetch;
 mod offsets;
-pub use fetch::*;
-pub use offsets::*;
+pub(crate) use fetch::*;
+pub(crate) use offsets::*;
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ use crate::report::svg::{Band, ErrorBar, HLine, Highlight, LineChart, Series, VL
 
 /// One row of `timeseries.csv`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SeriesRow {
+pub(crate) struct SeriesRow {
     /// Seconds since the run started, at the end of the row's interval.
     pub t_s: f64,
     /// The level index (as in `LevelRecord::level`).

@@ -22,7 +22,7 @@ mod prediction;
 mod rates;
 mod tables;
 
-pub use charts::SeriesRow;
+pub(crate) use charts::SeriesRow;
 pub(crate) use figure::{figure, Key};
 pub(crate) use tables::{head as table_head, row as table_row};
 
@@ -71,7 +71,7 @@ pub enum ReportError {
 
 /// Reads `timeseries.csv`; a missing file is an empty series (a run
 /// stopped before its first second still gets a report).
-pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
+pub(crate) fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
     let Some(text) = crate::results::read_results_file_if_there(path)? else {
         return Ok(Vec::new());
     };
@@ -87,7 +87,7 @@ pub fn read_series(path: &Path) -> Result<Vec<SeriesRow>, ReportError> {
 /// Reads `lag_series.csv` (`window_s,level,group,lag_records`); a
 /// missing file is no readings (no lag was watched). A group's name may
 /// hold commas: it is what lies between the second comma and the last.
-pub fn read_lag_series(path: &Path) -> Result<Vec<LagReading>, ReportError> {
+pub(crate) fn read_lag_series(path: &Path) -> Result<Vec<LagReading>, ReportError> {
     let Some(text) = crate::results::read_results_file_if_there(path)? else {
         return Ok(Vec::new());
     };
@@ -145,7 +145,7 @@ fn read_prediction(dir: &Path) -> Result<Option<Prediction>, ReportError> {
 
 /// The whole page: the record, its time series and consumer-lag readings;
 /// `prediction`: the queueing model of these results.
-pub fn render(
+pub(crate) fn render(
     record: &RunRecord,
     series: &[SeriesRow],
     lag: &[LagReading],

@@ -27,6 +27,7 @@ fn level() -> LevelInfo {
         users: 7,
         warmup: Duration::ZERO,
         duration: Duration::from_secs(10),
+        rate: None,
     }
 }
 

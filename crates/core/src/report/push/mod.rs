@@ -116,7 +116,7 @@ impl PushTarget {
         })
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}{}", self.base.origin(), self.target)
     }
 

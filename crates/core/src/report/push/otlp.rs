@@ -15,7 +15,7 @@ use prost::Message;
 use super::super::prometheus::{MetricPoint, MetricValue};
 use super::RunLabels;
 
-pub const CONTENT_TYPE: &str = "application/x-protobuf";
+pub(crate) const CONTENT_TYPE: &str = "application/x-protobuf";
 
 fn attribute(key: &str, value: String) -> KeyValue {
     KeyValue {
@@ -131,7 +131,7 @@ pub fn export_request(
     }
 }
 
-pub fn body(request: &ExportMetricsServiceRequest) -> Vec<u8> {
+pub(crate) fn body(request: &ExportMetricsServiceRequest) -> Vec<u8> {
     request.encode_to_vec()
 }
 

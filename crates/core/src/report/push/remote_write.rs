@@ -39,8 +39,8 @@ pub struct Sample {
     pub timestamp: i64,
 }
 
-pub const CONTENT_TYPE: &str = "application/x-protobuf";
-pub const HEADERS: &[(&str, &str)] = &[
+pub(crate) const CONTENT_TYPE: &str = "application/x-protobuf";
+pub(crate) const HEADERS: &[(&str, &str)] = &[
     ("Content-Encoding", "snappy"),
     ("X-Prometheus-Remote-Write-Version", "0.1.0"),
 ];
@@ -104,7 +104,7 @@ pub fn write_request(points: &[MetricPoint], run: &RunLabels, now_ms: i64) -> Wr
 }
 
 /// The request body: the protobuf, snappy block-compressed.
-pub fn body(request: &WriteRequest) -> Vec<u8> {
+pub(crate) fn body(request: &WriteRequest) -> Vec<u8> {
     snap::raw::Encoder::new()
         .compress_vec(&request.encode_to_vec())
         .expect("snappy compresses any input that fits in memory")

@@ -15,7 +15,7 @@ const GENERATOR_CPU_LIMIT: f64 = 0.95;
 const THROTTLED_SHARE: f64 = 0.01;
 
 /// Why the generator, not the system, may have limited a level.
-pub enum GeneratorLimit {
+pub(crate) enum GeneratorLimit {
     /// Arrivals left the scheduler later than scheduling noise explains
     /// (the pacer runs before any connection is asked for, so a slow
     /// server cannot make it late). Arrivals that waited for an in-flight
@@ -43,7 +43,7 @@ pub enum GeneratorLimit {
 }
 
 impl GeneratorLimit {
-    pub fn why(&self) -> String {
+    pub(crate) fn why(&self) -> String {
         match self {
             GeneratorLimit::Late { p99_ms, .. } => {
                 format!("arrivals left the generator late (p99 {p99_ms:.1} ms past their time)")
@@ -73,7 +73,13 @@ impl GeneratorLimit {
     /// even while a shared machine made a few arrivals late by tens of
     /// milliseconds: that level is the system's failure and its capacity,
     /// not the generator's limit.
-    pub fn explains(&self, slo: &ThresholdResult, rate: f64, delivered: f64, secs: f64) -> bool {
+    pub(crate) fn explains(
+        &self,
+        slo: &ThresholdResult,
+        rate: f64,
+        delivered: f64,
+        secs: f64,
+    ) -> bool {
         // What it can add to a latency, and the time whose arrivals it
         // can have taken from the delivered rate.
         let (added_ms, lost_ms) = match *self {
@@ -112,7 +118,7 @@ impl GeneratorLimit {
 /// Why the generator may have limited a level, if it may have: its CPU
 /// (its quota's, under one) all but spent; its quota holding it back at
 /// times; arrivals sent late.
-pub fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
+pub(crate) fn generator_bound(level: &LevelRecord) -> Option<GeneratorLimit> {
     let quota = level.client.cpu_quota.as_ref();
     let cores = quota.map_or(level.client.cores.max(1) as f64, |q| {
         q.cores.min(level.client.cores.max(1) as f64)

@@ -1,3 +1,4 @@
+use super::generator::GeneratorLimit;
 use super::*;
 
 fn slo(source: &str, actual: f64, bound: f64, unit: Unit) -> ThresholdResult {

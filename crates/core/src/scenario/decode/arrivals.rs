@@ -15,10 +15,10 @@ use super::super::rate::parse_per_second;
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 
-pub const ARRIVALS_KEYS: &[&str] = &["rate", "stages", "spacing", "max_in_flight"];
-pub const STAGE_KEYS: &[&str] = &["rate", "for"];
+pub(crate) const ARRIVALS_KEYS: &[&str] = &["rate", "stages", "spacing", "max_in_flight"];
+pub(crate) const STAGE_KEYS: &[&str] = &["rate", "for"];
 
-pub fn decode_arrivals(ctx: &mut Ctx, node: &Node) -> Option<Arrivals> {
+pub(crate) fn decode_arrivals(ctx: &mut Ctx, node: &Node) -> Option<Arrivals> {
     let fields = ctx.map(node, "`arrivals`", ARRIVALS_KEYS)?;
     let rate = fields.get("rate").map(|n| rate(ctx, n));
     let stages = fields.get("stages").map(|n| stages(ctx, n));

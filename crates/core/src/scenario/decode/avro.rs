@@ -18,10 +18,10 @@ use super::super::yaml::{Node, Style};
 use super::ctx::Ctx;
 use super::url::parse_plain_base_url;
 
-pub const AVRO_KEYS: &[&str] = &["schema", "schema_file", "registry", "schema_id", "record"];
-pub const REGISTRY_KEYS: &[&str] = &["url", "subject"];
+pub(crate) const AVRO_KEYS: &[&str] = &["schema", "schema_file", "registry", "schema_id", "record"];
+pub(crate) const REGISTRY_KEYS: &[&str] = &["url", "subject"];
 
-pub fn decode_avro(
+pub(crate) fn decode_avro(
     ctx: &mut Ctx,
     node: &Node,
     names: &Names,

@@ -5,7 +5,7 @@ use super::super::model::{CapacitySettings, SearchStrategy};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 
-pub const CAPACITY_KEYS: &[&str] = &[
+pub(crate) const CAPACITY_KEYS: &[&str] = &[
     "epsilon",
     "rho_min",
     "tolerance",

@@ -6,7 +6,7 @@ use super::super::template::{Escape, Names};
 use super::super::yaml::Node;
 use super::ctx::{compile_regex, template, Ctx};
 
-pub const CHECK_KEYS: &[&str] = &["status", "body_contains", "body_regex", "header", "json"];
+pub(crate) const CHECK_KEYS: &[&str] = &["status", "body_contains", "body_regex", "header", "json"];
 
 /// `check: {status: [200, 302], body_contains, body_regex, header: {Name:
 /// regex}, json: {"$.path": value}}`.

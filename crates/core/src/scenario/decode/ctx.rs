@@ -16,7 +16,7 @@ use super::super::threshold::parse_rate;
 use super::super::yaml::{Key, Node, Pos, Style};
 
 /// The error collector and typed accessors shared by the decoders.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub file: &'a Path,
     pub text: &'a str,
     pub errors: Vec<Diagnostic>,
@@ -26,7 +26,7 @@ pub struct Ctx<'a> {
 }
 
 /// A mapping whose keys have been checked against the known ones.
-pub struct Fields<'n> {
+pub(crate) struct Fields<'n> {
     pub pos: Pos,
     pub entries: &'n [(Key, Node)],
     /// How the mapping is named in messages, e.g. "`target`".
@@ -35,7 +35,7 @@ pub struct Fields<'n> {
 
 impl<'n> Fields<'n> {
     /// The value of `key`, treating an explicit null like an absent key.
-    pub fn get(&self, key: &str) -> Option<&'n Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'n Node> {
         self.entries
             .iter()
             .find(|(k, _)| k.name == key)
@@ -43,7 +43,7 @@ impl<'n> Fields<'n> {
             .filter(|v| !v.is_null())
     }
 
-    pub fn key(&self, key: &str) -> Option<&'n Key> {
+    pub(crate) fn key(&self, key: &str) -> Option<&'n Key> {
         self.entries
             .iter()
             .find(|(k, _)| k.name == key)
@@ -52,7 +52,7 @@ impl<'n> Fields<'n> {
 
     /// The value of a key that must be there; reports its absence at the
     /// mapping.
-    pub fn required(&self, ctx: &mut Ctx, key: &str) -> Option<&'n Node> {
+    pub(crate) fn required(&self, ctx: &mut Ctx, key: &str) -> Option<&'n Node> {
         let value = self.get(key);
         if value.is_none() {
             ctx.error(
@@ -65,11 +65,16 @@ impl<'n> Fields<'n> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn error(&mut self, pos: Pos, message: impl Into<String>) {
+    pub(crate) fn error(&mut self, pos: Pos, message: impl Into<String>) {
         self.error_hint(pos, message, None);
     }
 
-    pub fn error_hint(&mut self, pos: Pos, message: impl Into<String>, hint: Option<String>) {
+    pub(crate) fn error_hint(
+        &mut self,
+        pos: Pos,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) {
         let mut message = message.into();
         if pos.line == 0 {
             if let Some(set) = pos
@@ -96,13 +101,18 @@ impl<'a> Ctx<'a> {
     }
 
     /// Reports a name that is not among `known`, with a close match if any.
-    pub fn unknown(&mut self, pos: Pos, message: String, found: &str, known: &[&str]) {
+    pub(crate) fn unknown(&mut self, pos: Pos, message: String, found: &str, known: &[&str]) {
         let hint = did_you_mean(found, known.iter().copied());
         self.error_hint(pos, message, hint);
     }
 
     /// `node` as a mapping, with an error for each key not in `known`.
-    pub fn map<'n>(&mut self, node: &'n Node, what: &str, known: &[&str]) -> Option<Fields<'n>> {
+    pub(crate) fn map<'n>(
+        &mut self,
+        node: &'n Node,
+        what: &str,
+        known: &[&str],
+    ) -> Option<Fields<'n>> {
         let Node::Map { entries, pos } = node else {
             self.error(
                 node.pos(),
@@ -129,7 +139,11 @@ impl<'a> Ctx<'a> {
     }
 
     /// `node` as a mapping whose keys are names chosen by the user.
-    pub fn named_map<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [(Key, Node)]> {
+    pub(crate) fn named_map<'n>(
+        &mut self,
+        node: &'n Node,
+        what: &str,
+    ) -> Option<&'n [(Key, Node)]> {
         match node {
             Node::Map { entries, .. } => Some(entries),
             _ if node.is_null() => Some(&[]),
@@ -143,7 +157,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
+    pub(crate) fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
         match node {
             Node::Seq { items, .. } => Some(items),
             _ => {
@@ -156,7 +170,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn string(&mut self, node: &Node, what: &str) -> Option<String> {
+    pub(crate) fn string(&mut self, node: &Node, what: &str) -> Option<String> {
         match node {
             Node::Scalar { value, .. } if !node.is_null() => Some(value.clone()),
             _ => {
@@ -171,7 +185,7 @@ impl<'a> Ctx<'a> {
 
     /// A setting's text (not a template): `${env.NAME}` expanded, an unset
     /// variable reported at its column.
-    pub fn setting(&mut self, node: &Node, what: &str) -> Option<String> {
+    pub(crate) fn setting(&mut self, node: &Node, what: &str) -> Option<String> {
         let text = self.string(node, what)?;
         match super::super::env::expand_setting(&text) {
             Ok(value) => Some(value),
@@ -182,7 +196,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn duration(&mut self, node: &Node) -> Option<Duration> {
+    pub(crate) fn duration(&mut self, node: &Node) -> Option<Duration> {
         let Some(text) = node.as_str() else {
             self.error(
                 node.pos(),
@@ -199,7 +213,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// An integer of at least `min`.
-    pub fn integer(&mut self, node: &Node, min: u64, what: &str) -> Option<u64> {
+    pub(crate) fn integer(&mut self, node: &Node, min: u64, what: &str) -> Option<u64> {
         match node.as_str().and_then(|s| s.trim().parse::<u64>().ok()) {
             Some(n) if n >= min => Some(n),
             _ => {
@@ -213,7 +227,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A size in bytes of at least `min`: `4MiB`, `512KiB`, `1GB`, `65536`.
-    pub fn byte_size(&mut self, node: &Node, min: u64, what: &str) -> Option<u64> {
+    pub(crate) fn byte_size(&mut self, node: &Node, min: u64, what: &str) -> Option<u64> {
         let parsed = node
             .as_str()
             .and_then(|s| s.trim().parse::<bytesize::ByteSize>().ok())
@@ -232,7 +246,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A fraction in [0, 1], written `0.1` or `10%`.
-    pub fn fraction(&mut self, node: &Node, what: &str) -> Option<f64> {
+    pub(crate) fn fraction(&mut self, node: &Node, what: &str) -> Option<f64> {
         let value = node.as_str().and_then(|s| parse_rate(s.trim()));
         if value.is_none() {
             self.error(
@@ -248,7 +262,12 @@ impl<'a> Ctx<'a> {
 }
 
 /// The id of the request `node` names, or a reported error.
-pub fn lookup_request(ctx: &mut Ctx, node: &Node, names: &[&str], what: &str) -> Option<RequestId> {
+pub(crate) fn lookup_request(
+    ctx: &mut Ctx,
+    node: &Node,
+    names: &[&str],
+    what: &str,
+) -> Option<RequestId> {
     let name = ctx.string(node, &format!("a request name for the {what}"))?;
     match names.iter().position(|n| *n == name) {
         Some(i) => Some(RequestId(i as u32)),

@@ -12,16 +12,16 @@ use super::super::yaml::Node;
 use super::ctx::{is_name, Ctx};
 
 /// The keys of a `data:` entry.
-pub const DATA_KEYS: &[&str] = &["csv", "range", "mode"];
+pub(crate) const DATA_KEYS: &[&str] = &["csv", "range", "mode"];
 
 /// A feeder and whether its file could be read (if not, its columns are
 /// unknown and templates naming it are not checked further).
-pub struct DecodedFeeder {
+pub(crate) struct DecodedFeeder {
     pub feeder: Feeder,
     pub readable: bool,
 }
 
-pub fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFeeder> {
+pub(crate) fn decode_data(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<DecodedFeeder> {
     let mut feeders = Vec::new();
     for (key, value) in ctx.named_map(node, "`data`").unwrap_or_default() {
         if !is_name(&key.name) || key.name == "random" {

@@ -6,7 +6,8 @@ use super::super::model::{ExtractFrom, OnMissing};
 use super::super::yaml::Node;
 use super::ctx::{compile_regex, Ctx};
 
-pub const EXTRACT_KEYS: &[&str] = &["regex", "json", "header", "cookie", "on_missing", "default"];
+pub(crate) const EXTRACT_KEYS: &[&str] =
+    &["regex", "json", "header", "cookie", "on_missing", "default"];
 
 pub(super) fn decode_extract(
     ctx: &mut Ctx,

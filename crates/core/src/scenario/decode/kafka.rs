@@ -10,7 +10,7 @@ use super::super::yaml::{Node, Pos};
 use super::ctx::Ctx;
 use super::tls::{pem_file, Pem};
 
-pub const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
+pub(crate) const KAFKA_KEYS: &[&str] = &["bootstrap", "acks", "settings"];
 
 /// `kafka: {bootstrap, acks, settings}`.
 pub(super) fn decode_kafka(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<KafkaTarget> {

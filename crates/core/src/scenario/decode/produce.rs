@@ -9,8 +9,8 @@ use super::super::yaml::Node;
 use super::body::json_body;
 use super::ctx::{template, Ctx};
 
-pub const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
-pub const VALUE_KEYS: &[&str] = &["json", "raw", "avro"];
+pub(crate) const PRODUCE_KEYS: &[&str] = &["topic", "key", "value"];
+pub(crate) const VALUE_KEYS: &[&str] = &["json", "raw", "avro"];
 
 /// `produce: {topic, key, value}`.
 pub(super) fn decode_produce(

@@ -17,12 +17,16 @@ use super::data::DecodedFeeder;
 use super::extract::decode_extract;
 use super::produce::decode_produce;
 use super::think::decode_think_time;
-// The keys of a request's parts, where they have always been named.
-pub use super::checks::CHECK_KEYS;
-pub use super::extract::EXTRACT_KEYS;
-pub use super::produce::{PRODUCE_KEYS, VALUE_KEYS};
 
-pub const REQUEST_KEYS: &[&str] = &[
+// The key lists, for the test that every key is documented.
+#[cfg(test)]
+pub(crate) use super::{
+    checks::CHECK_KEYS,
+    produce::{PRODUCE_KEYS, VALUE_KEYS},
+};
+// The keys of a request's parts, where they have always been named.
+
+pub(crate) const REQUEST_KEYS: &[&str] = &[
     "method",
     "path",
     "headers",
@@ -38,13 +42,13 @@ pub const REQUEST_KEYS: &[&str] = &[
 
 /// What the target accepts, so a request of the other kind is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetKind {
+pub(crate) enum TargetKind {
     Http,
     Kafka,
 }
 
 #[derive(Default)]
-pub struct DecodedRequests {
+pub(crate) struct DecodedRequests {
     pub requests: Vec<Request>,
     pub variables: Vec<String>,
     /// The request names as written, in `RequestId` order.
@@ -97,7 +101,7 @@ fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
     variables
 }
 
-pub fn decode_requests(
+pub(crate) fn decode_requests(
     ctx: &mut Ctx,
     node: &Node,
     feeders: &[DecodedFeeder],
@@ -390,7 +394,7 @@ fn decode_request(
 }
 
 /// Whether `s` is an RFC 9110 token: what a method or header name is.
-pub fn is_token(s: &str) -> bool {
+pub(crate) fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(is_token_byte)
 }
 

@@ -10,7 +10,7 @@ use super::super::yaml::Node;
 use super::ctx::Ctx;
 use super::url::{parse_base_url, parse_plain_base_url};
 
-pub const SERVER_KEYS: &[&str] = &[
+pub(crate) const SERVER_KEYS: &[&str] = &[
     "tier",
     "agent",
     "processes",
@@ -21,7 +21,8 @@ pub const SERVER_KEYS: &[&str] = &[
 ];
 
 /// The keys of `servers[].prometheus`.
-pub const PROMETHEUS_KEYS: &[&str] = &["url", "cpu", "memory", "token", "username", "password"];
+pub(crate) const PROMETHEUS_KEYS: &[&str] =
+    &["url", "cpu", "memory", "token", "username", "password"];
 
 /// `servers:`; token files relative to the scenario, read now.
 pub(super) fn decode_servers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Vec<ServerSpec> {

@@ -8,9 +8,9 @@ use super::super::yaml::{Key, Node, Pos};
 use super::ctx::{lookup_request, Ctx, Fields};
 
 /// The keys of `session:`.
-pub const SESSION_KEYS: &[&str] = &["start", "transitions"];
+pub(crate) const SESSION_KEYS: &[&str] = &["start", "transitions"];
 
-pub fn decode_session(
+pub(crate) fn decode_session(
     ctx: &mut Ctx,
     node: Option<&Node>,
     top: &Fields,

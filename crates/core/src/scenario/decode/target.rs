@@ -12,7 +12,7 @@ use super::kafka::decode_kafka;
 use super::tls::decode_tls;
 use super::url::parse_base_url;
 
-pub const TARGET_KEYS: &[&str] = &[
+pub(crate) const TARGET_KEYS: &[&str] = &[
     "base_url",
     "compression",
     "cookies",

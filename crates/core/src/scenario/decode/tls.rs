@@ -9,7 +9,7 @@ use super::super::model::{PemFile, TlsSettings};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 
-pub const TLS_KEYS: &[&str] = &[
+pub(crate) const TLS_KEYS: &[&str] = &[
     "ca_file",
     "client_cert",
     "client_key",

@@ -4,7 +4,7 @@
 use super::super::model::BaseUrl;
 
 /// `http://host[:port][/prefix]` or `https://host[:port][/prefix]`.
-pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
+pub(crate) fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
     let expected = "expected a base URL like `http://127.0.0.1:8080` or `https://shop.example`";
     let trimmed = text.trim();
     let (tls, rest) = match (
@@ -59,7 +59,7 @@ pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
 
 /// A plain-HTTP base URL, for autoperf's own agents and a schema registry
 /// (their clients speak no TLS).
-pub fn parse_plain_base_url(text: &str) -> Result<BaseUrl, String> {
+pub(crate) fn parse_plain_base_url(text: &str) -> Result<BaseUrl, String> {
     let url = parse_base_url(text)?;
     if url.tls {
         return Err(format!(

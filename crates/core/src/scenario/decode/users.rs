@@ -13,13 +13,13 @@ use super::super::model::{UserStage, UserStages};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 
-pub const STAGE_KEYS: &[&str] = &["to", "over", "hold"];
+pub(crate) const STAGE_KEYS: &[&str] = &["to", "over", "hold"];
 
 /// The most users a ramp may reach (as many connections as one host can
 /// open from many addresses).
 const MAX_USERS: u64 = 1_000_000;
 
-pub fn decode_users(ctx: &mut Ctx, node: &Node) -> Option<UserStages> {
+pub(crate) fn decode_users(ctx: &mut Ctx, node: &Node) -> Option<UserStages> {
     if let Node::Scalar { .. } = node {
         let users = ctx.integer(
             node,

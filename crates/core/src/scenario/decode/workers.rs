@@ -18,9 +18,13 @@ use super::super::model::{WorkerSettings, WorkerSpec};
 use super::super::yaml::Node;
 use super::ctx::Ctx;
 
-pub const WORKERS_KEYS: &[&str] = &["addresses", "token_file", "ca_file", "min", "start"];
+pub(crate) const WORKERS_KEYS: &[&str] = &["addresses", "token_file", "ca_file", "min", "start"];
 
-pub fn decode_workers(ctx: &mut Ctx, node: &Node, base_dir: &Path) -> Option<WorkerSettings> {
+pub(crate) fn decode_workers(
+    ctx: &mut Ctx,
+    node: &Node,
+    base_dir: &Path,
+) -> Option<WorkerSettings> {
     if let Node::Seq { .. } = node {
         return Some(WorkerSettings {
             addresses: addresses(ctx, node)?,

@@ -71,7 +71,7 @@ pub enum SaslMechanism {
 }
 
 impl SaslMechanism {
-    pub const ALL: [SaslMechanism; 4] = [
+    pub(crate) const ALL: [SaslMechanism; 4] = [
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
@@ -79,7 +79,7 @@ impl SaslMechanism {
     ];
 
     /// Its name in `sasl.mechanism` and on the wire.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
@@ -88,7 +88,7 @@ impl SaslMechanism {
         }
     }
 
-    pub fn parse(text: &str) -> Option<SaslMechanism> {
+    pub(crate) fn parse(text: &str) -> Option<SaslMechanism> {
         Self::ALL
             .into_iter()
             .find(|m| m.name().eq_ignore_ascii_case(text))
@@ -138,7 +138,7 @@ pub enum Compression {
 }
 
 impl Compression {
-    pub fn parse(name: &str) -> Option<Compression> {
+    pub(crate) fn parse(name: &str) -> Option<Compression> {
         Some(match name {
             "none" | "uncompressed" => Compression::None,
             "gzip" => Compression::Gzip,
@@ -150,7 +150,7 @@ impl Compression {
     }
 
     /// Its `compression.type` name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Compression::None => "none",
             Compression::Gzip => "gzip",
@@ -161,7 +161,7 @@ impl Compression {
     }
 
     /// The levels the codec takes, `None` for a codec without levels here.
-    pub fn levels(self) -> Option<std::ops::RangeInclusive<i32>> {
+    pub(crate) fn levels(self) -> Option<std::ops::RangeInclusive<i32>> {
         match self {
             Compression::Gzip => Some(1..=9),
             Compression::Zstd => Some(1..=22),
@@ -202,7 +202,7 @@ pub enum Acks {
 
 impl Acks {
     /// The `acks` field of a Produce request.
-    pub fn code(self) -> i16 {
+    pub(crate) fn code(self) -> i16 {
         match self {
             Acks::None => 0,
             Acks::Leader => 1,
@@ -211,7 +211,7 @@ impl Acks {
     }
 
     /// As written in `acks`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Acks::None => "0",
             Acks::Leader => "1",

@@ -40,7 +40,7 @@ pub struct ArrivalStage {
 
 impl Arrivals {
     /// The length of all stages together (`None` for a constant rate).
-    pub fn total(&self) -> Option<Duration> {
+    pub(crate) fn total(&self) -> Option<Duration> {
         self.stages.iter().map(|s| s.length).sum()
     }
 }
@@ -75,7 +75,7 @@ pub enum ThinkTime {
 }
 
 impl ThinkTime {
-    pub fn mean(&self) -> Duration {
+    pub(crate) fn mean(&self) -> Duration {
         match *self {
             ThinkTime::Constant(d) => d,
             ThinkTime::Exponential { mean } => mean,
@@ -85,7 +85,7 @@ impl ThinkTime {
     }
 
     /// Coefficient of variation (standard deviation over mean) of one draw.
-    pub fn cv(&self) -> f64 {
+    pub(crate) fn cv(&self) -> f64 {
         match *self {
             ThinkTime::Constant(_) => 0.0,
             ThinkTime::Exponential { .. } => 1.0,
@@ -109,7 +109,7 @@ impl ThinkTime {
     /// exponential is Gamma(2) (inverted by bisection); the length-biased
     /// lognormal is lognormal with `μ + σ²`; the uniform's inverts a
     /// quadratic.
-    pub fn length_biased(&self, r: f64) -> f64 {
+    pub(crate) fn length_biased(&self, r: f64) -> f64 {
         match *self {
             ThinkTime::Constant(_) => r,
             // x = −ln(1 − u) has density x·e^(−x): P(X > x) = (1 + x)·e^(−x)
@@ -148,7 +148,7 @@ impl ThinkTime {
     }
 
     /// One draw, from a uniform variate `u` in [0, 1).
-    pub fn sample(&self, u: f64) -> Duration {
+    pub(crate) fn sample(&self, u: f64) -> Duration {
         match *self {
             ThinkTime::Constant(d) => d,
             // Inverse transform; 1-u is in (0, 1] so the log is finite.

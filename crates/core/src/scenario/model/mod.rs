@@ -35,21 +35,32 @@ mod threshold;
 mod tls;
 mod workers;
 
-pub use super::ids::{FeederId, RequestId, VarId};
+pub(crate) use super::ids::FeederId;
+
+pub use super::ids::RequestId;
+
+pub(crate) use super::ids::VarId;
 use super::session::Cbmg;
-pub use capacity::{CapacitySettings, PrometheusQueries, SearchStrategy, Selector, ServerSpec};
-pub use data::{Feeder, FeederMode, FeederSource};
-pub use kafka::{
-    Acks, Compression, KafkaSecurity, KafkaTarget, ProducerSettings, SaslMechanism, SaslSettings,
-};
-pub use load::{ArrivalSpacing, ArrivalStage, Arrivals, ThinkTime, UserStage, UserStages};
-pub use requests::{
+pub use capacity::SearchStrategy;
+pub(crate) use capacity::{CapacitySettings, PrometheusQueries};
+pub(crate) use capacity::{Selector, ServerSpec};
+pub(crate) use data::{Feeder, FeederMode, FeederSource};
+pub use kafka::KafkaTarget;
+pub(crate) use kafka::{Acks, Compression, KafkaSecurity};
+pub(crate) use kafka::{ProducerSettings, SaslMechanism, SaslSettings};
+pub use load::ThinkTime;
+pub(crate) use load::{ArrivalSpacing, ArrivalStage, Arrivals};
+pub(crate) use load::{UserStage, UserStages};
+pub(crate) use requests::{
     Action, AvroFraming, AvroValue, Body, Check, CheckKind, Extract, ExtractFrom, HttpRequest,
     OnMissing, Produce, RecordValue, Request,
 };
-pub use target::{BaseUrl, CookiePolicy, Endpoint, HttpVersion, Target, DEFAULT_MAX_BODY};
-pub use threshold::{Comparison, Metric, PromqlQuery, Threshold};
-pub use tls::{PemFile, TlsSettings};
+pub use target::BaseUrl;
+pub(crate) use target::CookiePolicy;
+pub use target::Endpoint;
+pub(crate) use target::{HttpVersion, Target, DEFAULT_MAX_BODY};
+pub(crate) use threshold::{Comparison, Metric, PromqlQuery, Threshold};
+pub(crate) use tls::{PemFile, TlsSettings};
 pub use workers::{WorkerSettings, WorkerSpec};
 
 #[derive(Debug, Clone)]
@@ -82,12 +93,12 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    pub fn request(&self, id: RequestId) -> &Request {
+    pub(crate) fn request(&self, id: RequestId) -> &Request {
         &self.requests[id.index()]
     }
 
     /// The think time after `id`: its own, or the scenario's.
-    pub fn think_after(&self, id: RequestId) -> &ThinkTime {
+    pub(crate) fn think_after(&self, id: RequestId) -> &ThinkTime {
         self.request(id)
             .think_time
             .as_ref()

@@ -22,7 +22,7 @@ pub struct Request {
 
 impl Request {
     /// Every template of the request: what it sends, and its checks.
-    pub fn templates(&self) -> Vec<&Template> {
+    pub(crate) fn templates(&self) -> Vec<&Template> {
         let mut t = Vec::new();
         match &self.action {
             Action::Http(h) => {
@@ -52,7 +52,7 @@ impl Request {
     }
 
     /// The feeders the request reads, each once.
-    pub fn feeders(&self) -> Vec<FeederId> {
+    pub(crate) fn feeders(&self) -> Vec<FeederId> {
         let mut f: Vec<FeederId> = self.templates().iter().flat_map(|t| t.feeders()).collect();
         f.sort_by_key(|id| id.index());
         f.dedup();
@@ -61,7 +61,7 @@ impl Request {
 
     /// Whether the response's head and body must be kept (to check or
     /// extract from them); other responses are only measured.
-    pub fn reads_response(&self) -> bool {
+    pub(crate) fn reads_response(&self) -> bool {
         !self.extracts.is_empty() || !self.checks.is_empty()
     }
 }
@@ -175,7 +175,7 @@ pub enum Body {
 }
 
 impl Body {
-    pub fn content_type(&self) -> Option<&'static str> {
+    pub(crate) fn content_type(&self) -> Option<&'static str> {
         match self {
             Body::Form(_) => Some("application/x-www-form-urlencoded"),
             Body::Json(_) => Some("application/json"),

@@ -33,7 +33,7 @@ pub struct Target {
 /// `target.max_body` when the scenario gives none: what checks and
 /// extraction may read of one answer (a JSON document of 1 MiB parses into
 /// some 30 MiB).
-pub const DEFAULT_MAX_BODY: usize = 1 << 20;
+pub(crate) const DEFAULT_MAX_BODY: usize = 1 << 20;
 
 /// `target.http`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -94,13 +94,13 @@ pub struct BaseUrl {
 
 impl BaseUrl {
     /// `http://host:port` or `https://host:port`.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://{}", self.authority())
     }
 
     /// `host:port` as written in the Host header and used to connect.
-    pub fn authority(&self) -> String {
+    pub(crate) fn authority(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
         } else {

@@ -70,7 +70,7 @@ pub enum Metric {
 
 impl Metric {
     /// Whether the metric is a tier's (`servers:`), not the client's.
-    pub fn of_tier(self) -> bool {
+    pub(crate) fn of_tier(self) -> bool {
         matches!(self, Metric::CpuMs | Metric::Util | Metric::Memory)
     }
 }
@@ -84,7 +84,7 @@ pub enum Comparison {
 }
 
 impl Comparison {
-    pub fn holds(self, value: f64, bound: f64) -> bool {
+    pub(crate) fn holds(self, value: f64, bound: f64) -> bool {
         match self {
             Comparison::Less => value < bound,
             Comparison::LessOrEqual => value <= bound,

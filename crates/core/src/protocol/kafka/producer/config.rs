@@ -56,7 +56,7 @@ impl std::fmt::Debug for Security {
 
 /// Where a Kafka target's TLS settings are written (librdkafka's names,
 /// which Java's PEM settings mirror).
-pub const KAFKA_TLS_SETTINGS: tls::SettingNames = tls::SettingNames {
+pub(crate) const KAFKA_TLS_SETTINGS: tls::SettingNames = tls::SettingNames {
     ca_file: "ssl.ca.location",
     client_cert: "ssl.certificate.location/ssl.key.location",
     untrusted: "give its CA as ssl.ca.location, or set enable.ssl.certificate.verification: false for a test system",
@@ -66,7 +66,9 @@ pub const KAFKA_TLS_SETTINGS: tls::SettingNames = tls::SettingNames {
 
 impl Security {
     /// The TLS client of `settings`, if TLS is on.
-    pub fn tls_connector(settings: &crate::scenario::TlsSettings) -> Result<TlsConnector, String> {
+    pub(crate) fn tls_connector(
+        settings: &crate::scenario::TlsSettings,
+    ) -> Result<TlsConnector, String> {
         let config = tls::client_config(settings, &[], &KAFKA_TLS_SETTINGS)?;
         Ok(TlsConnector::from(Arc::new(config)))
     }

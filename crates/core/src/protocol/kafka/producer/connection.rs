@@ -21,7 +21,7 @@ use crate::protocol::{net, tls};
 use crate::scenario::{SaslMechanism, SaslSettings};
 
 /// A connection to a broker, in the clear or over TLS.
-pub enum Conn {
+pub(crate) enum Conn {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
 }
@@ -29,7 +29,7 @@ pub enum Conn {
 /// Why a connection could not be opened; `reason` is set where a setting
 /// is to blame and names it.
 #[derive(Debug, Clone)]
-pub struct OpenError {
+pub(crate) struct OpenError {
     pub kind: ErrorKind,
     pub reason: Option<String>,
 }
@@ -57,7 +57,7 @@ pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
 }
 
 /// A connection just opened and secured.
-pub struct Opened {
+pub(crate) struct Opened {
     pub conn: Conn,
     /// How long the broker keeps the SASL session (KIP-368): it closes the
     /// connection then. `None`: for as long as the connection lasts.

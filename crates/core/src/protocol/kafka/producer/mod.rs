@@ -51,11 +51,11 @@ pub(super) use config::Security;
 pub(super) use connection::{open, probe_producer_id, round_trip, Conn, OpenError};
 pub(super) use metadata::fetch_metadata;
 
-pub use config::Config;
+pub(crate) use config::Config;
 use delivery::Delivery;
 use metadata::load_metadata;
 use state::*;
-pub use state::{Producer, Settled, Sizes};
+pub(crate) use state::{Producer, Settled, Sizes};
 
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
@@ -69,7 +69,7 @@ use crate::measure::ErrorKind;
 use crate::protocol::{CallOutcome, Fired};
 
 impl Producer {
-    pub fn new(config: Arc<Config>, names: Vec<String>, seed: u64) -> Producer {
+    pub(crate) fn new(config: Arc<Config>, names: Vec<String>, seed: u64) -> Producer {
         let topics = names
             .iter()
             .map(|_| Topic {
@@ -108,7 +108,7 @@ impl Producer {
     /// Sends one record (at `begin`) and waits for its acknowledgement: the
     /// partition it was written to, or why not, its share of its batch's
     /// bytes, and how many times the batch was sent again.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         topic: usize,
         key: Option<&[u8]>,
@@ -131,7 +131,7 @@ impl Producer {
 
     /// Sends one record without waiting for it: `fired.sink` hears how it
     /// went. Returns once the record is in its batch.
-    pub async fn fire(&self, topic: usize, key: Option<&[u8]>, value: &[u8], fired: Fired) {
+    pub(crate) async fn fire(&self, topic: usize, key: Option<&[u8]>, value: &[u8], fired: Fired) {
         if let Err(kind) = self.metadata(topic, fired.begin).await {
             let outcome = CallOutcome {
                 result: Err(kind),

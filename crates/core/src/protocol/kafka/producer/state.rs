@@ -24,7 +24,7 @@ pub(crate) const BACKOFF: (Duration, Duration) =
 
 /// A cheap handle; clones share the producer.
 #[derive(Clone)]
-pub struct Producer(pub(super) Rc<Inner>);
+pub(crate) struct Producer(pub(super) Rc<Inner>);
 
 pub(crate) struct Inner {
     pub(crate) config: Arc<Config>,
@@ -226,7 +226,7 @@ pub(crate) struct Sent {
 /// Bytes of records on the wire (compressed) and as written, summed over
 /// a batch or shared out to its records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sizes {
+pub(crate) struct Sizes {
     pub wire: u64,
     pub raw: u64,
 }
@@ -262,7 +262,7 @@ pub(crate) enum Sender {
 
 /// A record's outcome: the partition written to, or why not; its share of
 /// its batch's bytes; how many times its batch was sent again.
-pub type Settled = (Result<u16, ErrorKind>, Sizes, u16);
+pub(crate) type Settled = (Result<u16, ErrorKind>, Sizes, u16);
 
 #[derive(Default)]
 pub(crate) struct Slot {

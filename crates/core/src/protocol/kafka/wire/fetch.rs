@@ -21,14 +21,14 @@ const MAX_FETCH_BYTES: i32 = 32 << 20;
 
 /// Where a fetch starts in a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FetchFrom {
+pub(crate) struct FetchFrom {
     pub partition: i32,
     pub offset: i64,
 }
 
 /// A Fetch v4 request for `partitions` of `topic`, waiting up to
 /// `max_wait_ms` for at least a byte, at most `max_bytes` per partition.
-pub fn fetch_request(
+pub(crate) fn fetch_request(
     out: &mut Vec<u8>,
     correlation: i32,
     client: &str,
@@ -58,7 +58,7 @@ pub fn fetch_request(
 
 /// What a fetch gave one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     pub partition: i32,
     /// 0, or the broker's error code for this partition.
     pub error: i16,
@@ -76,7 +76,7 @@ pub struct Fetched {
 /// Each partition's answer to a fetch from `from` (the offsets asked,
 /// by partition), taking at most `max_records` of each partition's (as
 /// Java's `max.poll.records`: the rest is fetched again next time).
-pub fn fetch_response(
+pub(crate) fn fetch_response(
     body: &[u8],
     from: &[FetchFrom],
     max_records: u64,
@@ -151,7 +151,7 @@ fn whole_batches(mut records: &[u8], from: i64, max: u64) -> Result<(i64, u64), 
 
 /// One partition's offset to commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Commit {
+pub(crate) struct Commit {
     pub partition: i32,
     pub offset: i64,
 }
@@ -159,7 +159,7 @@ pub struct Commit {
 /// An OffsetCommit v2 request for `group`'s `offsets` in `topic`, as a
 /// consumer outside any group generation commits (generation -1, no
 /// member): the group must have no members of its own.
-pub fn offset_commit_request(
+pub(crate) fn offset_commit_request(
     out: &mut Vec<u8>,
     correlation: i32,
     client: &str,
@@ -192,7 +192,7 @@ pub fn offset_commit_request(
 
 /// The first error code of a commit's answer, or 0 when every partition's
 /// offset was taken.
-pub fn offset_commit_response(body: &[u8]) -> Result<i16, Malformed> {
+pub(crate) fn offset_commit_response(body: &[u8]) -> Result<i16, Malformed> {
     let mut r = Reader::new(body);
     let mut first = 0;
     for _ in 0..r.array_len()? {

@@ -13,10 +13,15 @@ const FIND_COORDINATOR: i16 = 10;
 const FIND_COORDINATOR_VERSION: i16 = 1;
 
 /// ListOffsets' timestamp that asks for the end (the next offset written).
-pub const LATEST: i64 = -1;
+pub(crate) const LATEST: i64 = -1;
 
 /// A FindCoordinator v1 request for consumer group `group`.
-pub fn find_coordinator_request(out: &mut Vec<u8>, correlation: i32, client: &str, group: &str) {
+pub(crate) fn find_coordinator_request(
+    out: &mut Vec<u8>,
+    correlation: i32,
+    client: &str,
+    group: &str,
+) {
     let start = out.len();
     begin_request(
         out,
@@ -31,7 +36,7 @@ pub fn find_coordinator_request(out: &mut Vec<u8>, correlation: i32, client: &st
 }
 
 /// The coordinator's `host:port`, or the error code the broker gave.
-pub fn find_coordinator_response(body: &[u8]) -> Result<Result<String, i16>, Malformed> {
+pub(crate) fn find_coordinator_response(body: &[u8]) -> Result<Result<String, i16>, Malformed> {
     let mut r = Reader::new(body);
     r.i32()?; // throttle time
     let error = r.i16()?;
@@ -50,7 +55,7 @@ pub fn find_coordinator_response(body: &[u8]) -> Result<Result<String, i16>, Mal
 }
 
 /// An OffsetFetch v3 request for every partition group `group` committed.
-pub fn offset_fetch_request(out: &mut Vec<u8>, correlation: i32, client: &str, group: &str) {
+pub(crate) fn offset_fetch_request(out: &mut Vec<u8>, correlation: i32, client: &str, group: &str) {
     let start = out.len();
     begin_request(out, OFFSET_FETCH, OFFSET_FETCH_VERSION, correlation, client);
     put_string(out, group);
@@ -60,7 +65,7 @@ pub fn offset_fetch_request(out: &mut Vec<u8>, correlation: i32, client: &str, g
 
 /// One partition's committed offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
+pub(crate) struct Committed {
     pub topic: String,
     pub partition: i32,
     pub offset: i64,
@@ -68,7 +73,7 @@ pub struct Committed {
 
 /// The group's committed offsets (those of partitions without one, -1,
 /// left out), or the group's or a partition's error code.
-pub fn offset_fetch_response(body: &[u8]) -> Result<Result<Vec<Committed>, i16>, Malformed> {
+pub(crate) fn offset_fetch_response(body: &[u8]) -> Result<Result<Vec<Committed>, i16>, Malformed> {
     let mut r = Reader::new(body);
     r.i32()?; // throttle time
     let mut committed = Vec::new();
@@ -99,10 +104,10 @@ pub fn offset_fetch_response(body: &[u8]) -> Result<Result<Vec<Committed>, i16>,
 }
 
 /// ListOffsets' timestamp that asks for the start (the oldest offset kept).
-pub const EARLIEST: i64 = -2;
+pub(crate) const EARLIEST: i64 = -2;
 
 /// A ListOffsets v1 request for the end offsets of `partitions`, by topic.
-pub fn list_offsets_request(
+pub(crate) fn list_offsets_request(
     out: &mut Vec<u8>,
     correlation: i32,
     client: &str,
@@ -113,7 +118,7 @@ pub fn list_offsets_request(
 
 /// A ListOffsets v1 request for the offsets of `partitions` at `at`: the
 /// end ([`LATEST`]), the start ([`EARLIEST`]).
-pub fn list_offsets_at(
+pub(crate) fn list_offsets_at(
     out: &mut Vec<u8>,
     correlation: i32,
     client: &str,
@@ -136,11 +141,11 @@ pub fn list_offsets_at(
 }
 
 /// One partition's end offset, or the error code the broker gave.
-pub type EndOffset = (String, i32, Result<i64, i16>);
+pub(crate) type EndOffset = (String, i32, Result<i64, i16>);
 
 /// `(topic, partition, end offset or the error code)` for each partition
 /// the answer reports.
-pub fn list_offsets_response(body: &[u8]) -> Result<Vec<EndOffset>, Malformed> {
+pub(crate) fn list_offsets_response(body: &[u8]) -> Result<Vec<EndOffset>, Malformed> {
     let mut r = Reader::new(body);
     let mut ends = Vec::new();
     for _ in 0..r.array_len()? {
