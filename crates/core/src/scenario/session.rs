@@ -189,7 +189,7 @@ mod tests {
         RequestId(i)
     }
 
-    /// The DESIGN.md session: login → {search 0.7, purchase 0.2},
+    /// The example session of docs/design.md: login → {search 0.7, purchase 0.2},
     /// search → {search 0.3, purchase 0.3}, purchase → {}.
     fn shop() -> Cbmg {
         Cbmg::new(

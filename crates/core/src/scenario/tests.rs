@@ -1,4 +1,4 @@
-//! Whole-file tests: DESIGN.md's example, the shipped examples, every error
+//! Whole-file tests: the example of docs/design.md, the shipped examples, every error
 //! `autoperf check` must report (with its line and column), and the schema
 //! kept in step with the decoder.
 
