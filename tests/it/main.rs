@@ -19,6 +19,7 @@ mod checks;
 mod cli;
 mod compare;
 mod engine;
+mod functions;
 mod generators;
 mod https;
 mod import;

@@ -36,6 +36,7 @@ mod metrics;
 pub mod process;
 pub mod registry;
 pub mod shop;
+pub mod signed;
 mod static_files;
 mod tier;
 mod tls;

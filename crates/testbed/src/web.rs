@@ -12,6 +12,7 @@
 //! | `GET /health` | "ok" |
 //! | `GET /metrics` | the process's CPU seconds and resident memory, for Prometheus |
 //! | `/shop/*` | a shop behind a login (see [`crate::shop`]) |
+//! | `/signed/*` | an API that takes only HMAC-signed requests (see [`crate::signed`]) |
 //!
 //! Every port speaks HTTP/1.1 and HTTP/2 (h2c by prior knowledge on the
 //! plain port; h2 or HTTP/1.1 by ALPN on the HTTPS port, when there is one).
@@ -151,6 +152,9 @@ impl Web {
         let path = uri.path();
         if path.starts_with("/shop/") {
             return Ok(self.shared.shop.handle(req).await);
+        }
+        if path.starts_with("/signed/") {
+            return crate::signed::handle(req).await;
         }
         match method_of(path) {
             None => return Ok(not_found(path)),

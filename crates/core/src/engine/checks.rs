@@ -31,9 +31,8 @@ pub(crate) fn judge(
                 status_checked = true;
                 codes.contains(&status)
             }
-            CheckKind::BodyContains(needle) => {
-                contains(&response.body, value(needle, bindings, &mut scratch))
-            }
+            CheckKind::BodyContains(needle) => value(needle, bindings, &mut scratch)
+                .is_some_and(|needle| contains(&response.body, needle)),
             CheckKind::BodyRegex(re) => re.is_match(&response.body),
             CheckKind::Header { name, regex } => {
                 response.header(name).is_some_and(|v| regex.is_match(v))
@@ -41,12 +40,13 @@ pub(crate) fn judge(
             CheckKind::Json { path, expected } => {
                 let expected = value(expected, bindings, &mut scratch);
                 let doc = json.get_or_insert_with(|| serde_json::from_slice(&response.body).ok());
-                doc.as_ref().is_some_and(|doc| {
-                    path.query(doc).all().iter().any(|v| match v {
+                match (doc.as_ref(), expected) {
+                    (Some(doc), Some(expected)) => path.query(doc).all().iter().any(|v| match v {
                         serde_json::Value::String(s) => s.as_bytes() == expected,
                         other => other.to_string().as_bytes() == expected,
-                    })
-                })
+                    }),
+                    _ => false,
+                }
             }
         };
         stats.record_check(i, passed);
@@ -60,14 +60,19 @@ pub(crate) fn judge(
     }
 }
 
-/// A check's value: its text, or its rendering when it has templates.
-fn value<'a>(t: &'a Template, bindings: &mut impl Bindings, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+/// A check's value: its text, or its rendering when it has templates
+/// (None when an expression in it could not be computed: the check fails).
+fn value<'a>(
+    t: &'a Template,
+    bindings: &mut impl Bindings,
+    scratch: &'a mut Vec<u8>,
+) -> Option<&'a [u8]> {
     match t.static_bytes() {
-        Some(bytes) => bytes,
+        Some(bytes) => Some(bytes),
         None => {
             scratch.clear();
-            t.render(bindings, scratch);
-            scratch
+            t.render(bindings, scratch).ok()?;
+            Some(scratch)
         }
     }
 }

@@ -88,6 +88,7 @@ mod tests {
                 .collect(),
             checks: Vec::new(),
             think_time: None,
+            sets: Vec::new(),
         }
     }
 

@@ -187,6 +187,27 @@ impl<T: Transport> User<T> {
     /// Fresh rows for a request: the `unique` ones it reads are taken now,
     /// the others as its templates ask. False when a `unique` feeder has
     /// none left (the user is then exhausted).
+    /// What comes before `request` is rendered: its rows of the data
+    /// (`DataExhausted` when a unique feeder has none left), then its
+    /// `set:` variables (`Encode` when one cannot be computed).
+    fn ready_request(&mut self, request: RequestId) -> Result<(), ErrorKind> {
+        if !self.take_rows(request) {
+            return Err(ErrorKind::DataExhausted);
+        }
+        if self.shared.scenario.request(request).sets.is_empty() {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        for (var, template) in &shared.scenario.request(request).sets {
+            let mut value = Vec::new();
+            let (_, _, mut bindings) = self.parts();
+            let computed = template.render(&mut bindings, &mut value);
+            self.vars[var.index()] = value;
+            computed.map_err(|_| ErrorKind::Encode)?;
+        }
+        Ok(())
+    }
+
     fn take_rows(&mut self, request: RequestId) -> bool {
         self.rows.iter_mut().for_each(|r| *r = None);
         let feeds = &self.shared.feeder_cursors;
@@ -264,8 +285,8 @@ impl<T: Transport> User<T> {
 
     /// The request part of `step`; true when it could not connect.
     async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
-        if !self.take_rows(current) {
-            let outcome = crate::protocol::failed(ErrorKind::DataExhausted, Duration::ZERO, None);
+        if let Err(kind) = self.ready_request(current) {
+            let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
             let open = intended.map(|t| (t, Instant::now()));
             let mut rec = self.recorder.borrow_mut();
             record(&mut rec, current, open, &outcome);
@@ -347,8 +368,8 @@ impl<T: Transport> User<T> {
     /// records it when its outcome comes.
     pub(crate) async fn fire(&mut self, request: RequestId, fired: Fired) {
         self.recorder.borrow_mut().sessions += 1;
-        if !self.take_rows(request) {
-            let outcome = crate::protocol::failed(ErrorKind::DataExhausted, Duration::ZERO, None);
+        if let Err(kind) = self.ready_request(request) {
+            let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
             fired
                 .sink
                 .done(request, fired.intended, outcome, Instant::now());

@@ -123,7 +123,7 @@ impl RequestPlan {
         out.clear();
         out.extend_from_slice(&self.start);
         let from = out.len();
-        self.path.render(b, out);
+        self.path.render(b, out).map_err(|_| Unsendable)?;
         if out[from..]
             .iter()
             .any(|&c| c.is_ascii_control() || c == b' ')
@@ -134,7 +134,7 @@ impl RequestPlan {
         for (name, value) in &self.templated_headers {
             out.extend_from_slice(name);
             let from = out.len();
-            value.render(b, out);
+            value.render(b, out).map_err(|_| Unsendable)?;
             if !header_value_ok(&out[from..]) {
                 return Err(Unsendable);
             }
@@ -145,7 +145,7 @@ impl RequestPlan {
             Some(body) => {
                 scratch.clear();
                 match body {
-                    BodyPlan::Whole(t) => t.render(b, scratch),
+                    BodyPlan::Whole(t) => t.render(b, scratch).map_err(|_| Unsendable)?,
                     BodyPlan::Form(fields) => {
                         for (i, (k, v)) in fields.iter().enumerate() {
                             if i > 0 {
@@ -153,7 +153,7 @@ impl RequestPlan {
                             }
                             scratch.extend_from_slice(k);
                             scratch.push(b'=');
-                            v.render(b, scratch);
+                            v.render(b, scratch).map_err(|_| Unsendable)?;
                         }
                     }
                 }

@@ -76,7 +76,9 @@ impl AvroTemplate {
                 continue;
             }
             scratch.clear();
-            leaf.template.render(bindings, scratch);
+            leaf.template
+                .render(bindings, scratch)
+                .map_err(|_| EncodeError)?;
             encode_text(&leaf.kind, scratch, out)?;
         }
         out.extend_from_slice(&self.literal[from..]);
@@ -99,7 +101,7 @@ fn encode_number(
         Dynamic::Random { lo, hi } => Ok(bindings.random(lo, hi)),
         Dynamic::NowMs => Ok(bindings.now_ms()),
         Dynamic::RandomFloat { lo, hi } => Err(lo + (hi - lo) * bindings.unit()),
-        Dynamic::Column { .. } | Dynamic::Var(_) => return Ok(false),
+        Dynamic::Column { .. } | Dynamic::Var(_) | Dynamic::Expr(_) => return Ok(false),
     };
     match (&leaf.kind, value) {
         (LeafKind::Long, Ok(n)) => zigzag(n, out),

@@ -128,7 +128,7 @@ pub(super) fn http(r: &Request) -> &HttpRequest {
 
 pub(super) fn render(t: &Template) -> String {
     let mut out = Vec::new();
-    t.render(&mut Fixed, &mut out);
+    t.render(&mut Fixed, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -211,6 +211,40 @@ fn shipped_example_loads() {
         "{visits:?}"
     );
     assert_eq!(s.servers.len(), 2);
+}
+
+#[test]
+fn set_computes_variables_and_check_places_its_errors() {
+    let head = "target: {base_url: 'http://127.0.0.1:1'}\nrequests:\n  a:\n    path: /\n";
+    let s = ok(&format!(
+        "{head}    method: POST\n    set: {{n: '${{n + 1}}', sig: '${{hmac_sha256(\"k\", concat(n, \"x\"))}}'}}\n    body: '${{sig}}'\n"
+    ));
+    let a = &s.requests[0];
+    assert_eq!(a.sets.len(), 2);
+    assert_eq!(
+        a.templates().len(),
+        4,
+        "the sets' templates are the request's too"
+    );
+    let e = expect(
+        &format!("{head}    set:\n      n: '${{uuidd()}}'\n"),
+        "unknown function `uuidd`",
+        6,
+        11,
+    );
+    assert_eq!(e.hint.as_deref(), Some("did you mean `uuid`?"));
+    expect(
+        &format!("{head}    set: {{n: '${{now(\"fortnight\")}}'}}\n"),
+        "unknown time format `fortnight`",
+        5,
+        15,
+    );
+    expect(
+        &format!("{head}    set: {{'bad name': x}}\n"),
+        "expected a variable name",
+        5,
+        11,
+    );
 }
 
 #[test]
@@ -686,6 +720,7 @@ fn truncated_files_never_panic() {
         DESIGN_EXAMPLE,
         include_str!("../../../../examples/testbed.yaml"),
         include_str!("../../../../examples/theodolite-kafka.yaml"),
+        include_str!("../../../../examples/signed-api.yaml"),
     ] {
         // Line ends and a few mid-line cuts keep it fast (regexes compile slowly
         // in debug builds).

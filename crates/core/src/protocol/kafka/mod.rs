@@ -125,7 +125,8 @@ impl ProducePlan {
         session.key.clear();
         session.value.clear();
         if let Some(key) = &self.key {
-            key.render(bindings, &mut session.key);
+            key.render(bindings, &mut session.key)
+                .map_err(|_| ErrorKind::Encode)?;
         }
         self.render_value(bindings, &mut session.value, &mut session.scratch)
     }
@@ -139,8 +140,7 @@ impl ProducePlan {
         out.extend_from_slice(&self.prefix);
         match &self.value {
             RecordValue::Json(t) | RecordValue::Raw(t) => {
-                t.render(bindings, out);
-                Ok(())
+                t.render(bindings, out).map_err(|_| ErrorKind::Encode)
             }
             RecordValue::Avro(avro) => avro
                 .record

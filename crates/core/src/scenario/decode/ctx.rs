@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::super::diagnostic::TemplateError;
 use super::super::diagnostic::{did_you_mean, Diagnostic};
 use super::super::duration::parse_duration;
+use super::super::ids::VarId;
 use super::super::model::RequestId;
 use super::super::template::{Builder, Escape, Names, Template};
 use super::super::threshold::parse_rate;
@@ -288,6 +289,26 @@ pub(super) fn is_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The id of variable `var`, a key of `extract` or `set`: an error when
+/// its name is not a name, or is a feeder's (None then, and for a name
+/// `variables` lacks, whose key was reported already).
+pub(super) fn bound_variable(
+    ctx: &mut Ctx,
+    var: &Key,
+    names: &Names,
+    variables: &[String],
+) -> Option<VarId> {
+    if !is_name(&var.name) || names.feeders.iter().any(|(f, _)| *f == var.name) {
+        ctx.error(
+            var.pos,
+            format!("expected a variable name of letters, digits, `_` or `-` that is not a feeder's name, found `{}`", var.name),
+        );
+        return None;
+    }
+    let id = variables.iter().position(|v| *v == var.name)?;
+    Some(VarId(id as u32))
 }
 
 /// Reports a template's errors at their place in the scalar they came from.

@@ -40,6 +40,7 @@ mod promql;
 pub(crate) mod requests;
 mod servers;
 mod session;
+mod set;
 mod target;
 mod think;
 mod tls;

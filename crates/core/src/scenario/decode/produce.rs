@@ -92,5 +92,6 @@ pub(super) fn decode_produce(
         extracts: Vec::new(),
         checks: Vec::new(),
         think_time: None,
+        sets: Vec::new(),
     })
 }

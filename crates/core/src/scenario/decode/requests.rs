@@ -12,10 +12,11 @@ use super::super::template::{Builder, Escape, Names, Template};
 use super::super::yaml::{Key, Node};
 use super::body::{decode_form, json_body};
 use super::checks::decode_checks;
-use super::ctx::{is_name, template, Ctx};
+use super::ctx::{bound_variable, is_name, template, Ctx};
 use super::data::DecodedFeeder;
 use super::extract::decode_extract;
 use super::produce::decode_produce;
+use super::set::decode_set;
 use super::think::decode_think_time;
 
 // The key lists, for the test that every key is documented.
@@ -38,6 +39,7 @@ pub(crate) const REQUEST_KEYS: &[&str] = &[
     "follow_redirects",
     "produce",
     "think_time",
+    "set",
 ];
 
 /// What the target accepts, so a request of the other kind is reported.
@@ -76,9 +78,9 @@ fn cookie_variables(node: &Node, out: &mut Vec<String>) {
     }
 }
 
-/// The variable names bound by any request's `extract`, in order of first
-/// appearance, then the cookies templates name (`cookie.NAME`); problems
-/// are reported later, by `decode_requests`.
+/// The variable names bound by any request's `extract` or `set`, in order
+/// of first appearance, then the cookies templates name (`cookie.NAME`);
+/// problems are reported later, by `decode_requests`.
 fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
     let mut variables: Vec<String> = Vec::new();
     for (_, request) in entries {
@@ -86,7 +88,8 @@ fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
             continue;
         };
         for (key, extract) in entries {
-            if let (true, Node::Map { entries, .. }) = (key.name == "extract", extract) {
+            let binds = key.name == "extract" || key.name == "set";
+            if let (true, Node::Map { entries, .. }) = (binds, extract) {
                 for (var, _) in entries {
                     if !variables.contains(&var.name) {
                         variables.push(var.name.clone());
@@ -142,7 +145,7 @@ pub(crate) fn decode_requests(
         let request = match produce {
             Some((produce_key, produce)) => {
                 if let Node::Map { entries, .. } = value {
-                    let own = |k: &str| k == "produce" || k == "think_time";
+                    let own = |k: &str| matches!(k, "produce" | "think_time" | "set");
                     for (other, _) in entries.iter().filter(|(k, _)| !own(&k.name)) {
                         ctx.error(
                             other.pos,
@@ -186,8 +189,17 @@ pub(crate) fn decode_requests(
                 .and_then(|(_, n)| decode_think_time(ctx, n)),
             _ => None,
         };
+        let sets = match value {
+            Node::Map { entries, .. } => entries
+                .iter()
+                .find(|(k, _)| k.name == "set")
+                .map(|(_, n)| decode_set(ctx, n, &names, &variables))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         let mut request = request.unwrap_or_else(|| placeholder(&key.name));
         request.think_time = think_time;
+        request.sets = sets;
         requests.push(request);
     }
     DecodedRequests {
@@ -212,6 +224,7 @@ fn placeholder(name: &str) -> Request {
         extracts: Vec::new(),
         checks: Vec::new(),
         think_time: None,
+        sets: Vec::new(),
     }
 }
 
@@ -338,19 +351,12 @@ fn decode_request(
     let mut extracts = Vec::new();
     if let Some(node) = fields.get("extract") {
         for (var, how) in ctx.named_map(node, "`extract`").unwrap_or_default() {
-            if !is_name(&var.name) || names.feeders.iter().any(|(f, _)| *f == var.name) {
-                ctx.error(
-                    var.pos,
-                    format!("expected a variable name of letters, digits, `_` or `-` that is not a feeder's name, found `{}`", var.name),
-                );
-                continue;
-            }
-            let Some(id) = variables.iter().position(|v| *v == var.name) else {
+            let Some(var_id) = bound_variable(ctx, var, names, variables) else {
                 continue;
             };
             if let Some((from, on_missing)) = decode_extract(ctx, &var.name, how) {
                 extracts.push(Extract {
-                    var: VarId(id as u32),
+                    var: var_id,
                     from,
                     on_missing,
                 });
@@ -390,6 +396,7 @@ fn decode_request(
         extracts,
         checks,
         think_time: None,
+        sets: Vec::new(),
     })
 }
 

@@ -18,12 +18,15 @@ pub struct Request {
     pub checks: Vec<Check>,
     /// `think_time:` after this request, instead of the scenario's.
     pub think_time: Option<ThinkTime>,
+    /// `set:`: variables computed, in this order, before the request is
+    /// rendered.
+    pub sets: Vec<(VarId, Template)>,
 }
 
 impl Request {
     /// Every template of the request: what it sends, and its checks.
     pub(crate) fn templates(&self) -> Vec<&Template> {
-        let mut t = Vec::new();
+        let mut t: Vec<&Template> = self.sets.iter().map(|(_, v)| v).collect();
         match &self.action {
             Action::Http(h) => {
                 t.push(&h.path);

@@ -40,7 +40,7 @@ fn render(src: &str, escape: Escape) -> String {
         vars: vec![b"x y".to_vec()],
     };
     let mut out = b"prefix:".to_vec();
-    t.render(&mut b, &mut out);
+    t.render(&mut b, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -130,7 +130,8 @@ fn literal_parts_escaped_by_builder() {
             vars: vec![b"q\"".to_vec()],
         },
         &mut out,
-    );
+    )
+    .unwrap();
     assert_eq!(out, b"{\"k\":\"a\\\"b q\\\"\"}");
 }
 
@@ -176,14 +177,7 @@ fn clock_and_decimals() {
         &n,
     )
     .unwrap();
-    let mut out = Vec::new();
-    t.render(
-        &mut Fixed {
-            row: vec![],
-            vars: vec![],
-        },
-        &mut out,
-    );
+    let out = unbound(&t);
     assert_eq!(out, b"1700000000123 1700000000123 50 -1.5");
     let err = |src: &str| Template::compile(src, Escape::None, &n).unwrap_err();
     assert!(err("${now_ms(1)}")[0].message.contains("without arguments"));
@@ -205,4 +199,165 @@ fn unread_feeder_accepts_any_column() {
         variables: &vars,
     };
     assert!(Template::compile("${f.anything}", Escape::None, &n).is_ok());
+}
+
+/// `t` rendered with no row and no variable bound.
+fn unbound(t: &Template) -> Vec<u8> {
+    let mut out = Vec::new();
+    t.render(
+        &mut Fixed {
+            row: vec![],
+            vars: vec![],
+        },
+        &mut out,
+    )
+    .unwrap();
+    out
+}
+
+/// Renders `src` (no escaping) with variables `n` and `s` bound as given.
+fn compute(src: &str, n: &str, s: &str) -> Result<String, BadValue> {
+    let vars = vec!["n".to_string(), "s".to_string()];
+    let t = Template::compile(src, Escape::None, &names(&[], &vars)).unwrap();
+    let mut b = Fixed {
+        row: vec![],
+        vars: vec![n.as_bytes().to_vec(), s.as_bytes().to_vec()],
+    };
+    let mut out = Vec::new();
+    t.render(&mut b, &mut out)?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn functions_compute_known_values() {
+    let f = |src: &str| compute(src, "41", "Hé \"x\"").unwrap();
+    assert_eq!(
+        f(r#"${sha256("abc")}"#),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    // RFC 4231-style check value (Wikipedia's HMAC example).
+    assert_eq!(
+        f(r#"${hmac_sha256("key", "The quick brown fox jumps over the lazy dog")}"#),
+        "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8"
+    );
+    assert_eq!(
+        f(r#"${hmac_sha256("key", "The quick brown fox jumps over the lazy dog", "base64")}"#),
+        "97yD9DBThCSxMpjmqm+xQ+9NWaFJRhdZl0edvC0aPNg="
+    );
+    assert_eq!(
+        f(r#"${base64("hello")} ${base64("??>")} ${base64url("??>")}"#),
+        "aGVsbG8= Pz8+ Pz8-"
+    );
+    assert_eq!(f(r#"${urlencode("a b/é")}"#), "a%20b%2F%C3%A9");
+    assert_eq!(
+        f("${json(s)} ${upper(s)} ${lower(\"ÀB\")}"),
+        "Hé \\\"x\\\" HÉ \"X\" àb"
+    );
+    assert_eq!(f(r#"${concat("a", n, "\n", 7)}"#), "a41\n7");
+    // The clock reads 1_700_000_000_123 ms: 2023-11-14T22:13:20.123Z.
+    assert_eq!(f("${now()}"), "2023-11-14T22:13:20Z");
+    assert_eq!(f(r#"${now("rfc3339_ms")}"#), "2023-11-14T22:13:20.123Z");
+    assert_eq!(f(r#"${now("epoch_s", "+1d")}"#), "1700086400");
+    assert_eq!(f(r#"${now("-1h", "epoch_ms")}"#), "1699996400123");
+    // Fixed's draws are the top of each range.
+    assert_eq!(f("${random_string(5)} ${pick(\"a\", n, \"c\")}"), "99999 c");
+    let uuid = f("${uuid()}");
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    assert_eq!(&uuid[14..15], "4", "version 4: {uuid}");
+    assert!("89ab".contains(&uuid[19..20]), "variant 10: {uuid}");
+    // Nested calls.
+    assert_eq!(
+        f(r#"${upper(sha256(concat("a", "bc")))}"#),
+        f(r#"${upper("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")}"#)
+    );
+}
+
+#[test]
+fn integer_arithmetic_on_values() {
+    assert_eq!(compute("${n + 1}", "41", "").unwrap(), "42");
+    assert_eq!(
+        compute("${(n - 6) * 3 % 4} ${-2 * n}", " 41 ", "").unwrap(),
+        "1 -82"
+    );
+    assert_eq!(compute("${n / 2}", "-7", "").unwrap(), "-3");
+    // A value not bound yet counts as 0; text is not a number.
+    assert_eq!(compute("${n + 1}", "", "").unwrap(), "1");
+    assert_eq!(compute("${s + 1}", "", "abc"), Err(BadValue));
+    assert_eq!(compute("${n / 0}", "1", ""), Err(BadValue));
+    assert_eq!(
+        compute("${n * 2}", "9223372036854775807", ""),
+        Err(BadValue)
+    );
+    assert_eq!(compute("${random_string(n)}", "-1", ""), Err(BadValue));
+}
+
+#[test]
+fn expression_values_are_escaped_for_their_place() {
+    let vars = vec![];
+    let t = Template::compile(
+        r#"/p/${base64("??>")}?x=${raw(base64("??>"))}"#,
+        Escape::Path,
+        &names(&[], &vars),
+    )
+    .unwrap();
+    let out = unbound(&t);
+    assert_eq!(out, b"/p/Pz8%2B?x=Pz8+");
+    // A quoted `}` does not end the expansion.
+    let t = Template::compile(r#"${concat("}", "{")}"#, Escape::None, &names(&[], &vars)).unwrap();
+    let out = unbound(&t);
+    assert_eq!(out, b"}{");
+}
+
+#[test]
+fn expression_errors_name_the_fix() {
+    let vars = vec!["n".to_string()];
+    let n = names(&[], &vars);
+    let err = |src: &str| {
+        Template::compile(src, Escape::None, &n)
+            .unwrap_err()
+            .remove(0)
+    };
+    let e = err("x ${uuidd()}");
+    assert_eq!(
+        (e.offset, e.message.as_str()),
+        (2, "unknown function `uuidd` in `${uuidd()}`")
+    );
+    assert_eq!(e.hint.as_deref(), Some("did you mean `uuid`?"));
+    assert!(err("${frobnicate(1)}")
+        .hint
+        .unwrap()
+        .starts_with("the functions are: uuid, base64"));
+    let e = err("${sha256()}");
+    assert!(
+        e.message
+            .starts_with("`sha256` takes 1 argument (sha256(text), lowercase hex), found 0"),
+        "{e:?}"
+    );
+    assert!(err("${hmac_sha256(n, n, \"b64\")}")
+        .message
+        .contains(r#""hex" or "base64""#));
+    assert!(err(r#"${now("fortnight")}"#)
+        .message
+        .contains("unknown time format `fortnight`"));
+    assert!(err(r#"${now("+1 fortnight")}"#)
+        .message
+        .contains("offset `+1 fortnight`"));
+    assert_eq!(
+        err("${n-1}").hint.as_deref(),
+        Some("`-` is part of a name; to subtract, put spaces around it: `n - 1`")
+    );
+    assert_eq!(
+        err("${sha256}").hint.as_deref(),
+        Some("a function is called: `sha256(…)`")
+    );
+    assert!(err("${n + }")
+        .message
+        .contains("expected a value at the end"));
+    assert!(err("${concat(n n)}")
+        .message
+        .contains("expected `,` or `)`"));
+    assert!(err(r#"${concat("a)}"#).message.contains("unclosed"));
+    assert!(err("${1.5 + n}")
+        .message
+        .contains("arithmetic is on integers"));
 }

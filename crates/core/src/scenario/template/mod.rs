@@ -10,6 +10,9 @@
 //! - `${token}`: a per-user variable bound by some request's `extract`;
 //! - `${env.NAME}`, `${env.NAME:-default}`: an environment variable, read
 //!   once at load time (`env`);
+//! - `${hmac_sha256(env.KEY, concat(ts, "\n", body))}`, `${n + 1}`: function
+//!   calls, string and integer literals, integer arithmetic (`expr.rs`,
+//!   the functions in `functions.rs`);
 //! - `$$` writes one literal `$` (so `$${x}` is the text `${x}`); a `$` not
 //!   followed by `{` or `$` is literal as it stands.
 //!
@@ -18,10 +21,19 @@
 //! template is used (`Escape`); literal parts are escaped once, at compile
 //! time, when the builder is told to.
 
-use std::io::Write as _;
+mod expr;
+mod functions;
+mod parse;
 
-use super::diagnostic::{did_you_mean, TemplateError};
+use super::diagnostic::TemplateError;
 use super::ids::{FeederId, VarId};
+use expr::Expr;
+
+/// A value an expression could not be computed from (arithmetic on text
+/// that is not an integer, a division by zero, an overflow): the request
+/// is not sent and counts as `encode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadValue;
 
 /// How expansions are written into the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,11 +59,22 @@ pub enum Escape {
 /// A dynamic part of a template.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Dynamic {
-    Random { lo: i64, hi: i64 },
-    RandomFloat { lo: f64, hi: f64 },
+    Random {
+        lo: i64,
+        hi: i64,
+    },
+    RandomFloat {
+        lo: f64,
+        hi: f64,
+    },
     NowMs,
-    Column { feeder: FeederId, column: usize },
+    Column {
+        feeder: FeederId,
+        column: usize,
+    },
     Var(VarId),
+    /// Anything else: the template's expression of that index.
+    Expr(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,6 +93,7 @@ pub struct Template {
     parts: Vec<Part>,
     escape: Escape,
     feeders: Vec<FeederId>,
+    exprs: Vec<Expr>,
 }
 
 /// What the engine supplies while rendering.
@@ -132,34 +156,31 @@ impl Template {
         self.parts.is_empty().then_some(&self.text[..])
     }
 
-    /// Appends the rendered template to `out`.
-    pub fn render(&self, bindings: &mut impl Bindings, out: &mut Vec<u8>) {
+    /// Appends the rendered template to `out`; `Err` when an expression
+    /// could not be computed (arithmetic on text that is not a number).
+    pub fn render(&self, bindings: &mut impl Bindings, out: &mut Vec<u8>) -> Result<(), BadValue> {
         let mut from = 0;
         for part in &self.parts {
             out.extend_from_slice(&self.text[from..part.at]);
             from = part.at;
             match part.value {
-                Dynamic::Random { lo, hi } => {
-                    // Digits and '-' need no escaping in any context.
-                    let n = bindings.random(lo, hi);
-                    let _ = write!(out, "{n}");
-                }
-                Dynamic::RandomFloat { lo, hi } => {
-                    // `{}` on f64 is the shortest text that parses back to
-                    // the same double: no `e`, digits, `.` and `-` only.
-                    let x = lo + (hi - lo) * bindings.unit();
-                    let _ = write!(out, "{x}");
-                }
-                Dynamic::NowMs => {
-                    let _ = write!(out, "{}", bindings.now_ms());
+                // Numbers need no escaping in any context.
+                Dynamic::Random { .. } | Dynamic::RandomFloat { .. } | Dynamic::NowMs => {
+                    expr::leaf(part.value, bindings, out)
                 }
                 Dynamic::Column { feeder, column } => {
                     escape(self.escape_of(part), bindings.column(feeder, column), out)
                 }
                 Dynamic::Var(var) => escape(self.escape_of(part), bindings.var(var), out),
+                Dynamic::Expr(i) => {
+                    let mut value = Vec::new();
+                    expr::eval(&self.exprs[i as usize], bindings, &mut value)?;
+                    escape(self.escape_of(part), &value, out);
+                }
             }
         }
         out.extend_from_slice(&self.text[from..]);
+        Ok(())
     }
 
     fn escape_of(&self, part: &Part) -> Escape {
@@ -202,6 +223,7 @@ pub(crate) struct Builder {
     text: Vec<u8>,
     parts: Vec<Part>,
     escape: Escape,
+    exprs: Vec<Expr>,
 }
 
 impl Builder {
@@ -211,6 +233,7 @@ impl Builder {
             text: Vec::new(),
             parts: Vec::new(),
             escape,
+            exprs: Vec::new(),
         }
     }
 
@@ -244,7 +267,7 @@ impl Builder {
                 }
                 b'{' => {
                     escape(literal_escape, &bytes[literal_start..i], &mut self.text);
-                    let Some(len) = src[i + 2..].find('}') else {
+                    let Some(len) = parse::closing_brace(&src[i + 2..]) else {
                         errors.push(TemplateError {
                             offset: i,
                             message: "unclosed `${`: expected `}`".into(),
@@ -257,50 +280,48 @@ impl Builder {
                         Some(expr) => (true, expr),
                         None => (false, inner),
                     };
-                    // `${env.NAME}` is known now: its value goes in as
-                    // text, escaped like any expansion (unless a data
-                    // feeder is called `env`).
+                    // `${env.NAME}` (and `${env.NAME:-default}`) is known
+                    // now: its value goes in as text, escaped like any
+                    // expansion (unless a data feeder is called `env`).
                     let env = match names.feeders.iter().any(|(n, _)| *n == "env") {
                         true => None,
                         false => super::env::resolve(expr),
                     };
-                    if let Some(resolved) = env {
-                        match resolved {
-                            Ok(value) => {
-                                let how = if raw { self.escape.raw() } else { self.escape };
-                                escape(how, value.as_bytes(), &mut self.text);
-                            }
-                            Err((message, hint)) => errors.push(TemplateError {
-                                offset: i,
-                                message,
-                                hint,
-                            }),
-                        }
-                        i += 2 + len + 1;
-                        literal_start = i;
-                        continue;
-                    }
-                    match expansion(expr, names) {
-                        Ok(value @ (Dynamic::Column { .. } | Dynamic::Var(_))) => {
-                            self.parts.push(Part {
-                                at: self.text.len(),
-                                value,
-                                raw,
-                            })
-                        }
-                        Ok(_) if raw => errors.push(TemplateError {
+                    let how = if raw { self.escape.raw() } else { self.escape };
+                    let parsed = match env {
+                        Some(resolved) => resolved.map(|v| Expr::Text(v.into_bytes().into())),
+                        None => parse::parse(expr, names),
+                    };
+                    match parsed {
+                        Ok(Expr::Leaf(
+                            value @ (Dynamic::Random { .. } | Dynamic::RandomFloat { .. } | Dynamic::NowMs),
+                        )) if raw => errors.push(TemplateError {
                             offset: i,
                             message: format!(
-                                "`raw(…)` takes a data column or a variable, found `{}`",
+                                "`raw(…)` takes a data column, a variable or a function, found `{}`",
                                 expr.trim()
                             ),
-                            hint: Some("numbers and times need no escaping: drop `raw`".into()),
+                            hint: Some(match value {
+                                Dynamic::NowMs => "the time needs no escaping: drop `raw`".into(),
+                                _ => "numbers need no escaping: drop `raw`".into(),
+                            }),
                         }),
-                        Ok(value) => self.parts.push(Part {
+                        Ok(Expr::Leaf(value)) => self.parts.push(Part {
                             at: self.text.len(),
                             value,
                             raw,
                         }),
+                        // Known now: in as text, escaped like any value.
+                        Ok(Expr::Text(text)) => escape(how, &text, &mut self.text),
+                        Ok(Expr::Int(n)) => self.text.extend_from_slice(n.to_string().as_bytes()),
+                        Ok(e) => {
+                            self.parts.push(Part {
+                                at: self.text.len(),
+                                value: Dynamic::Expr(self.exprs.len() as u32),
+                                raw,
+                            });
+                            self.exprs.push(e);
+                        }
                         Err((message, hint)) => errors.push(TemplateError {
                             offset: i,
                             message,
@@ -319,26 +340,27 @@ impl Builder {
 
     pub(crate) fn finish(self) -> Template {
         let mut feeders = Vec::new();
-        for part in &self.parts {
-            if let Dynamic::Column { feeder, .. } = part.value {
+        let mut add = |d: &Dynamic| {
+            if let Dynamic::Column { feeder, .. } = *d {
                 if !feeders.contains(&feeder) {
                     feeders.push(feeder);
                 }
             }
+        };
+        for part in &self.parts {
+            add(&part.value);
+        }
+        for e in &self.exprs {
+            e.leaves(&mut add);
         }
         Template {
             text: self.text,
             parts: self.parts,
             escape: self.escape,
             feeders,
+            exprs: self.exprs,
         }
     }
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The argument of `raw(…)`, when `inner` is one.
@@ -351,132 +373,11 @@ fn raw_argument(inner: &str) -> Option<&str> {
         .and_then(|a| a.strip_suffix(')'))
 }
 
-/// Resolves the inside of `${…}`.
-fn expansion(inner: &str, names: &Names) -> Result<Dynamic, (String, Option<String>)> {
-    let expr = inner.trim();
-    if let Some(args) = expr.strip_prefix("now_ms").map(str::trim_start) {
-        if let Some(args) = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')) {
-            if !args.trim().is_empty() {
-                return Err((
-                    format!("expected `now_ms()` without arguments, found `{expr}`"),
-                    None,
-                ));
-            }
-            return Ok(Dynamic::NowMs);
-        }
-    }
-    if let Some(args) = expr.strip_prefix("random").map(str::trim_start) {
-        if let Some(args) = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')) {
-            return random(args, inner);
-        }
-    }
-    // `${cookie.NAME}`: an implicit variable the engine keeps from the jar.
-    if expr.starts_with("cookie.") && !names.feeders.iter().any(|(n, _)| *n == "cookie") {
-        if let Some(id) = names.variables.iter().position(|v| v == expr) {
-            return Ok(Dynamic::Var(VarId(id as u32)));
-        }
-    }
-    if let Some((feeder, column)) = expr.split_once('.') {
-        let (feeder, column) = (feeder.trim(), column.trim());
-        if !is_identifier(feeder) || column.is_empty() {
-            return Err(bad_expansion(inner));
-        }
-        let Some(id) = names.feeders.iter().position(|(n, _)| *n == feeder) else {
-            let hint = did_you_mean(feeder, names.feeders.iter().map(|(n, _)| *n))
-                .or_else(|| Some("data feeders are declared under `data:`".into()));
-            return Err((
-                format!("unknown data feeder `{feeder}` in `${{{inner}}}`"),
-                hint,
-            ));
-        };
-        let columns = names.feeders[id].1;
-        let column = match columns {
-            None => 0,
-            Some(columns) => match columns.iter().position(|c| c == column) {
-                Some(c) => c,
-                None => {
-                    let hint = did_you_mean(column, columns.iter().map(String::as_str))
-                        .or_else(|| Some(format!("its columns are: {}", columns.join(", "))));
-                    return Err((
-                        format!("data feeder `{feeder}` has no column `{column}`"),
-                        hint,
-                    ));
-                }
-            },
-        };
-        return Ok(Dynamic::Column {
-            feeder: FeederId(id as u32),
-            column,
-        });
-    }
-    if expr.is_empty() {
-        return Err(bad_expansion(inner));
-    }
-    if !is_identifier(expr) {
-        return Err(bad_expansion(inner));
-    }
-    if let Some(id) = names.variables.iter().position(|v| v == expr) {
-        return Ok(Dynamic::Var(VarId(id as u32)));
-    }
-    if names.feeders.iter().any(|(n, _)| *n == expr) {
-        return Err((
-            format!("`{expr}` is a data feeder, expected one of its columns"),
-            Some(format!("write `${{{expr}.COLUMN}}`")),
-        ));
-    }
-    let hint = match expr {
-        "now_ms" => Some("write `${now_ms()}` for the time".into()),
-        "random" => Some("write `${random(lo, hi)}` for a random number".into()),
-        _ => did_you_mean(expr, names.variables.iter().map(String::as_str))
-            .or_else(|| Some("variables are bound by a request's `extract`".into())),
-    };
-    Err((format!("unknown variable `{expr}`"), hint))
-}
-
 fn bad_expansion(inner: &str) -> (String, Option<String>) {
     (
-        format!("expected `${{random(lo, hi)}}`, `${{now_ms()}}`, `${{feeder.column}}`, `${{variable}}` or `${{raw(feeder.column)}}`, found `${{{inner}}}`"),
+        format!("expected `${{random(lo, hi)}}`, `${{now_ms()}}`, `${{feeder.column}}`, `${{variable}}`, `${{raw(feeder.column)}}`, a function call (`${{uuid()}}`) or arithmetic (`${{n + 1}}`), found `${{{inner}}}`"),
         Some("write `$${` for a literal `${`".into()),
     )
-}
-
-fn random(args: &str, inner: &str) -> Result<Dynamic, (String, Option<String>)> {
-    let bad = || {
-        (
-            format!(
-                "expected `random(lo, hi)` with two integers (or two decimals like `0.0`), found `{}`",
-                inner.trim()
-            ),
-            None,
-        )
-    };
-    let (lo, hi) = args.split_once(',').ok_or_else(bad)?;
-    if lo.contains('.') || hi.contains('.') {
-        let lo: f64 = lo.trim().parse().map_err(|_| bad())?;
-        let hi: f64 = hi.trim().parse().map_err(|_| bad())?;
-        if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
-            return Err((
-                format!(
-                    "expected `random(lo, hi)` with finite lo <= hi, found `{}`",
-                    inner.trim()
-                ),
-                None,
-            ));
-        }
-        return Ok(Dynamic::RandomFloat { lo, hi });
-    }
-    let lo: i64 = lo.trim().parse().map_err(|_| bad())?;
-    let hi: i64 = hi.trim().parse().map_err(|_| bad())?;
-    if lo > hi {
-        return Err((
-            format!(
-                "expected `random(lo, hi)` with lo <= hi, found `{}`",
-                inner.trim()
-            ),
-            Some(format!("write `random({hi}, {lo})`")),
-        ));
-    }
-    Ok(Dynamic::Random { lo, hi })
 }
 
 /// Writes `bytes` into `out` escaped as `how` says.
