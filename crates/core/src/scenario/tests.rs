@@ -248,6 +248,35 @@ fn set_computes_variables_and_check_places_its_errors() {
 }
 
 #[test]
+fn a_path_may_begin_with_a_column_whose_every_value_is_a_path() {
+    let dir = temp_dir();
+    let path = dir.join("s.yaml");
+    let scenario = |csv: &str, path_template: &str| {
+        std::fs::write(dir.join("pages.csv"), csv).unwrap();
+        let text = format!(
+            "target: {{base_url: 'http://127.0.0.1:1'}}\ndata: {{pages: {{csv: pages.csv}}, n: {{range: [1, 3]}}}}\nrequests:\n  page: {{path: '{path_template}'}}\n"
+        );
+        parse(&text, &path)
+    };
+    let s = scenario("path\n/2023/05/a-post/\n/about/\n", "${raw(pages.path)}").unwrap();
+    let Action::Http(page) = &s.requests[0].action else {
+        panic!()
+    };
+    assert_eq!(page.path.feeders().count(), 1);
+    let message = |csv: &str, t: &str| scenario(csv, t).unwrap_err().0.remove(0).message;
+    assert!(
+        message("path\n/a/\nabout/\n", "${raw(pages.path)}").contains("data row 2 (line 3 of"),
+        "the first row that is not a path is named"
+    );
+    assert!(message("path\n/a/\n", "${pages.path}").contains("encoded as `%2F`"));
+    assert!(message("path\n/a/\n", "${raw(n.n)}").contains("a `range` feeds numbers"));
+    assert!(message("path\n/a/\n", "${uuid()}").contains("expected a path starting with `/`"));
+    assert!(
+        message("path\n/a/\n", "p${raw(pages.path)}").contains("expected a path starting with `/`")
+    );
+}
+
+#[test]
 fn defaults_and_small_forms() {
     let s = ok("target: {base_url: 'http://example.com/api/'}\nrequests:\n  only: {path: /x, method: put, body: raw}\n");
     assert_eq!(s.name, "scenario");

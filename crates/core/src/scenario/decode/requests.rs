@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::super::model::*;
-use super::super::template::{Builder, Escape, Names, Template};
+use super::super::template::{Builder, Dynamic, Escape, Names, Template};
 use super::super::yaml::{Key, Node};
 use super::body::{decode_form, json_body};
 use super::checks::decode_checks;
@@ -179,7 +179,7 @@ pub(crate) fn decode_requests(
                         ),
                     );
                 }
-                decode_request(ctx, key, value, &names, &variables)
+                decode_request(ctx, key, value, &names, &variables, feeders)
             }
         };
         let think_time = match value {
@@ -234,6 +234,7 @@ fn decode_request(
     node: &Node,
     names: &Names,
     variables: &[String],
+    feeders: &[DecodedFeeder],
 ) -> Option<Request> {
     let what = format!("request `{}`", key.name);
     if node.is_null() {
@@ -258,10 +259,11 @@ fn decode_request(
     };
     let path = fields.required(ctx, "path").and_then(|n| {
         let text = ctx.string(n, "a path starting with `/`")?;
-        if !text.starts_with('/') {
-            ctx.error(
+        if !text.starts_with('/') && !text.starts_with("${") {
+            ctx.error_hint(
                 n.pos(),
                 format!("expected a path starting with `/`, found `{text}`"),
+                Some("a path may also begin with `${raw(feeder.column)}` when every value of the column starts with `/`".into()),
             );
             return None;
         }
@@ -275,7 +277,11 @@ fn decode_request(
             );
             return None;
         }
-        template(ctx, n, &text, Escape::Path, Escape::None, names)
+        let path = template(ctx, n, &text, Escape::Path, Escape::None, names)?;
+        if !text.starts_with('/') {
+            leading_value_is_a_path(ctx, n, &text, &path, feeders)?;
+        }
+        Some(path)
     });
 
     let mut headers = Vec::new();
@@ -398,6 +404,71 @@ fn decode_request(
         think_time: None,
         sets: Vec::new(),
     })
+}
+
+/// A path that begins with a value (`${raw(pages.path)}`, a site's
+/// permalinks) is a path when every value it can take starts with `/`:
+/// checked against the data now, the first row that does not named.
+fn leading_value_is_a_path(
+    ctx: &mut Ctx,
+    node: &Node,
+    text: &str,
+    path: &Template,
+    feeders: &[DecodedFeeder],
+) -> Option<()> {
+    let refuse = |ctx: &mut Ctx, message: String, hint: &str| {
+        ctx.error_hint(node.pos(), message, Some(hint.to_string()));
+        None
+    };
+    let Some((Dynamic::Column { feeder, column }, raw)) = path.leading() else {
+        return refuse(
+            ctx,
+            format!("expected a path starting with `/`, found `{text}`"),
+            "a path may begin with `${raw(feeder.column)}` when every value of the column starts with `/`; other values cannot be checked before the run: write `/` first",
+        );
+    };
+    let DecodedFeeder {
+        feeder: f,
+        readable,
+    } = &feeders[feeder.index()];
+    let name = format!(
+        "{}.{}",
+        f.name,
+        f.columns.get(column).map_or("?", String::as_str)
+    );
+    if !raw {
+        return refuse(
+            ctx,
+            format!("a path that begins with `${{{name}}}` would have its `/` encoded as `%2F`"),
+            &format!("write `${{raw({name})}}`: the value goes in as written"),
+        );
+    }
+    if !readable {
+        return Some(()); // the data's own error is reported already
+    }
+    let bad = f
+        .rows
+        .iter()
+        .position(|row| !row.get(column).is_some_and(|v| v.starts_with('/')));
+    match (bad, &f.source) {
+        (None, _) => Some(()),
+        (Some(_), FeederSource::Range { .. }) => refuse(
+            ctx,
+            format!("a path cannot begin with `{name}`: a `range` feeds numbers"),
+            "write `/` first: `/items/${…}`",
+        ),
+        (Some(i), FeederSource::Csv(file)) => refuse(
+            ctx,
+            format!(
+                "a path that begins with `{name}` needs every value to start with `/`, but data row {} (line {} of {}) is `{}`",
+                i + 1,
+                i + 2,
+                file.display(),
+                f.rows[i].get(column).map_or("", String::as_str)
+            ),
+            "fix the data, or write `/` first and strip it from the data",
+        ),
+    }
 }
 
 /// Whether `s` is an RFC 9110 token: what a method or header name is.

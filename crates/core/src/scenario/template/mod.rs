@@ -201,6 +201,15 @@ impl Template {
         }
     }
 
+    /// The value the template begins with, when nothing comes before it,
+    /// and whether it is `raw`.
+    pub(crate) fn leading(&self) -> Option<(Dynamic, bool)> {
+        self.parts
+            .first()
+            .filter(|p| p.at == 0)
+            .map(|p| (p.value, p.raw))
+    }
+
     /// The feeders this template reads, each once.
     pub(crate) fn feeders(&self) -> impl Iterator<Item = FeederId> + '_ {
         self.feeders.iter().copied()
