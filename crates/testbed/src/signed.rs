@@ -56,7 +56,7 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Body>, BadRequest
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    if (now - at).abs() > MAX_SKEW_S {
+    if now.abs_diff(at) > MAX_SKEW_S as u64 {
         return Ok(refuse("X-Timestamp is more than 30 s off"));
     }
     let Some(tag) = unhex(signature.trim()) else {

@@ -184,12 +184,10 @@ impl<T: Transport> User<T> {
         }
     }
 
-    /// Fresh rows for a request: the `unique` ones it reads are taken now,
-    /// the others as its templates ask. False when a `unique` feeder has
-    /// none left (the user is then exhausted).
     /// What comes before `request` is rendered: its rows of the data
     /// (`DataExhausted` when a unique feeder has none left), then its
-    /// `set:` variables (`Encode` when one cannot be computed).
+    /// `set:` variables in order (`Encode` when one cannot be computed; it
+    /// keeps its value then).
     fn ready_request(&mut self, request: RequestId) -> Result<(), ErrorKind> {
         if !self.take_rows(request) {
             return Err(ErrorKind::DataExhausted);
@@ -201,13 +199,17 @@ impl<T: Transport> User<T> {
         for (var, template) in &shared.scenario.request(request).sets {
             let mut value = Vec::new();
             let (_, _, mut bindings) = self.parts();
-            let computed = template.render(&mut bindings, &mut value);
+            template
+                .render(&mut bindings, &mut value)
+                .map_err(|_| ErrorKind::Encode)?;
             self.vars[var.index()] = value;
-            computed.map_err(|_| ErrorKind::Encode)?;
         }
         Ok(())
     }
 
+    /// Fresh rows for a request: the `unique` ones it reads are taken now,
+    /// the others as its templates ask. False when a `unique` feeder has
+    /// none left (the user is then exhausted).
     fn take_rows(&mut self, request: RequestId) -> bool {
         self.rows.iter_mut().for_each(|r| *r = None);
         let feeds = &self.shared.feeder_cursors;
@@ -368,6 +370,10 @@ impl<T: Transport> User<T> {
     /// records it when its outcome comes.
     pub(crate) async fn fire(&mut self, request: RequestId, fired: Fired) {
         self.recorder.borrow_mut().sessions += 1;
+        // Each arrival is a session of its own, as `run_arrival`'s are.
+        if matches!(self.shared.workload, Workload::Session) {
+            self.vars.iter_mut().for_each(Vec::clear);
+        }
         if let Err(kind) = self.ready_request(request) {
             let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
             fired

@@ -310,7 +310,7 @@ impl MetricsRegistry {
         points
     }
 
-    pub(crate) fn set_target_rate(&self, rps: f64) {
+    fn set_target_rate(&self, rps: f64) {
         self.target_rate.set(rps);
     }
 
@@ -362,11 +362,11 @@ impl MetricsRegistry {
         }
         self.request_names = names;
         self.set_active_users(tick.active_users);
-        // The rate the second just ended was asked for (0 for closed users).
-        let asked = level
-            .rate
-            .as_ref()
-            .map_or(0.0, |shape| shape.rate_at(Duration::from_secs(tick.seq)));
+        // The arrivals the second just ended asked for (0 for users).
+        let asked = level.rate.as_ref().map_or(0.0, |shape| {
+            let at = |s: u64| shape.count_at(Duration::from_secs(s));
+            at(tick.seq + 1) - at(tick.seq)
+        });
         self.set_target_rate(asked);
     }
 }

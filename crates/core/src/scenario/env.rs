@@ -17,6 +17,16 @@ fn lookup(name: &str) -> Option<String> {
     super::sources::env(name).filter(|v| !v.is_empty())
 }
 
+/// Whether `expr`, the inside of `${…}`, is all an environment reference:
+/// `env.NAME` or `env.NAME:-default` (not `env.N + 1`, an expression).
+pub(crate) fn is_reference(expr: &str) -> bool {
+    let Some(rest) = expr.trim().strip_prefix("env.") else {
+        return false;
+    };
+    let name = rest.split_once(":-").map_or(rest, |(name, _)| name).trim();
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `expr`, the inside of `${…}`, when it names the environment: `Some`
 /// with its value, or the error for an unset variable or a bad name.
 pub(crate) fn resolve(expr: &str) -> Option<Result<String, (String, Option<String>)>> {

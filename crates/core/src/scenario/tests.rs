@@ -221,6 +221,11 @@ fn set_computes_variables_and_check_places_its_errors() {
     ));
     let a = &s.requests[0];
     assert_eq!(a.sets.len(), 2);
+    // A cookie named inside an expression is the user's cookie variable.
+    let s = ok(&format!(
+        "{head}    headers: {{X: '${{upper(cookie.sid)}}'}}\n"
+    ));
+    assert_eq!(s.variables, ["cookie.sid"]);
     assert_eq!(
         a.templates().len(),
         4,
@@ -339,6 +344,16 @@ fn json_bodies_keep_types_and_escape() {
         render(t),
         r#"{"s":"x\"Kevin Bacon","n":1.5,"b":true,"z":null,"l":[1,2,"3"],"k\"q":{}}"#
     );
+    // `random(…)` alone is a number; a function whose name begins the same
+    // way is text.
+    let s = ok(
+        "target: {base_url: 'http://h'}\nrequests:\n  a:\n    path: /\n    json:\n      r: ${random(7, 7)}\n      s: ${random_string(2)}\n",
+    );
+    let Some(Body::Json(t)) = &http(&s.requests[0]).body else {
+        panic!()
+    };
+    let body = render(t);
+    assert!(body.starts_with(r#"{"r":7,"s":""#), "{body}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 use std::time::Instant;
 
 use super::*;
+use crate::load::{RateShape, Stage};
 use crate::measure::IntervalStats;
 
 fn tick(users: u32) -> Tick {
@@ -63,12 +64,24 @@ fn scraped_metrics_parse_and_add_up() {
     let server = serve_metrics("127.0.0.1:0".parse().unwrap(), shared.clone()).unwrap();
     let mut sink = shared.clone();
     sink.on_tick(&level(), &tick(7));
-    sink.on_tick(&level(), &tick(9));
-    {
-        let mut m = shared.lock().unwrap();
-        m.set_target_rate(12.5);
-        m.set_server_cpu_cores("web", "tb-web", 0.75);
-    }
+    // An open level asking 5/s for 1.5 s, then 15/s: the gauge shows
+    // what the second the tick closes asked for, on average (10/s for the
+    // second from 1 s to 2 s).
+    let stages = [(5.0, 1500), (15.0, 60_000)].map(|(rate, ms)| Stage {
+        rate,
+        length: Duration::from_millis(ms),
+    });
+    let open = LevelInfo {
+        rate: Some(RateShape::stages(stages.to_vec())),
+        ..level()
+    };
+    let mut second = tick(9);
+    second.seq = 1;
+    sink.on_tick(&open, &second);
+    shared
+        .lock()
+        .unwrap()
+        .set_server_cpu_cores("web", "tb-web", 0.75);
 
     let (head, body) = scrape(server.local_addr(), "/metrics");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -93,7 +106,7 @@ fn scraped_metrics_parse_and_add_up() {
         other => panic!("{name} is {other:?}"),
     };
     assert_eq!(gauge("autoperf_active_users", &[]), 9.0);
-    assert_eq!(gauge("autoperf_target_rate", &[]), 12.5);
+    assert_eq!(gauge("autoperf_target_rate", &[]), 10.0);
     let web = [("tier", "web"), ("process", "tb-web")];
     assert_eq!(gauge("autoperf_server_cpu_cores", &web), 0.75);
 

@@ -99,8 +99,14 @@ fn is_numeric_expansion(text: &str) -> bool {
         .and_then(|t| t.strip_suffix('}'))
         .is_some_and(|inner| {
             let inner = inner.trim();
+            // The call itself, not a name that begins the same way
+            // (`random_string(8)`, a variable `randomness`).
+            let name_end = inner
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(inner.len());
             !inner.contains(['$', '{', '}'])
-                && (inner.starts_with("random") || inner.starts_with("now_ms"))
+                && matches!(&inner[..name_end], "random" | "now_ms")
+                && inner[name_end..].trim_start().starts_with('(')
         })
 }
 

@@ -62,15 +62,24 @@ pub(crate) struct DecodedRequests {
 fn cookie_variables(node: &Node, out: &mut Vec<String>) {
     match node {
         Node::Scalar { value, .. } => {
+            // `cookie.NAME` anywhere inside a `${…}`: alone, or an argument.
             let mut rest = value.as_str();
-            while let Some(at) = rest.find("${cookie.") {
-                let after = &rest[at + 2..];
-                let Some(end) = after.find('}') else { break };
-                let name = after[..end].trim().to_string();
-                if !out.contains(&name) {
-                    out.push(name);
+            while let Some(at) = rest.find("${") {
+                let inner = &rest[at + 2..];
+                let end = inner.find('}').unwrap_or(inner.len());
+                let inner = &inner[..end];
+                let ident = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+                for (i, _) in inner.match_indices("cookie.") {
+                    if inner[..i].ends_with(ident) {
+                        continue;
+                    }
+                    let tail = &inner[i..];
+                    let name = &tail[..tail.find(|c: char| !ident(c)).unwrap_or(tail.len())];
+                    if name.len() > "cookie.".len() && !out.iter().any(|v| v == name) {
+                        out.push(name.to_string());
+                    }
                 }
-                rest = &after[end..];
+                rest = &rest[at + 2 + end..];
             }
         }
         Node::Seq { items, .. } => items.iter().for_each(|n| cookie_variables(n, out)),

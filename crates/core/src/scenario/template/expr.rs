@@ -36,6 +36,18 @@ pub(crate) enum Op {
     Rem,
 }
 
+impl Op {
+    pub(crate) fn symbol(self) -> char {
+        match self {
+            Op::Add => '+',
+            Op::Sub => '-',
+            Op::Mul => '*',
+            Op::Div => '/',
+            Op::Rem => '%',
+        }
+    }
+}
+
 /// Appends the value of `e` to `out`.
 pub(crate) fn eval(e: &Expr, b: &mut impl Bindings, out: &mut Vec<u8>) -> Result<(), BadValue> {
     use std::io::Write as _;

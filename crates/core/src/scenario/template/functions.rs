@@ -48,6 +48,9 @@ pub(crate) struct Spec {
     pub resolve: fn(&Settings) -> Result<Func, String>,
 }
 
+/// The largest offset of `now`: 100 years.
+const MAX_OFFSET_MS: i64 = 100 * 365 * 86_400_000;
+
 /// The longest `random_string`, so a typo cannot fill memory.
 const MAX_RANDOM_STRING: i64 = 65_536;
 
@@ -177,8 +180,11 @@ fn now(settings: &Settings) -> Result<Func, String> {
             let (negative, rest) = sign;
             let d = humantime::parse_duration(rest.trim())
                 .map_err(|e| format!("offset `{text}`: {e} (write `+1d`, `-30m`, `+1h 30m`)"))?;
+            // Dates past year 9999 have no RFC 3339 form.
             let ms = i64::try_from(d.as_millis())
-                .map_err(|_| format!("offset `{text}` is too large"))?;
+                .ok()
+                .filter(|&ms| ms <= MAX_OFFSET_MS)
+                .ok_or_else(|| format!("offset `{text}` is more than 100 years"))?;
             if offset_ms.replace(if negative { -ms } else { ms }).is_some() {
                 return Err("`now` takes one offset".into());
             }

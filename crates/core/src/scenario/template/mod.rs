@@ -1,5 +1,7 @@
 //! Templates: text with `${…}` expansions, compiled once at load time and
-//! rendered per request without allocating beyond the output buffer.
+//! rendered per request without allocating beyond the output buffer — but
+//! for expressions (function calls, arithmetic), which evaluate into
+//! buffers of their own.
 //!
 //! Syntax inside a string:
 //! - `${random(1,5000)}`: a uniform integer, both bounds inclusive;
@@ -23,11 +25,15 @@
 
 mod expr;
 mod functions;
+mod lex;
 mod parse;
 
 use super::diagnostic::TemplateError;
 use super::ids::{FeederId, VarId};
 use expr::Expr;
+
+/// What is wrong in a `${…}`: message and hint.
+type Problem = (String, Option<String>);
 
 /// A value an expression could not be computed from (arithmetic on text
 /// that is not an integer, a division by zero, an overflow): the request
@@ -276,7 +282,7 @@ impl Builder {
                 }
                 b'{' => {
                     escape(literal_escape, &bytes[literal_start..i], &mut self.text);
-                    let Some(len) = parse::closing_brace(&src[i + 2..]) else {
+                    let Some(len) = lex::closing_brace(&src[i + 2..]) else {
                         errors.push(TemplateError {
                             offset: i,
                             message: "unclosed `${`: expected `}`".into(),
@@ -294,7 +300,8 @@ impl Builder {
                     // expansion (unless a data feeder is called `env`).
                     let env = match names.feeders.iter().any(|(n, _)| *n == "env") {
                         true => None,
-                        false => super::env::resolve(expr),
+                        false if super::env::is_reference(expr) => super::env::resolve(expr),
+                        false => None,
                     };
                     let how = if raw { self.escape.raw() } else { self.escape };
                     let parsed = match env {
@@ -380,6 +387,19 @@ fn raw_argument(inner: &str) -> Option<&str> {
         .map(str::trim_start)
         .and_then(|a| a.strip_prefix('('))
         .and_then(|a| a.strip_suffix(')'))
+        // `raw(a) + raw(b)` is not one `raw(…)`: the parentheses inside
+        // must balance.
+        .filter(|a| {
+            let mut depth = 0i32;
+            a.chars().all(|c| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                depth >= 0
+            }) && depth == 0
+        })
 }
 
 fn bad_expansion(inner: &str) -> (String, Option<String>) {

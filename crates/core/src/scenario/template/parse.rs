@@ -12,27 +12,23 @@
 
 use super::expr::{Expr, Op};
 use super::functions;
-use super::{Dynamic, Names};
+use super::lex::{describe, tokens, Token};
+use super::{Dynamic, Names, Problem};
 use crate::scenario::diagnostic::did_you_mean;
 use crate::scenario::ids::{FeederId, VarId};
 
-/// A parse or resolution error: message and hint.
-pub(crate) type Problem = (String, Option<String>);
-
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Name(String),
-    Int(i64),
-    Float(f64),
-    Str(Vec<u8>),
-    Open,
-    Close,
-    Comma,
-    Op(Op),
-}
-
 /// Parses and resolves the inside of `${…}`.
 pub(crate) fn parse(inner: &str, names: &Names) -> Result<Expr, Problem> {
+    // A CSV column may be named anything (`first name`, `price(EUR)`): a
+    // known `feeder.column` is that column, whatever its characters.
+    if let Some((feeder, column)) = inner.trim().split_once('.') {
+        let known = names.feeders.iter().find(|(n, _)| *n == feeder);
+        if let Some((_, Some(columns))) = known {
+            if columns.iter().any(|c| c == column) {
+                return reference(inner.trim(), names, inner);
+            }
+        }
+    }
     let tokens = tokens(inner)?;
     let mut p = Parser {
         tokens,
@@ -51,193 +47,6 @@ pub(crate) fn parse(inner: &str, names: &Names) -> Result<Expr, Problem> {
             },
         )),
     }
-}
-
-fn describe(t: &Token) -> String {
-    match t {
-        Token::Name(n) => format!("`{n}`"),
-        Token::Int(n) => format!("`{n}`"),
-        Token::Float(x) => format!("`{x}`"),
-        Token::Str(_) => "a string".into(),
-        Token::Open => "`(`".into(),
-        Token::Close => "`)`".into(),
-        Token::Comma => "`,`".into(),
-        Token::Op(op) => format!("`{}`", op.symbol()),
-    }
-}
-
-impl Op {
-    fn symbol(self) -> char {
-        match self {
-            Op::Add => '+',
-            Op::Sub => '-',
-            Op::Mul => '*',
-            Op::Div => '/',
-            Op::Rem => '%',
-        }
-    }
-}
-
-/// The byte where the `}` closing an expression that starts at `s` is: the
-/// first one outside a quoted string.
-pub(crate) fn closing_brace(s: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut quote = None;
-    let mut i = 0;
-    while i < b.len() {
-        match (quote, b[i]) {
-            (Some(_), b'\\') => i += 1,
-            (Some(q), c) if c == q => quote = None,
-            (None, q @ (b'"' | b'\'')) => quote = Some(q),
-            (None, b'}') => return Some(i),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-fn tokens(inner: &str) -> Result<Vec<Token>, Problem> {
-    let b = inner.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match c {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            b'(' => {
-                out.push(Token::Open);
-                i += 1;
-            }
-            b')' => {
-                out.push(Token::Close);
-                i += 1;
-            }
-            b',' => {
-                out.push(Token::Comma);
-                i += 1;
-            }
-            b'+' | b'*' | b'/' | b'%' => {
-                let op = match c {
-                    b'+' => Op::Add,
-                    b'*' => Op::Mul,
-                    b'/' => Op::Div,
-                    _ => Op::Rem,
-                };
-                out.push(Token::Op(op));
-                i += 1;
-            }
-            b'-' => {
-                // A minus right before a digit, where no value precedes it,
-                // is the number's sign.
-                let after_value = matches!(
-                    out.last(),
-                    Some(
-                        Token::Name(_)
-                            | Token::Int(_)
-                            | Token::Float(_)
-                            | Token::Str(_)
-                            | Token::Close
-                    )
-                );
-                if !after_value && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                    let (t, end) = number(inner, i)?;
-                    out.push(t);
-                    i = end;
-                } else {
-                    out.push(Token::Op(Op::Sub));
-                    i += 1;
-                }
-            }
-            b'0'..=b'9' => {
-                let (t, end) = number(inner, i)?;
-                out.push(t);
-                i = end;
-            }
-            b'"' | b'\'' => {
-                let (s, end) = string(inner, i)?;
-                out.push(Token::Str(s));
-                i = end;
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                let start = i;
-                while i < b.len()
-                    && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'-' | b'.'))
-                {
-                    i += 1;
-                }
-                out.push(Token::Name(inner[start..i].to_string()));
-            }
-            _ => {
-                let ch = inner[i..].chars().next().unwrap_or('?');
-                return Err((
-                    format!("unexpected `{ch}` in `${{{inner}}}`"),
-                    Some("write `$${` for a literal `${`".into()),
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn number(inner: &str, start: usize) -> Result<(Token, usize), Problem> {
-    let b = inner.as_bytes();
-    let mut end = start + 1;
-    while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'.' || b[end] == b'_') {
-        end += 1;
-    }
-    let text = &inner[start..end];
-    let bad = || {
-        (
-            format!("expected a number, found `{text}` in `${{{inner}}}`"),
-            None,
-        )
-    };
-    if text.contains('.') {
-        text.parse()
-            .map(|x| (Token::Float(x), end))
-            .map_err(|_| bad())
-    } else {
-        text.parse()
-            .map(|n| (Token::Int(n), end))
-            .map_err(|_| bad())
-    }
-}
-
-fn string(inner: &str, start: usize) -> Result<(Vec<u8>, usize), Problem> {
-    let b = inner.as_bytes();
-    let q = b[start];
-    let mut out = Vec::new();
-    let mut i = start + 1;
-    while i < b.len() {
-        match b[i] {
-            c if c == q => return Ok((out, i + 1)),
-            b'\\' => {
-                let escaped = match b.get(i + 1) {
-                    Some(b'n') => b'\n',
-                    Some(b't') => b'\t',
-                    Some(b'r') => b'\r',
-                    Some(&c @ (b'\\' | b'"' | b'\'')) => c,
-                    _ => {
-                        return Err((
-                            format!("unknown escape in a string in `${{{inner}}}`"),
-                            Some(r#"strings know `\n`, `\t`, `\r`, `\\`, `\"` and `\'`"#.into()),
-                        ))
-                    }
-                };
-                out.push(escaped);
-                i += 2;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    Err((
-        format!("unclosed string in `${{{inner}}}`"),
-        Some(format!("end it with `{}`", q as char)),
-    ))
 }
 
 struct Parser<'a, 'n> {
@@ -264,9 +73,26 @@ impl Parser<'_, '_> {
         while let Some(&Token::Op(op @ (Op::Add | Op::Sub))) = self.peek() {
             self.at += 1;
             let right = self.product()?;
-            left = Expr::Arith(op, Box::new([left, right]));
+            left = self.arith(op, left, right)?;
         }
         Ok(left)
+    }
+
+    /// `left op right`, refused when a side can never be an integer.
+    fn arith(&self, op: Op, left: Expr, right: Expr) -> Result<Expr, Problem> {
+        for side in [&left, &right] {
+            if let Some(what) = never_integer(side) {
+                return Err((
+                    format!(
+                        "`{}` computes on integers, but {what} is text, in `${{{}}}`",
+                        op.symbol(),
+                        self.inner.trim()
+                    ),
+                    Some("join text with `concat(a, b)`".into()),
+                ));
+            }
+        }
+        Ok(Expr::Arith(op, Box::new([left, right])))
     }
 
     /// `atom (('*' | '/' | '%') atom)*`
@@ -275,7 +101,7 @@ impl Parser<'_, '_> {
         while let Some(&Token::Op(op @ (Op::Mul | Op::Div | Op::Rem))) = self.peek() {
             self.at += 1;
             let right = self.atom()?;
-            left = Expr::Arith(op, Box::new([left, right]));
+            left = self.arith(op, left, right)?;
         }
         Ok(left)
     }
@@ -474,6 +300,33 @@ impl Parser<'_, '_> {
     }
 }
 
+/// What `e` is when it can never be an integer (a string that is not a
+/// number, a decimal, a function whose value is always text).
+fn never_integer(e: &Expr) -> Option<String> {
+    use super::functions::{Func, TimeFormat};
+    match e {
+        Expr::Text(t) => {
+            let text = String::from_utf8_lossy(t);
+            let text = text.trim();
+            (!text.is_empty() && text.parse::<i64>().is_err()).then(|| format!("`\"{text}\"`"))
+        }
+        Expr::Leaf(Dynamic::RandomFloat { .. }) => Some("a decimal `random`".into()),
+        Expr::Call(f, _) => match f {
+            Func::Uuid => Some("`uuid()`".into()),
+            Func::Base64 { .. } => Some("base64".into()),
+            Func::UrlEncode | Func::Json => Some("an escaped text".into()),
+            Func::Sha256 | Func::HmacSha256 { .. } => Some("a digest".into()),
+            Func::RandomString => Some("`random_string`".into()),
+            Func::Now {
+                format: TimeFormat::Rfc3339 | TimeFormat::Rfc3339Ms,
+                ..
+            } => Some("an RFC 3339 date".into()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 struct Arg {
     /// The argument when it is one literal token.
     lone: Option<Token>,
@@ -529,7 +382,12 @@ pub(crate) fn reference(name: &str, names: &Names, inner: &str) -> Result<Expr, 
     let has_feeder = |f: &str| names.feeders.iter().any(|(n, _)| *n == f);
     if !has_feeder("env") {
         if let Some(resolved) = crate::scenario::env::resolve(name) {
-            return resolved.map(|v| Expr::Text(v.into_bytes().into()));
+            return resolved
+                .map(|v| Expr::Text(v.into_bytes().into()))
+                .map_err(|(message, hint)| {
+                    let inside = format!("a default inside an expression goes through `set:`: `key: \"${{{name}:-value}}\"`, then use `key`");
+                    (message, hint.map(|_| inside))
+                });
         }
     }
     // `${cookie.NAME}`: an implicit variable the engine keeps from the jar.

@@ -356,8 +356,47 @@ fn expression_errors_name_the_fix() {
     assert!(err("${concat(n n)}")
         .message
         .contains("expected `,` or `)`"));
-    assert!(err(r#"${concat("a)}"#).message.contains("unclosed"));
+    assert!(err(r#"${concat("a)}"#).message.contains("unclosed string"));
     assert!(err("${1.5 + n}")
         .message
         .contains("arithmetic is on integers"));
+}
+
+#[test]
+fn review_cases_resolve_as_a_user_expects() {
+    let columns = ["first name".to_string(), "price(EUR)".to_string()];
+    let vars = vec!["n".to_string()];
+    let n = Names {
+        feeders: vec![("f", Some(&columns[..]))],
+        variables: &vars,
+    };
+    let compile = |src: &str| Template::compile(src, Escape::None, &n);
+    // Columns named anything are still columns.
+    let t = compile("${f.first name}|${f.price(EUR)}").unwrap();
+    let mut out = Vec::new();
+    let mut b = Fixed {
+        row: vec![b"Ann".to_vec(), b"7".to_vec()],
+        vars: vec![b"1".to_vec()],
+    };
+    t.render(&mut b, &mut out).unwrap();
+    assert_eq!(out, b"Ann|7");
+    // An apostrophe in an environment default is a letter.
+    let t = compile("${env.AUTOPERF_SURELY_UNSET_VAR:-it's me}").unwrap();
+    assert_eq!(unbound(&t), b"it's me");
+    // `raw(a) + raw(b)` is not one raw.
+    assert!(compile("${raw(n) + raw(n)}").is_err());
+    // Arithmetic on what is always text is refused at load time.
+    for src in [
+        "${uuid() + 1}",
+        "${\"abc\" + 1}",
+        "${random(0.0, 1.0) * 100}",
+        "${now() + 1}",
+    ] {
+        let e = compile(src).unwrap_err().remove(0);
+        assert!(e.message.contains("computes on integers"), "{src}: {e:?}");
+    }
+    assert!(compile("${\"41\" + 1} ${now(\"epoch_s\") + 60}").is_ok());
+    assert!(compile("${now(\"+200y\")}").unwrap_err()[0]
+        .message
+        .contains("more than 100 years"));
 }
