@@ -362,10 +362,12 @@ impl MetricsRegistry {
         }
         self.request_names = names;
         self.set_active_users(tick.active_users);
-        // The arrivals the second just ended asked for (0 for users).
+        // The arrivals the interval just ended asked for, per second (0 for
+        // users); the last interval of a level may be shorter than 1 s.
         let asked = level.rate.as_ref().map_or(0.0, |shape| {
-            let at = |s: u64| shape.count_at(Duration::from_secs(s));
-            at(tick.seq + 1) - at(tick.seq)
+            let start = Duration::from_secs(tick.seq);
+            let length = tick.length.max(Duration::from_millis(1));
+            (shape.count_at(start + length) - shape.count_at(start)) / length.as_secs_f64()
         });
         self.set_target_rate(asked);
     }

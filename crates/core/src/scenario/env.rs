@@ -23,8 +23,13 @@ pub(crate) fn is_reference(expr: &str) -> bool {
     let Some(rest) = expr.trim().strip_prefix("env.") else {
         return false;
     };
+    // A bad name (`env.MY VAR`) is still meant as one, and `resolve` says
+    // what is wrong with it; operators, calls and strings make it an
+    // expression.
     let name = rest.split_once(":-").map_or(rest, |(name, _)| name).trim();
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    !name.is_empty()
+        && !name.contains(['+', '*', '/', '%', '(', ')', ',', '"', '\''])
+        && !name.contains(" -")
 }
 
 /// `expr`, the inside of `${…}`, when it names the environment: `Some`

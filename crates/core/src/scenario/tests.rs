@@ -270,11 +270,17 @@ fn a_path_may_begin_with_a_column_whose_every_value_is_a_path() {
     assert_eq!(page.path.feeders().count(), 1);
     let message = |csv: &str, t: &str| scenario(csv, t).unwrap_err().0.remove(0).message;
     assert!(
-        message("path\n/a/\nabout/\n", "${raw(pages.path)}").contains("data row 2 (line 3 of"),
+        message("path\n/a/\nabout/\n", "${raw(pages.path)}").contains("data row 2 of"),
         "the first row that is not a path is named"
     );
     assert!(message("path\n/a/\n", "${pages.path}").contains("encoded as `%2F`"));
-    assert!(message("path\n/a/\n", "${raw(n.n)}").contains("a `range` feeds numbers"));
+    assert!(message("path\n/a/\n", "${n.n}").contains("a range feeds numbers"));
+    // A value known at load time that is a path is one.
+    assert!(scenario("path\n/a/\n", "${raw(env.AUTOPERF_UNSET_BASE:-/v1)}/users").is_ok());
+    assert!(
+        message("path\n/a/\n", "${env.AUTOPERF_UNSET_BASE:-/v1}/users")
+            .contains("encoded as `%2F`")
+    );
     assert!(message("path\n/a/\n", "${uuid()}").contains("expected a path starting with `/`"));
     assert!(
         message("path\n/a/\n", "p${raw(pages.path)}").contains("expected a path starting with `/`")

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::super::model::*;
-use super::super::template::{Builder, Dynamic, Escape, Names, Template};
+use super::super::template::{closing_brace, Builder, Dynamic, Escape, Names, Template};
 use super::super::yaml::{Key, Node};
 use super::body::{decode_form, json_body};
 use super::checks::decode_checks;
@@ -62,11 +62,20 @@ pub(crate) struct DecodedRequests {
 fn cookie_variables(node: &Node, out: &mut Vec<String>) {
     match node {
         Node::Scalar { value, .. } => {
-            // `cookie.NAME` anywhere inside a `${…}`: alone, or an argument.
+            // `cookie.NAME` anywhere inside a `${…}`: alone, or an argument
+            // (`$$` is a literal `$`, as templates read it).
             let mut rest = value.as_str();
-            while let Some(at) = rest.find("${") {
+            while let Some(at) = rest.find('$') {
+                if rest[at + 1..].starts_with('$') {
+                    rest = &rest[at + 2..];
+                    continue;
+                }
+                if !rest[at + 1..].starts_with('{') {
+                    rest = &rest[at + 1..];
+                    continue;
+                }
                 let inner = &rest[at + 2..];
-                let end = inner.find('}').unwrap_or(inner.len());
+                let end = closing_brace(inner).unwrap_or(inner.len());
                 let inner = &inner[..end];
                 let ident = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
                 for (i, _) in inner.match_indices("cookie.") {
@@ -429,6 +438,18 @@ fn leading_value_is_a_path(
         ctx.error_hint(node.pos(), message, Some(hint.to_string()));
         None
     };
+    // `${raw(env.BASE)}/users`: known now, and a path.
+    let known = path.literal_prefix();
+    if known.starts_with(b"/") {
+        return Some(());
+    }
+    if known.starts_with(b"%2F") {
+        return refuse(
+            ctx,
+            format!("the path `{text}` begins with a value whose `/` would be encoded as `%2F`"),
+            "wrap the value in `raw(…)`, `${raw(env.BASE)}`: it goes in as written",
+        );
+    }
     let Some((Dynamic::Column { feeder, column }, raw)) = path.leading() else {
         return refuse(
             ctx,
@@ -440,16 +461,18 @@ fn leading_value_is_a_path(
         feeder: f,
         readable,
     } = &feeders[feeder.index()];
-    let name = format!(
-        "{}.{}",
-        f.name,
-        f.columns.get(column).map_or("?", String::as_str)
-    );
+    if let FeederSource::Range { .. } = f.source {
+        return refuse(
+            ctx,
+            format!("the path `{text}` cannot begin with a `range` value: a range feeds numbers"),
+            "write `/` first: `/items/${…}`",
+        );
+    }
     if !raw {
         return refuse(
             ctx,
-            format!("a path that begins with `${{{name}}}` would have its `/` encoded as `%2F`"),
-            &format!("write `${{raw({name})}}`: the value goes in as written"),
+            format!("the path `{text}` begins with a value whose `/` would be encoded as `%2F`"),
+            "wrap the value in `raw(…)`: `${raw(feeder.column)}` goes in as written",
         );
     }
     if !readable {
@@ -460,18 +483,14 @@ fn leading_value_is_a_path(
         .iter()
         .position(|row| !row.get(column).is_some_and(|v| v.starts_with('/')));
     match (bad, &f.source) {
-        (None, _) => Some(()),
-        (Some(_), FeederSource::Range { .. }) => refuse(
-            ctx,
-            format!("a path cannot begin with `{name}`: a `range` feeds numbers"),
-            "write `/` first: `/items/${…}`",
-        ),
+        (None, _) | (Some(_), FeederSource::Range { .. }) => Some(()),
         (Some(i), FeederSource::Csv(file)) => refuse(
             ctx,
             format!(
-                "a path that begins with `{name}` needs every value to start with `/`, but data row {} (line {} of {}) is `{}`",
+                "the path `{text}` needs every value of `{}.{}` to start with `/`, but data row {} of {} is `{}`",
+                f.name,
+                f.columns.get(column).map_or("?", String::as_str),
                 i + 1,
-                i + 2,
                 file.display(),
                 f.rows[i].get(column).map_or("", String::as_str)
             ),

@@ -49,7 +49,7 @@ pub(crate) struct Spec {
 }
 
 /// The largest offset of `now`: 100 years.
-const MAX_OFFSET_MS: i64 = 100 * 365 * 86_400_000;
+const MAX_OFFSET_MS: i64 = 100 * 31_557_600_000; // humantime's year: 365.25 days
 
 /// The longest `random_string`, so a typo cannot fill memory.
 const MAX_RANDOM_STRING: i64 = 65_536;

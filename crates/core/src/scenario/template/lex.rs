@@ -36,7 +36,9 @@ pub(super) fn describe(t: &Token) -> String {
 /// open ends at the first `}` (the parser then says it is unclosed).
 pub(crate) fn closing_brace(s: &str) -> Option<usize> {
     let first = s.find('}')?;
-    if s.trim_start().starts_with("env.") && s[..first].contains(":-") {
+    let head = s.trim_start();
+    let head = head.strip_prefix("raw(").map_or(head, str::trim_start);
+    if head.starts_with("env.") && s[..first].contains(":-") {
         return Some(first);
     }
     let b = s.as_bytes();
@@ -196,4 +198,30 @@ fn string(inner: &str, start: usize) -> Result<(Vec<u8>, usize), Problem> {
         format!("unclosed string in `${{{inner}}}`"),
         Some(format!("end it with `{}`", q as char)),
     ))
+}
+
+/// Whether the parentheses of `s` balance, those inside quoted strings
+/// aside.
+pub(crate) fn parentheses_balance(s: &str) -> bool {
+    let mut depth = 0i32;
+    let mut quote = None;
+    let mut escaped = false;
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            (None, _) => {}
+        }
+    }
+    depth == 0
 }

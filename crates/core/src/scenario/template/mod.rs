@@ -28,6 +28,8 @@ mod functions;
 mod lex;
 mod parse;
 
+pub(crate) use lex::closing_brace;
+
 use super::diagnostic::TemplateError;
 use super::ids::{FeederId, VarId};
 use expr::Expr;
@@ -205,6 +207,13 @@ impl Template {
             [part] if self.text.is_empty() => Some(part.value),
             _ => None,
         }
+    }
+
+    /// The literal text before the first value (all of it, when there is
+    /// no value): escaped, and with `${env.…}` already in.
+    pub(crate) fn literal_prefix(&self) -> &[u8] {
+        let end = self.parts.first().map_or(self.text.len(), |p| p.at);
+        &self.text[..end]
     }
 
     /// The value the template begins with, when nothing comes before it,
@@ -388,18 +397,8 @@ fn raw_argument(inner: &str) -> Option<&str> {
         .and_then(|a| a.strip_prefix('('))
         .and_then(|a| a.strip_suffix(')'))
         // `raw(a) + raw(b)` is not one `raw(…)`: the parentheses inside
-        // must balance.
-        .filter(|a| {
-            let mut depth = 0i32;
-            a.chars().all(|c| {
-                depth += match c {
-                    '(' => 1,
-                    ')' => -1,
-                    _ => 0,
-                };
-                depth >= 0
-            }) && depth == 0
-        })
+        // must balance (`env.` defaults are text, not expressions).
+        .filter(|a| a.trim_start().starts_with("env.") || lex::parentheses_balance(a))
 }
 
 fn bad_expansion(inner: &str) -> (String, Option<String>) {

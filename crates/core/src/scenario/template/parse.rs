@@ -81,14 +81,14 @@ impl Parser<'_, '_> {
     /// `left op right`, refused when a side can never be an integer.
     fn arith(&self, op: Op, left: Expr, right: Expr) -> Result<Expr, Problem> {
         for side in [&left, &right] {
-            if let Some(what) = never_integer(side) {
+            if let Some((what, fix)) = never_integer(side) {
                 return Err((
                     format!(
                         "`{}` computes on integers, but {what} is text, in `${{{}}}`",
                         op.symbol(),
                         self.inner.trim()
                     ),
-                    Some("join text with `concat(a, b)`".into()),
+                    Some(fix.into()),
                 ));
             }
         }
@@ -302,25 +302,32 @@ impl Parser<'_, '_> {
 
 /// What `e` is when it can never be an integer (a string that is not a
 /// number, a decimal, a function whose value is always text).
-fn never_integer(e: &Expr) -> Option<String> {
+fn never_integer(e: &Expr) -> Option<(String, &'static str)> {
     use super::functions::{Func, TimeFormat};
+    let join = "join text with `concat(a, b)`";
     match e {
         Expr::Text(t) => {
             let text = String::from_utf8_lossy(t);
             let text = text.trim();
-            (!text.is_empty() && text.parse::<i64>().is_err()).then(|| format!("`\"{text}\"`"))
+            (!text.is_empty() && text.parse::<i64>().is_err())
+                .then(|| (format!("`\"{text}\"`"), join))
         }
-        Expr::Leaf(Dynamic::RandomFloat { .. }) => Some("a decimal `random`".into()),
+        Expr::Leaf(Dynamic::RandomFloat { .. }) => Some((
+            "a decimal `random`".into(),
+            "give `random` integer bounds: `random(0, 100)`",
+        )),
         Expr::Call(f, _) => match f {
-            Func::Uuid => Some("`uuid()`".into()),
-            Func::Base64 { .. } => Some("base64".into()),
-            Func::UrlEncode | Func::Json => Some("an escaped text".into()),
-            Func::Sha256 | Func::HmacSha256 { .. } => Some("a digest".into()),
-            Func::RandomString => Some("`random_string`".into()),
+            Func::Uuid => Some(("`uuid()`".into(), join)),
+            Func::Base64 { .. } => Some(("base64".into(), join)),
+            Func::Sha256 | Func::HmacSha256 { .. } => Some(("a digest".into(), join)),
+            Func::RandomString => Some(("`random_string`".into(), join)),
             Func::Now {
                 format: TimeFormat::Rfc3339 | TimeFormat::Rfc3339Ms,
                 ..
-            } => Some("an RFC 3339 date".into()),
+            } => Some((
+                "an RFC 3339 date".into(),
+                "compute on `now(\"epoch_s\")`, or give `now` an offset: `now(\"+60s\")`",
+            )),
             _ => None,
         },
         _ => None,

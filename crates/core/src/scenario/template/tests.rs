@@ -400,3 +400,27 @@ fn review_cases_resolve_as_a_user_expects() {
         .message
         .contains("more than 100 years"));
 }
+
+#[test]
+fn second_review_cases() {
+    let vars = vec!["n".to_string()];
+    let n = names(&[], &vars);
+    let compile = |src: &str| Template::compile(src, Escape::None, &n);
+    // Quotes and environment defaults inside `raw(…)`.
+    let t = compile(r#"${raw(concat(n, ":)"))}"#).unwrap();
+    assert_eq!(unbound(&t), b":)");
+    let t = compile("${raw(env.AUTOPERF_SURELY_UNSET_VAR:-it's (1))}'").unwrap();
+    assert_eq!(unbound(&t), b"it's (1)'");
+    // The fix named fits the case.
+    let hint = |src: &str| compile(src).unwrap_err().remove(0).hint.unwrap();
+    assert!(hint("${random(0.0, 1.0) * 100}").contains("integer bounds"));
+    assert!(hint("${now() + 60}").contains("epoch_s"));
+    assert!(compile("${json(n) + 1} ${urlencode(n) * 2}").is_ok());
+    assert!(
+        compile(r#"${now("+100y")}"#).is_ok(),
+        "100 of humantime's years"
+    );
+    // A bad environment name is named as one.
+    let e = compile("${env.MY VAR}").unwrap_err().remove(0);
+    assert!(e.message.contains("environment variable name"), "{e:?}");
+}
