@@ -18,6 +18,7 @@ mod cgroups;
 mod checks;
 mod cli;
 mod compare;
+mod conditions;
 mod engine;
 mod functions;
 mod generators;

@@ -27,7 +27,8 @@ fn example(dir: &Path, base_url: &str, http: &str, ca_file: Option<&Path>) -> St
     path.to_str().unwrap().to_string()
 }
 
-fn stats(web: std::net::SocketAddr) -> serde_json::Value {
+/// The shop's counters (`GET /shop/stats`).
+pub(crate) fn stats(web: std::net::SocketAddr) -> serde_json::Value {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(web).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(5)))

@@ -70,6 +70,8 @@ struct Counts {
     authorised: u64,
     unauthorised: u64,
     carts_added: u64,
+    /// The most items any cart has held.
+    largest_cart: u64,
     orders: u64,
     protocols: BTreeMap<String, u64>,
     tls: u64,
@@ -246,7 +248,11 @@ impl Shop {
                 match wanted.filter(|id| PRODUCTS.iter().any(|(p, ..)| p == id)) {
                     Some(id) => {
                         s.cart.push(id);
-                        count(|c| c.carts_added += 1);
+                        let items = s.cart.len() as u64;
+                        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+                        c.carts_added += 1;
+                        c.largest_cart = c.largest_cart.max(items);
+                        drop(c);
                         see_other("/shop/cart")
                     }
                     None => json(
@@ -284,6 +290,7 @@ impl Shop {
             "authorised": c.authorised,
             "unauthorised": c.unauthorised,
             "carts_added": c.carts_added,
+            "largest_cart": c.largest_cart,
             "orders": c.orders,
             "protocols": c.protocols,
             "tls": c.tls,

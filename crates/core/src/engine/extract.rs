@@ -89,6 +89,7 @@ mod tests {
             checks: Vec::new(),
             think_time: None,
             sets: Vec::new(),
+            skip_if: None,
         }
     }
 

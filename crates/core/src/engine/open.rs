@@ -306,7 +306,8 @@ fn fires<T: Transport>(shared: &Shared<T>) -> Option<RequestId> {
         }
         Workload::Profile { request, .. } => *request,
     };
-    let plain = scenario.request(request).extracts.is_empty();
+    let plain = scenario.request(request).extracts.is_empty()
+        && scenario.request(request).skip_if.is_none();
     (plain && shared.transport.can_fire()).then_some(request)
 }
 

@@ -15,11 +15,15 @@ use super::think::{self, ThinkStream};
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
 use crate::scenario::template::Bindings;
-use crate::scenario::{Feeder, FeederId, RequestId, Scenario, VarId};
+use crate::scenario::{Feeder, FeederId, Last, RequestId, Scenario, VarId};
 
 /// After a failed connect the user waits at least this long, so a dead
 /// target with zero think time does not turn the generator into a spin loop.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// A closed user whose whole session was skipped (`skip_if:`) waits this
+/// long before the next, so a session that never sends is not a spin loop.
+const EMPTY_SESSION_PAUSE: Duration = Duration::from_millis(10);
 
 /// Data shared by every user of a level.
 pub(crate) struct Shared<T> {
@@ -54,7 +58,7 @@ pub(crate) async fn run_user<T: Transport>(
     match &user.shared.workload.clone() {
         Workload::Session => loop {
             user.recorder.borrow_mut().sessions += 1;
-            user.vars.iter_mut().for_each(Vec::clear);
+            user.begin_session();
             let mut current = scenario.session.first(user.rng.f64());
             loop {
                 user.step(current, None).await;
@@ -62,12 +66,15 @@ pub(crate) async fn run_user<T: Transport>(
                     user.shared.transport.end_session(&mut user.session);
                     return;
                 }
-                match scenario.session.next(current, user.rng.f64()) {
+                match user.next(current) {
                     Some(next) => current = next,
                     None => break,
                 }
             }
             user.shared.transport.end_session(&mut user.session);
+            if !user.sent {
+                tokio::time::sleep(EMPTY_SESSION_PAUSE).await;
+            }
         },
         Workload::Profile {
             request,
@@ -95,7 +102,7 @@ pub(crate) async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Inst
     let mut intended = intended;
     match &user.shared.workload {
         Workload::Session => {
-            user.vars.iter_mut().for_each(Vec::clear);
+            user.begin_session();
             let mut current = scenario.session.first(user.rng.f64());
             loop {
                 intended = user
@@ -108,7 +115,7 @@ pub(crate) async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Inst
                     user.exhausted = false;
                     break;
                 }
-                match scenario.session.next(current, user.rng.f64()) {
+                match user.next(current) {
                     Some(next) => current = next,
                     None => break,
                 }
@@ -137,6 +144,11 @@ pub(crate) struct User<T: Transport> {
     cookie_vars: Vec<(VarId, String)>,
     /// A `unique` feeder had no row left for it: the user stops.
     exhausted: bool,
+    /// What the last request answered, for `when:` and `skip_if:`.
+    last: Last,
+    /// Whether this session has sent a request yet (`skip_if:` may skip
+    /// them all).
+    sent: bool,
     /// Where its think times' uniforms come from.
     think: ThinkStream,
     /// Where among its shard's users it starts in that stream
@@ -181,6 +193,8 @@ impl<T: Transport> User<T> {
             first_half: started.is_multiple_of(2),
             rng,
             exhausted: false,
+            last: Last::default(),
+            sent: false,
         }
     }
 
@@ -248,10 +262,51 @@ impl<T: Transport> User<T> {
         }
     }
 
+    /// A session begins: nothing extracted, no request before.
+    fn begin_session(&mut self) {
+        self.vars.iter_mut().for_each(Vec::clear);
+        self.last = Last::default();
+        self.sent = false;
+    }
+
+    /// The request after `from`, among the transitions whose `when:` holds.
+    fn next(&mut self, from: RequestId) -> Option<RequestId> {
+        let shared = self.shared.clone();
+        let u = self.rng.f64();
+        let last = self.last;
+        let (_, _, mut bindings) = self.parts();
+        shared
+            .scenario
+            .session
+            .next_when(from, u, |c| c.holds(&mut bindings, last))
+    }
+
+    /// Whether `request`'s `skip_if:` holds now. Sessions only: a profiled
+    /// request is the load itself.
+    fn skips(&mut self, request: RequestId) -> bool {
+        let shared = self.shared.clone();
+        let Some(condition) = &shared.scenario.request(request).skip_if else {
+            return false;
+        };
+        if !matches!(shared.workload, Workload::Session) {
+            return false;
+        }
+        let last = self.last;
+        let (_, _, mut bindings) = self.parts();
+        condition.holds(&mut bindings, last)
+    }
+
     /// Send one request, wait for the whole response, record it, extract
     /// from it, then think. `intended` (open workloads) is when the request
     /// was meant to go out; then the return value is when the next one is.
+    /// A request its `skip_if:` skips sends nothing and takes no think
+    /// time: the session goes on from it at once.
     async fn step(&mut self, current: RequestId, intended: Option<Instant>) -> Option<Instant> {
+        if self.skips(current) {
+            self.recorder.borrow_mut().per_request[current.index()].skipped += 1;
+            return intended;
+        }
+        self.sent = true;
         let connect_failed = self.step_without_think(current, intended).await;
         if self.exhausted {
             return intended.map(|_| Instant::now());
@@ -288,6 +343,7 @@ impl<T: Transport> User<T> {
     /// The request part of `step`; true when it could not connect.
     async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
         if let Err(kind) = self.ready_request(current) {
+            self.last = Last::default();
             let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
             let open = intended.map(|t| (t, Instant::now()));
             let mut rec = self.recorder.borrow_mut();
@@ -343,6 +399,10 @@ impl<T: Transport> User<T> {
             }
         }
         self.refresh_cookie_vars();
+        self.last = Last {
+            status: outcome.status,
+            ok: outcome.result.is_ok(),
+        };
         // A closed user's completion counts toward its share of the
         // level's throughput; an open workload's arrivals are not users'.
         if intended.is_none() {
@@ -372,7 +432,7 @@ impl<T: Transport> User<T> {
         self.recorder.borrow_mut().sessions += 1;
         // Each arrival is a session of its own, as `run_arrival`'s are.
         if matches!(self.shared.workload, Workload::Session) {
-            self.vars.iter_mut().for_each(Vec::clear);
+            self.begin_session();
         }
         if let Err(kind) = self.ready_request(request) {
             let outcome = crate::protocol::failed(kind, Duration::ZERO, None);

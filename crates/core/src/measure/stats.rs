@@ -85,6 +85,9 @@ pub struct RequestStats {
     /// refusals), in nanoseconds: a user waited for the server that long,
     /// though no response time was measured.
     pub failed_ns: u64,
+    /// Times a user came to the request and its `skip_if:` held: nothing
+    /// was sent (not among `requests`).
+    pub skipped: u64,
 }
 
 /// How often one check passed and failed.
@@ -106,6 +109,7 @@ impl Default for RequestStats {
             body_bytes: 0,
             decoded_bytes: 0,
             failed_ns: 0,
+            skipped: 0,
         }
     }
 }
@@ -150,6 +154,7 @@ impl RequestStats {
         self.body_bytes = self.body_bytes.saturating_add(other.body_bytes);
         self.decoded_bytes = self.decoded_bytes.saturating_add(other.decoded_bytes);
         self.failed_ns = self.failed_ns.saturating_add(other.failed_ns);
+        self.skipped = self.skipped.saturating_add(other.skipped);
         self.errors.merge(&other.errors);
         if self.checks.len() < other.checks.len() {
             self.checks

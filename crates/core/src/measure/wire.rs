@@ -106,6 +106,8 @@ struct WireRequest {
     decoded_bytes: u64,
     #[serde(default)]
     failed_ns: u64,
+    #[serde(default)]
+    skipped: u64,
 }
 
 /// A snapshot the parent could not read back.
@@ -143,6 +145,7 @@ impl WireSnapshot {
                         body_bytes: r.body_bytes,
                         decoded_bytes: r.decoded_bytes,
                         failed_ns: r.failed_ns,
+                        skipped: r.skipped,
                     })
                     .collect(),
                 think: sum_to_wire(&s.think),
@@ -185,6 +188,7 @@ impl WireSnapshot {
                 body_bytes: r.body_bytes,
                 decoded_bytes: r.decoded_bytes,
                 failed_ns: r.failed_ns,
+                skipped: r.skipped,
                 ..RequestStats::default()
             };
             for (name, n) in r.errors {

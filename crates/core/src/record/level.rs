@@ -147,6 +147,9 @@ pub struct PerRequestRecord {
     /// Redirects followed (their time is in the response time).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// Times its `skip_if:` held and nothing was sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
     /// Kafka: record sends retried after a retriable refusal (a leader
     /// moving, a topic being made); not errors, which count only records
     /// that were never written.
@@ -436,6 +439,7 @@ impl LevelRecord {
                             })
                             .collect(),
                         redirects: s.redirects,
+                        skipped: s.skipped,
                         retries: s.retries,
                         body_bytes: s.body_bytes,
                         decoded_bytes: s.decoded_bytes,

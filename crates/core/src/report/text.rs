@@ -73,6 +73,15 @@ pub fn level_table(level: &LevelRecord) -> String {
             .collect();
         let _ = writeln!(out, "errors: {}", kinds.join(", "));
     }
+    let skipped: Vec<String> = level
+        .per_request
+        .iter()
+        .filter(|(_, r)| r.skipped > 0)
+        .map(|(k, r)| format!("{k} {}", r.skipped))
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "skipped (skip_if held): {}", skipped.join(", "));
+    }
     if let Some(c) = &level.ci95 {
         let latency = c.response_time_ms.map_or(String::new(), |r| {
             format!(

@@ -13,6 +13,7 @@
 //! format is described for editors by `schema/scenario.schema.json`.
 
 pub(crate) mod avro;
+pub(crate) mod condition;
 pub mod decode;
 pub(crate) mod diagnostic;
 pub(crate) mod duration;
@@ -37,6 +38,7 @@ mod tests;
 
 use std::path::Path;
 
+pub(crate) use condition::Last;
 pub(crate) use diagnostic::Diagnostic;
 
 pub use diagnostic::Diagnostics;

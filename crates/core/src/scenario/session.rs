@@ -4,7 +4,17 @@
 //! (`1 - Σ p`) ends the session, and the user starts a new one at `start`:
 //! one request, or several with the probability of each (the CBMG's entry
 //! state, as a log of real sessions gives it).
+//!
+//! A transition may hold only under a condition (`when:`). Those that do
+//! not hold are left out and the rest renormalised, the exit counting as
+//! one that always holds: `{add: {p: 0.7, when: …}, checkout: 0.2}` goes
+//! to checkout with 0.2 / 0.3 and ends with 0.1 / 0.3 when `add` is out —
+//! what the user would have done otherwise, in the same proportions. A
+//! condition known at load time is applied then, to the probabilities
+//! themselves, so the expected visits follow it; the others are taken to
+//! hold there.
 
+use super::condition::Condition;
 use super::ids::RequestId;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +23,9 @@ pub struct Cbmg {
     start: Vec<(RequestId, f64)>,
     /// Indexed by `RequestId`: the successors and their probabilities.
     transitions: Vec<Vec<(RequestId, f64)>>,
+    /// Indexed by `RequestId`, aligned with `transitions`: each one's
+    /// condition, if it has one. Empty for a request without any.
+    when: Vec<Vec<Option<Condition>>>,
 }
 
 impl Cbmg {
@@ -29,7 +42,25 @@ impl Cbmg {
         start: Vec<(RequestId, f64)>,
         transitions: Vec<Vec<(RequestId, f64)>>,
     ) -> Cbmg {
-        Cbmg { start, transitions }
+        Cbmg {
+            start,
+            transitions,
+            when: Vec::new(),
+        }
+    }
+
+    /// The same chain whose transitions hold under `when` (indexed and
+    /// aligned as `transitions`).
+    pub(crate) fn with_conditions(mut self, when: Vec<Vec<Option<Condition>>>) -> Cbmg {
+        self.when = when;
+        self
+    }
+
+    /// Whether any transition from `from` has a condition.
+    pub(crate) fn is_conditional(&self, from: RequestId) -> bool {
+        self.when
+            .get(from.index())
+            .is_some_and(|w| w.iter().any(Option::is_some))
     }
 
     /// A session of exactly one visit to `request`, then the end (profiling
@@ -38,6 +69,7 @@ impl Cbmg {
         Cbmg {
             start: vec![(request, 1.0)],
             transitions: vec![Vec::new(); n],
+            when: Vec::new(),
         }
     }
 
@@ -78,6 +110,40 @@ impl Cbmg {
         for &(to, p) in &self.transitions[from.index()] {
             cumulative += p;
             if u < cumulative {
+                return Some(to);
+            }
+        }
+        None
+    }
+
+    /// The request after `from` among the transitions whose condition
+    /// `holds` (each asked once), renormalised with the exit; `None` ends
+    /// the session.
+    pub(crate) fn next_when(
+        &self,
+        from: RequestId,
+        u: f64,
+        mut holds: impl FnMut(&Condition) -> bool,
+    ) -> Option<RequestId> {
+        if !self.is_conditional(from) {
+            return self.next(from, u);
+        }
+        let edges = &self.transitions[from.index()];
+        let open: Vec<bool> = self.when[from.index()]
+            .iter()
+            .map(|c| c.as_ref().is_none_or(&mut holds))
+            .collect();
+        let kept: f64 = edges
+            .iter()
+            .zip(&open)
+            .filter(|(_, &o)| o)
+            .map(|(&(_, p), _)| p)
+            .sum::<f64>()
+            + self.exit_probability(from);
+        let mut cumulative = 0.0;
+        for (&(to, p), _) in edges.iter().zip(&open).filter(|(_, &o)| o) {
+            cumulative += p;
+            if u * kept < cumulative {
                 return Some(to);
             }
         }
@@ -241,6 +307,29 @@ mod tests {
             let got = *count as f64 / sessions as f64;
             assert!((got - want).abs() / want < 0.02, "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn transitions_whose_condition_fails_are_left_out_and_the_rest_renormalised_with_the_exit() {
+        use crate::scenario::template::Names;
+        let names = Names {
+            feeders: Vec::new(),
+            variables: &[],
+        };
+        let when = Condition::parse("status == 200", &names).unwrap();
+        // login → {search 0.7 when status == 200, purchase 0.2}, exit 0.1.
+        let cbmg = shop().with_conditions(vec![vec![Some(when), None], vec![], vec![]]);
+        assert!(cbmg.is_conditional(r(0)) && !cbmg.is_conditional(r(1)));
+        // Held: the written probabilities.
+        assert_eq!(cbmg.next_when(r(0), 0.69, |_| true), Some(r(1)));
+        assert_eq!(cbmg.next_when(r(0), 0.71, |_| true), Some(r(2)));
+        assert_eq!(cbmg.next_when(r(0), 0.91, |_| true), None);
+        // Not held: purchase 0.2 / 0.3, the end 0.1 / 0.3.
+        assert_eq!(cbmg.next_when(r(0), 0.0, |_| false), Some(r(2)));
+        assert_eq!(cbmg.next_when(r(0), 0.66, |_| false), Some(r(2)));
+        assert_eq!(cbmg.next_when(r(0), 0.67, |_| false), None);
+        // Unconditional rows are `next`.
+        assert_eq!(cbmg.next_when(r(1), 0.1, |_| false), Some(r(1)));
     }
 
     #[test]

@@ -1003,3 +1003,39 @@ fn lognormal_think_times() {
         40,
     );
 }
+
+/// A `when:` decided at load time reshapes the probabilities themselves,
+/// so the expected visits follow it; a dynamic one is taken to hold there.
+#[test]
+fn a_condition_known_at_load_time_renormalises_the_transitions() {
+    let scenario = |when: &str| {
+        ok(&format!(
+            r#"
+target: {{base_url: "http://127.0.0.1:9"}}
+requests:
+  home: {{path: /}}
+  search: {{path: /search, extract: {{n: {{json: "$.n"}}}}}}
+  buy: {{path: /buy}}
+session:
+  start: home
+  transitions:
+    home:
+      search: {{p: 0.6, when: "{when}"}}
+      buy: 0.2
+"#
+        ))
+    };
+    let visits = |s: &Scenario| s.session.expected_visits();
+    // Never holds: buy 0.2 / 0.4, the end 0.2 / 0.4.
+    let s = scenario("${env.AUTOPERF_SURELY_UNSET:-off} == 'on'");
+    assert_eq!(visits(&s), [1.0, 0.0, 0.5]);
+    assert!(!s.session.is_conditional(RequestId(0)));
+    // Always holds: as written, no condition left to judge.
+    let s = scenario("1 < 2");
+    assert!((visits(&s)[1] - 0.6).abs() < 1e-12 && (visits(&s)[2] - 0.2).abs() < 1e-12);
+    assert!(!s.session.is_conditional(RequestId(0)));
+    // Known only as users run: judged then.
+    let s = scenario("${n} < 3");
+    assert!((visits(&s)[1] - 0.6).abs() < 1e-12);
+    assert!(s.session.is_conditional(RequestId(0)));
+}

@@ -31,6 +31,7 @@ mod avro;
 mod body;
 mod capacity;
 mod checks;
+mod condition;
 mod ctx;
 mod data;
 mod extract;
@@ -183,7 +184,8 @@ pub fn decode(
     let session = if names.is_empty() {
         None
     } else {
-        decode_session(&mut ctx, top.get("session"), &top, &request_keys)
+        let names = requests::template_names(&feeders, &variables);
+        decode_session(&mut ctx, top.get("session"), &top, &request_keys, &names)
     };
     let servers = top
         .get("servers")

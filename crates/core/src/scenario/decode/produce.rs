@@ -93,5 +93,6 @@ pub(super) fn decode_produce(
         checks: Vec::new(),
         think_time: None,
         sets: Vec::new(),
+        skip_if: None,
     })
 }

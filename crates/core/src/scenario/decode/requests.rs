@@ -12,6 +12,7 @@ use super::super::template::{closing_brace, Builder, Dynamic, Escape, Names, Tem
 use super::super::yaml::{Key, Node};
 use super::body::{decode_form, json_body};
 use super::checks::decode_checks;
+use super::condition::decode_condition;
 use super::ctx::{bound_variable, is_name, template, Ctx};
 use super::data::DecodedFeeder;
 use super::extract::decode_extract;
@@ -40,6 +41,7 @@ pub(crate) const REQUEST_KEYS: &[&str] = &[
     "produce",
     "think_time",
     "set",
+    "skip_if",
 ];
 
 /// What the target accepts, so a request of the other kind is reported.
@@ -122,6 +124,26 @@ fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
     variables
 }
 
+/// What templates may name: the feeders (with their columns, when their
+/// file could be read) and the variables.
+pub(super) fn template_names<'a>(
+    feeders: &'a [DecodedFeeder],
+    variables: &'a [String],
+) -> Names<'a> {
+    Names {
+        feeders: feeders
+            .iter()
+            .map(|f| {
+                (
+                    f.feeder.name.as_str(),
+                    f.readable.then_some(&f.feeder.columns[..]),
+                )
+            })
+            .collect(),
+        variables,
+    }
+}
+
 pub(crate) fn decode_requests(
     ctx: &mut Ctx,
     node: &Node,
@@ -133,18 +155,7 @@ pub(crate) fn decode_requests(
         return DecodedRequests::default();
     };
     let variables = collect_variables(entries);
-    let names = Names {
-        feeders: feeders
-            .iter()
-            .map(|f| {
-                (
-                    f.feeder.name.as_str(),
-                    f.readable.then_some(&f.feeder.columns[..]),
-                )
-            })
-            .collect(),
-        variables: &variables,
-    };
+    let names = template_names(feeders, &variables);
     let mut requests = Vec::new();
     for (key, value) in entries {
         if !is_name(&key.name) {
@@ -163,7 +174,7 @@ pub(crate) fn decode_requests(
         let request = match produce {
             Some((produce_key, produce)) => {
                 if let Node::Map { entries, .. } = value {
-                    let own = |k: &str| matches!(k, "produce" | "think_time" | "set");
+                    let own = |k: &str| matches!(k, "produce" | "think_time" | "set" | "skip_if");
                     for (other, _) in entries.iter().filter(|(k, _)| !own(&k.name)) {
                         ctx.error(
                             other.pos,
@@ -215,9 +226,17 @@ pub(crate) fn decode_requests(
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
+        let skip_if = match value {
+            Node::Map { entries, .. } => entries
+                .iter()
+                .find(|(k, _)| k.name == "skip_if")
+                .and_then(|(_, n)| decode_condition(ctx, n, &names)),
+            _ => None,
+        };
         let mut request = request.unwrap_or_else(|| placeholder(&key.name));
         request.think_time = think_time;
         request.sets = sets;
+        request.skip_if = skip_if;
         requests.push(request);
     }
     DecodedRequests {
@@ -243,6 +262,7 @@ fn placeholder(name: &str) -> Request {
         checks: Vec::new(),
         think_time: None,
         sets: Vec::new(),
+        skip_if: None,
     }
 }
 
@@ -421,6 +441,7 @@ fn decode_request(
         checks,
         think_time: None,
         sets: Vec::new(),
+        skip_if: None,
     })
 }
 

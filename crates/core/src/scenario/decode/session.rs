@@ -1,11 +1,19 @@
 //! Decoding of `session`: the start request and the transitions, checked
 //! for unknown names, probabilities outside [0, 1] or summing above 1,
 //! requests never reached from `start`, and loops a session can never leave.
+//! A transition is a probability or `{p, when}`; a `when` known at load
+//! time is applied to the probabilities here (see `session.rs`).
 
+use super::super::condition::Condition;
 use super::super::model::RequestId;
 use super::super::session::Cbmg;
+use super::super::template::Names;
 use super::super::yaml::{Key, Node, Pos};
+use super::condition::decode_condition;
 use super::ctx::{lookup_request, Ctx, Fields};
+
+/// The keys of a transition written as a mapping.
+const TRANSITION_KEYS: &[&str] = &["p", "when"];
 
 /// The keys of `session:`.
 pub(crate) const SESSION_KEYS: &[&str] = &["start", "transitions"];
@@ -15,6 +23,7 @@ pub(crate) fn decode_session(
     node: Option<&Node>,
     top: &Fields,
     requests: &[Key],
+    template_names: &Names,
 ) -> Option<Cbmg> {
     let names: Vec<&str> = requests.iter().map(|k| k.name.as_str()).collect();
     let errors_before = ctx.errors.len();
@@ -36,6 +45,10 @@ pub(crate) fn decode_session(
         }
     };
     let mut transitions = vec![Vec::new(); names.len()];
+    // As written, conditions known at load time aside: a request that an
+    // `${env.…}` switch turns off is not a mistake in the graph.
+    let mut written = vec![Vec::new(); names.len()];
+    let mut conditions: Vec<Vec<Option<Condition>>> = vec![Vec::new(); names.len()];
     // Where each request's transitions were written, for loop errors.
     let mut written_at: Vec<Option<Pos>> = vec![None; names.len()];
     let entries = fields
@@ -67,6 +80,10 @@ pub(crate) fn decode_session(
         };
         let mut sum = 0.0;
         let mut edges = Vec::new();
+        let mut whens = Vec::new();
+        let mut written_edges = Vec::new();
+        // The probability of transitions whose condition never holds.
+        let mut never = 0.0;
         for (to_key, p) in targets {
             let to = names.iter().position(|n| *n == to_key.name);
             if to.is_none() {
@@ -80,12 +97,39 @@ pub(crate) fn decode_session(
                     &names,
                 );
             }
+            let (p, when) = match p {
+                Node::Map { .. } => {
+                    let what = format!(
+                        "the transition from `{}` to `{}`",
+                        from_key.name, to_key.name
+                    );
+                    let Some(fields) = ctx.map(p, &what, TRANSITION_KEYS) else {
+                        continue;
+                    };
+                    let when = fields
+                        .get("when")
+                        .and_then(|n| decode_condition(ctx, n, template_names));
+                    let Some(p) = fields.required(ctx, "p") else {
+                        continue;
+                    };
+                    (p, when)
+                }
+                _ => (p, None),
+            };
             let value = p.as_str().and_then(|s| s.trim().parse::<f64>().ok());
             match value {
                 Some(v) if (0.0..=1.0).contains(&v) => {
                     sum += v;
                     if let Some(to) = to {
-                        edges.push((RequestId(to as u32), v));
+                        written_edges.push((RequestId(to as u32), v));
+                    }
+                    match (to, when.as_ref().map(Condition::constant)) {
+                        (_, Some(Some(false))) => never += v,
+                        (Some(to), constant) => {
+                            edges.push((RequestId(to as u32), v));
+                            whens.push(when.filter(|_| constant != Some(Some(true))));
+                        }
+                        (None, _) => {}
                     }
                 }
                 _ => ctx.error(
@@ -111,8 +155,17 @@ pub(crate) fn decode_session(
                 ),
             );
         }
+        if never > 0.0 {
+            // Left out for good: the rest renormalised with the exit.
+            let kept = 1.0 - never;
+            edges.retain(|_| kept > 1e-12);
+            whens.truncate(edges.len());
+            edges.iter_mut().for_each(|(_, p)| *p /= kept);
+        }
         if let Some(from) = from {
             transitions[from] = edges;
+            written[from] = written_edges;
+            conditions[from] = whens;
             written_at[from] = Some(map_pos);
         }
     }
@@ -122,11 +175,11 @@ pub(crate) fn decode_session(
         .map(|(r, _)| names[r.index()])
         .collect::<Vec<_>>()
         .join(", ");
-    let cbmg = Cbmg::with_entries(start, transitions);
+    let cbmg = Cbmg::with_entries(start, transitions).with_conditions(conditions);
     if ctx.errors.len() > errors_before {
         return None;
     }
-    let reachable = cbmg.reachable();
+    let reachable = Cbmg::with_entries(cbmg.entries().to_vec(), written).reachable();
     for (i, key) in requests.iter().enumerate() {
         if !reachable[i] {
             ctx.error_hint(

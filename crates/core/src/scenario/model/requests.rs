@@ -3,6 +3,7 @@
 //! it checks in and extracts from the response.
 
 use super::super::avro::AvroTemplate;
+use super::super::condition::Condition;
 use super::super::ids::{FeederId, VarId};
 use super::super::template::Template;
 use super::load::ThinkTime;
@@ -21,6 +22,9 @@ pub struct Request {
     /// `set:`: variables computed, in this order, before the request is
     /// rendered.
     pub sets: Vec<(VarId, Template)>,
+    /// `skip_if:`: when it holds as a user comes to the request, nothing
+    /// is sent and the session goes on from it.
+    pub skip_if: Option<Condition>,
 }
 
 impl Request {
