@@ -38,6 +38,16 @@ pub struct RunArgs {
     /// Run without the profiler agents named under `servers:`.
     #[arg(long)]
     pub no_agents: bool,
+    /// Print every exchange as it happens — the request as sent, the
+    /// answer's head and body, checks, values extracted, the transition
+    /// taken and why — for one user (or --users N, one after another) and
+    /// one session each (or --sessions N); think times are not waited and
+    /// nothing is measured or written. Exit 1 when an exchange failed.
+    #[arg(long, conflicts_with_all = ["rate", "duration", "warmup"])]
+    pub trace: bool,
+    /// With --trace: sessions each traced user walks (default 1).
+    #[arg(long, requires = "trace", value_parser = clap::value_parser!(u32).range(1..))]
+    pub sessions: Option<u32>,
     #[command(flatten)]
     pub generators: GeneratorArgs,
     #[command(flatten)]

@@ -19,6 +19,9 @@ use crate::compare::Baseline;
 use crate::{exit, Failure};
 
 pub fn run(args: RunArgs) -> Outcome {
+    if args.trace {
+        return trace(&args);
+    }
     let baseline = Baseline::read(&args.baseline)?;
     let scenario = Arc::new(load(&args.scenario, &args.set.overrides)?);
     let ask = SingleLevel {
@@ -65,6 +68,25 @@ pub fn run(args: RunArgs) -> Outcome {
         exit::THRESHOLD_FAILED
     };
     baseline.judge(code, &out, args.output.json)
+}
+
+/// `run --trace`: a few users' exchanges on stdout, then what they came to.
+fn trace(args: &RunArgs) -> Outcome {
+    let scenario = Arc::new(load(&args.scenario, &args.set.overrides)?);
+    let users = args.users.unwrap_or(1).max(1);
+    let sessions = args.sessions.unwrap_or(1);
+    let summary =
+        autoperf_core::engine::trace(scenario, users, sessions, Box::new(std::io::stdout()))
+            .map_err(|e| Failure::cannot_proceed(format!("{}: {e}", args.scenario.display())))?;
+    println!(
+        "\ntraced {users} user(s) × {sessions} session(s): {} exchanges, {} failed, {} skipped",
+        summary.exchanges, summary.failed, summary.skipped
+    );
+    Ok(if summary.failed == 0 {
+        exit::OK
+    } else {
+        exit::THRESHOLD_FAILED
+    })
 }
 
 /// `--arrivals` as the engine takes it.

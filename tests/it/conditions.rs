@@ -53,11 +53,11 @@ fn a_cart_limit_driven_by_the_shops_answers_holds_and_an_empty_checkout_is_skipp
     let shop = stats(tb.web_addr);
     // Carts reached the limit, and none went past it.
     assert_eq!(shop["largest_cart"], 3, "{shop}");
-    assert_eq!(
-        shop["carts_added"].as_u64(),
-        per["add"]["requests"].as_u64(),
-        "{shop}"
-    );
+    // Every add measured reached the shop; at the level's end an add in
+    // flight may have reached it unmeasured, one per user at most.
+    let adds = per["add"]["requests"].as_u64().unwrap();
+    let added = shop["carts_added"].as_u64().unwrap();
+    assert!((adds..=adds + 6).contains(&added), "{adds} adds: {shop}");
 
     // The same journey with the limit out of reach: the loop's 0.8 fills
     // carts well past 3 in the same time (each cart's size is geometric).

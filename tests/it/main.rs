@@ -38,5 +38,6 @@ mod record_shape;
 mod report_html;
 mod server_slos;
 mod shop;
+mod trace;
 mod trust;
 mod workers;

@@ -15,6 +15,8 @@
 //! - `feed`, `extract`, `checks`: data rows in, values out of responses,
 //!   responses judged.
 //! - `stop`, `error`: how a level ends early, and why it could not run.
+//! - `trace`, `tracer`: `run --trace`, a few users' exchanges printed as
+//!   they happen.
 
 mod arrival_timer;
 mod checks;
@@ -31,6 +33,8 @@ mod start;
 mod stop;
 mod think;
 mod tick_clock;
+mod trace;
+mod tracer;
 mod user;
 pub mod workers;
 
@@ -39,6 +43,8 @@ pub use error::EngineError;
 pub use fleet::Generators;
 pub use level::{default_warmup, Level, LevelPlan, OpenPlan, Workload, DEFAULT_MAX_IN_FLIGHT};
 pub use stop::StopSignal;
+pub use trace::trace;
+pub use tracer::TraceSummary;
 pub use workers::WorkerPool;
 pub(crate) use workers::WorkerShare;
 

@@ -306,8 +306,11 @@ fn fires<T: Transport>(shared: &Shared<T>) -> Option<RequestId> {
         }
         Workload::Profile { request, .. } => *request,
     };
-    let plain = scenario.request(request).extracts.is_empty()
-        && scenario.request(request).skip_if.is_none();
+    // A session's request that may be skipped goes by a user, which can
+    // skip it; profiling never skips.
+    let skippable =
+        matches!(shared.workload, Workload::Session) && scenario.request(request).skip_if.is_some();
+    let plain = scenario.request(request).extracts.is_empty() && !skippable;
     (plain && shared.transport.can_fire()).then_some(request)
 }
 

@@ -190,6 +190,12 @@ pub(crate) trait Transport: 'static {
         None
     }
 
+    /// The requests the last `call` sent (one per redirect hop) with the
+    /// head of each answer, when the transport keeps them (`run --trace`).
+    fn take_hops(&self, _session: &mut Self::Session) -> Vec<Hop> {
+        Vec::new()
+    }
+
     /// Sends request `id`, rendered with `bindings`; keeps the response's
     /// head and body in `response` when given.
     fn call(
@@ -199,6 +205,14 @@ pub(crate) trait Transport: 'static {
         bindings: &mut impl Bindings,
         response: Option<&mut Response>,
     ) -> impl Future<Output = CallOutcome>;
+}
+
+/// One request as it went out (head and body, in HTTP/1.1's form whatever
+/// the connection spoke) and the head of its answer (empty when none came).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hop {
+    pub request: Vec<u8>,
+    pub head: Vec<u8>,
 }
 
 /// The target could not be used at all.

@@ -56,6 +56,11 @@ impl Cbmg {
         self
     }
 
+    /// The condition of the `i`-th transition from `from`, if it has one.
+    pub(crate) fn condition(&self, from: RequestId, i: usize) -> Option<&Condition> {
+        self.when.get(from.index())?.get(i)?.as_ref()
+    }
+
     /// Whether any transition from `from` has a condition.
     pub(crate) fn is_conditional(&self, from: RequestId) -> bool {
         self.when
@@ -222,11 +227,20 @@ impl Cbmg {
     }
 
     /// Requests from which the session can still end (some path of positive
-    /// probability leads to a request with an exit probability).
+    /// probability leads to a request with an exit probability, or whose
+    /// every transition has a condition: when none holds, the session
+    /// ends).
     pub(crate) fn can_end(&self) -> Vec<bool> {
         let n = self.transitions.len();
         let mut ends: Vec<bool> = (0..n)
-            .map(|i| self.exit_probability(RequestId(i as u32)) > 1e-9)
+            .map(|i| {
+                let all_conditional = self.when.get(i).is_some_and(|w| {
+                    !w.is_empty()
+                        && w.len() == self.transitions[i].len()
+                        && w.iter().all(Option::is_some)
+                });
+                all_conditional || self.exit_probability(RequestId(i as u32)) > 1e-9
+            })
             .collect();
         loop {
             let mut changed = false;

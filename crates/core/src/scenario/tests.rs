@@ -1039,3 +1039,41 @@ session:
     assert!((visits(&s)[1] - 0.6).abs() < 1e-12);
     assert!(s.session.is_conditional(RequestId(0)));
 }
+
+/// A loop whose only way on has a condition ends when the condition
+/// fails; conditions may read cookies no request names.
+#[test]
+fn a_conditional_loop_can_end_and_conditions_read_cookies() {
+    let s = ok(r#"
+target: {base_url: "http://127.0.0.1:9"}
+requests:
+  page:
+    path: /page
+    set: {n: "${n + 1}"}
+session:
+  start: page
+  transitions:
+    page: {page: {p: 1, when: "${n} < 3 && ${cookie.sid} != ''"}}
+"#);
+    assert!(s.session.is_conditional(RequestId(0)));
+    assert!(
+        s.variables.iter().any(|v| v == "cookie.sid"),
+        "{:?}",
+        s.variables
+    );
+}
+
+#[test]
+fn a_loop_only_a_condition_ends_has_a_mean_think_time() {
+    let s = ok(r#"
+target: {base_url: "http://127.0.0.1:9"}
+think_time: 1s
+requests:
+  page: {path: /page, set: {n: "${n + 1}"}, think_time: 2s}
+session:
+  start: page
+  transitions:
+    page: {page: {p: 1, when: "${n} < 3"}}
+"#);
+    assert_eq!(s.mean_think_time(), std::time::Duration::from_secs(1));
+}

@@ -12,7 +12,7 @@ use tokio::time::Sleep;
 
 use super::{HttpSession, HttpTransport};
 use crate::measure::ErrorKind;
-use crate::protocol::{encoding, failed, http1, redirect, CallOutcome, Opened, Response};
+use crate::protocol::{encoding, failed, http1, redirect, CallOutcome, Hop, Opened, Response};
 use crate::scenario::template::Bindings;
 use crate::scenario::{CookiePolicy, RequestId};
 
@@ -52,6 +52,7 @@ impl HttpTransport {
             return failed(ErrorKind::Encode, Duration::ZERO, None);
         }
         self.add_cookies(session);
+        session.hops.clear();
         let mut head_request = plan.head;
         let mut opened = None;
         let mut response_time = Duration::ZERO;
@@ -62,6 +63,17 @@ impl HttpTransport {
                 .await;
             response_time += elapsed;
             opened = opened.or(o);
+            if self.trace {
+                let head = match (&exchanged, response.as_deref()) {
+                    (Ok(_), Some(r)) => r.head.clone(),
+                    (Ok(_), None) => session.notable.clone(),
+                    (Err(_), _) => Vec::new(),
+                };
+                session.hops.push(Hop {
+                    request: session.out.clone(),
+                    head,
+                });
+            }
             let reply = match exchanged {
                 Ok(reply) => reply,
                 Err(kind) => {

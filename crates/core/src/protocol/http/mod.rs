@@ -23,7 +23,7 @@ use tokio::time::Sleep;
 
 use super::cookies::Jar;
 use super::request::RequestPlan;
-use super::{encoding, http1, tls, CallOutcome, Opened, Response, TargetError, Transport};
+use super::{encoding, http1, tls, CallOutcome, Hop, Opened, Response, TargetError, Transport};
 use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
 use crate::scenario::{Action, BaseUrl, CookiePolicy, HttpVersion, RequestId, Scenario};
@@ -50,6 +50,8 @@ pub(crate) struct HttpTransport {
     next_local: std::cell::Cell<usize>,
     /// `target.max_body`: the most of a body kept for checks and extraction.
     max_body: usize,
+    /// `run --trace`: each session keeps its calls' hops.
+    trace: bool,
 }
 
 pub(crate) struct HttpSession {
@@ -69,6 +71,8 @@ pub(crate) struct HttpSession {
     jar: Option<Box<Jar>>,
     /// The user's one request timer (see `exchange::within`).
     watchdog: Option<Pin<Box<Sleep>>>,
+    /// What the last call sent and got, hop by hop, when tracing.
+    hops: Vec<Hop>,
 }
 
 impl HttpTransport {
@@ -126,7 +130,14 @@ impl HttpTransport {
             local: Vec::new(),
             next_local: std::cell::Cell::new(0),
             max_body: scenario.target.max_body,
+            trace: false,
         })
+    }
+
+    /// Keeps what each call sent and got (`Transport::take_hops`).
+    pub(crate) fn traced(mut self) -> HttpTransport {
+        self.trace = true;
+        self
     }
 
     /// Connections come from `local` (addresses of this host) in turn,
@@ -182,7 +193,12 @@ impl Transport for HttpTransport {
             decoded: Vec::new(),
             jar: None,
             watchdog: None,
+            hops: Vec::new(),
         }
+    }
+
+    fn take_hops(&self, session: &mut HttpSession) -> Vec<Hop> {
+        std::mem::take(&mut session.hops)
     }
 
     async fn prepare(&self, session: &mut HttpSession) -> Option<Opened> {

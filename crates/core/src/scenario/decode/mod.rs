@@ -166,8 +166,16 @@ pub fn decode(
         Endpoint::Http(_) => TargetKind::Http,
         Endpoint::Kafka(_) => TargetKind::Kafka,
     });
-    let decoded =
-        requests_node.map(|n| decode_requests(&mut ctx, n, &feeders, target_kind, base_dir));
+    let decoded = requests_node.map(|n| {
+        decode_requests(
+            &mut ctx,
+            n,
+            &feeders,
+            target_kind,
+            base_dir,
+            top.get("session"),
+        )
+    });
     let DecodedRequests {
         requests,
         variables,

@@ -99,9 +99,10 @@ fn cookie_variables(node: &Node, out: &mut Vec<String>) {
 }
 
 /// The variable names bound by any request's `extract` or `set`, in order
-/// of first appearance, then the cookies templates name (`cookie.NAME`);
-/// problems are reported later, by `decode_requests`.
-fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
+/// of first appearance, then the cookies templates name (`cookie.NAME`,
+/// the session's conditions included); problems are reported later, by
+/// `decode_requests`.
+fn collect_variables(entries: &[(Key, Node)], session: Option<&Node>) -> Vec<String> {
     let mut variables: Vec<String> = Vec::new();
     for (_, request) in entries {
         let Node::Map { entries, .. } = request else {
@@ -120,6 +121,9 @@ fn collect_variables(entries: &[(Key, Node)]) -> Vec<String> {
     }
     for (_, request) in entries {
         cookie_variables(request, &mut variables);
+    }
+    if let Some(session) = session {
+        cookie_variables(session, &mut variables);
     }
     variables
 }
@@ -150,11 +154,12 @@ pub(crate) fn decode_requests(
     feeders: &[DecodedFeeder],
     target: Option<TargetKind>,
     base_dir: &Path,
+    session: Option<&Node>,
 ) -> DecodedRequests {
     let Some(entries) = ctx.named_map(node, "`requests`") else {
         return DecodedRequests::default();
     };
-    let variables = collect_variables(entries);
+    let variables = collect_variables(entries, session);
     let names = template_names(feeders, &variables);
     let mut requests = Vec::new();
     for (key, value) in entries {

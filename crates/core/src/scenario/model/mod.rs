@@ -114,7 +114,9 @@ impl Scenario {
         }
         let visits = self.session.expected_visits();
         let total: f64 = visits.iter().sum();
-        if total <= 0.0 {
+        // No visits, or a loop only a condition ends (its visits unbounded
+        // when the condition is taken to hold).
+        if !(total > 0.0 && total.is_finite()) {
             return self.think_time.mean();
         }
         let weighted: f64 = visits

@@ -28,9 +28,11 @@ pub struct Request {
 }
 
 impl Request {
-    /// Every template of the request: what it sends, and its checks.
+    /// Every template of the request: what it sends, its checks, and its
+    /// `skip_if:` (judged with the rows the request would send).
     pub(crate) fn templates(&self) -> Vec<&Template> {
         let mut t: Vec<&Template> = self.sets.iter().map(|(_, v)| v).collect();
+        t.extend(self.skip_if.iter().flat_map(Condition::templates));
         match &self.action {
             Action::Http(h) => {
                 t.push(&h.path);

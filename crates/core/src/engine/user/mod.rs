@@ -1,5 +1,12 @@
 //! One closed-loop virtual user: walk the CBMG — send, wait for the whole
 //! response, think, pick the next request — until the shard drops it.
+//! `journey`: where a session goes (conditions, skips); `traced`: the
+//! same walk for `run --trace`.
+
+mod journey;
+mod traced;
+
+pub(crate) use traced::trace_session;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -12,6 +19,7 @@ use super::extract;
 use super::feed::Feeds;
 use super::level::Workload;
 use super::think::{self, ThinkStream};
+use super::tracer::Tracer;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
 use crate::scenario::template::Bindings;
@@ -23,7 +31,24 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// A closed user whose whole session was skipped (`skip_if:`) waits this
 /// long before the next, so a session that never sends is not a spin loop.
+/// It counts as think time: the user was not waiting for the server.
 const EMPTY_SESSION_PAUSE: Duration = Duration::from_millis(10);
+
+/// What became of a request a user came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stepped {
+    /// Sent (or failed before it could be); true when it could not
+    /// connect.
+    Sent { connect_failed: bool },
+    /// Its `skip_if:` held: nothing was sent.
+    Skipped,
+}
+
+/// What `ready_request` found.
+enum Ready {
+    Send,
+    Skip,
+}
 
 /// Data shared by every user of a level.
 pub(crate) struct Shared<T> {
@@ -73,6 +98,7 @@ pub(crate) async fn run_user<T: Transport>(
             }
             user.shared.transport.end_session(&mut user.session);
             if !user.sent {
+                user.recorder.borrow_mut().think.add(EMPTY_SESSION_PAUSE);
                 tokio::time::sleep(EMPTY_SESSION_PAUSE).await;
             }
         },
@@ -149,6 +175,10 @@ pub(crate) struct User<T: Transport> {
     /// Whether this session has sent a request yet (`skip_if:` may skip
     /// them all).
     sent: bool,
+    /// Requests skipped since the last one sent.
+    skipped_in_a_row: u32,
+    /// `run --trace`: where its exchanges are printed.
+    trace: Option<Rc<RefCell<Tracer>>>,
     /// Where its think times' uniforms come from.
     think: ThinkStream,
     /// Where among its shard's users it starts in that stream
@@ -195,19 +225,24 @@ impl<T: Transport> User<T> {
             exhausted: false,
             last: Last::default(),
             sent: false,
+            skipped_in_a_row: 0,
+            trace: None,
         }
     }
 
     /// What comes before `request` is rendered: its rows of the data
-    /// (`DataExhausted` when a unique feeder has none left), then its
-    /// `set:` variables in order (`Encode` when one cannot be computed; it
-    /// keeps its value then).
-    fn ready_request(&mut self, request: RequestId) -> Result<(), ErrorKind> {
+    /// (`DataExhausted` when a unique feeder has none left), its
+    /// `skip_if:` judged with them, then its `set:` variables in order
+    /// (`Encode` when one cannot be computed; it keeps its value then).
+    fn ready_request(&mut self, request: RequestId) -> Result<Ready, ErrorKind> {
         if !self.take_rows(request) {
             return Err(ErrorKind::DataExhausted);
         }
+        if self.skips(request) {
+            return Ok(Ready::Skip);
+        }
         if self.shared.scenario.request(request).sets.is_empty() {
-            return Ok(());
+            return Ok(Ready::Send);
         }
         let shared = self.shared.clone();
         for (var, template) in &shared.scenario.request(request).sets {
@@ -218,7 +253,7 @@ impl<T: Transport> User<T> {
                 .map_err(|_| ErrorKind::Encode)?;
             self.vars[var.index()] = value;
         }
-        Ok(())
+        Ok(Ready::Send)
     }
 
     /// Fresh rows for a request: the `unique` ones it reads are taken now,
@@ -262,52 +297,21 @@ impl<T: Transport> User<T> {
         }
     }
 
-    /// A session begins: nothing extracted, no request before.
-    fn begin_session(&mut self) {
-        self.vars.iter_mut().for_each(Vec::clear);
-        self.last = Last::default();
-        self.sent = false;
-    }
-
-    /// The request after `from`, among the transitions whose `when:` holds.
-    fn next(&mut self, from: RequestId) -> Option<RequestId> {
-        let shared = self.shared.clone();
-        let u = self.rng.f64();
-        let last = self.last;
-        let (_, _, mut bindings) = self.parts();
-        shared
-            .scenario
-            .session
-            .next_when(from, u, |c| c.holds(&mut bindings, last))
-    }
-
-    /// Whether `request`'s `skip_if:` holds now. Sessions only: a profiled
-    /// request is the load itself.
-    fn skips(&mut self, request: RequestId) -> bool {
-        let shared = self.shared.clone();
-        let Some(condition) = &shared.scenario.request(request).skip_if else {
-            return false;
-        };
-        if !matches!(shared.workload, Workload::Session) {
-            return false;
-        }
-        let last = self.last;
-        let (_, _, mut bindings) = self.parts();
-        condition.holds(&mut bindings, last)
-    }
-
     /// Send one request, wait for the whole response, record it, extract
     /// from it, then think. `intended` (open workloads) is when the request
     /// was meant to go out; then the return value is when the next one is.
     /// A request its `skip_if:` skips sends nothing and takes no think
     /// time: the session goes on from it at once.
     async fn step(&mut self, current: RequestId, intended: Option<Instant>) -> Option<Instant> {
-        if self.skips(current) {
-            self.recorder.borrow_mut().per_request[current.index()].skipped += 1;
-            return intended;
-        }
-        self.sent = true;
-        let connect_failed = self.step_without_think(current, intended).await;
+        let connect_failed = match self.step_without_think(current, intended).await {
+            Stepped::Sent { connect_failed } => connect_failed,
+            Stepped::Skipped => {
+                // Nothing awaited: let the shard's other users and its
+                // deadline run.
+                tokio::task::yield_now().await;
+                return intended;
+            }
+        };
         if self.exhausted {
             return intended.map(|_| Instant::now());
         }
@@ -341,21 +345,38 @@ impl<T: Transport> User<T> {
     }
 
     /// The request part of `step`; true when it could not connect.
-    async fn step_without_think(&mut self, current: RequestId, intended: Option<Instant>) -> bool {
-        if let Err(kind) = self.ready_request(current) {
-            self.last = Last::default();
-            let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
-            let open = intended.map(|t| (t, Instant::now()));
-            let mut rec = self.recorder.borrow_mut();
-            record(&mut rec, current, open, &outcome);
-            if open.is_none() {
-                rec.users.complete(&mut self.made, self.first_half);
+    async fn step_without_think(
+        &mut self,
+        current: RequestId,
+        intended: Option<Instant>,
+    ) -> Stepped {
+        match self.ready_request(current) {
+            Ok(Ready::Send) => {}
+            Ok(Ready::Skip) => {
+                self.skipped_in_a_row += 1;
+                self.recorder.borrow_mut().per_request[current.index()].skipped += 1;
+                return Stepped::Skipped;
             }
-            return false;
+            Err(kind) => {
+                self.last = Last::default();
+                let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
+                let open = intended.map(|t| (t, Instant::now()));
+                let mut rec = self.recorder.borrow_mut();
+                record(&mut rec, current, open, &outcome);
+                if open.is_none() {
+                    rec.users.complete(&mut self.made, self.first_half);
+                }
+                return Stepped::Sent {
+                    connect_failed: false,
+                };
+            }
         }
+        self.sent = true;
+        self.skipped_in_a_row = 0;
         let shared = self.shared.clone();
         let request = shared.scenario.request(current);
-        let reads = request.reads_response();
+        let tracing = self.trace.is_some();
+        let reads = request.reads_response() || tracing;
         let mut response = std::mem::take(&mut self.response);
         let recorder = self.recorder.clone();
         let (transport, session, mut bindings) = self.parts();
@@ -370,6 +391,7 @@ impl<T: Transport> User<T> {
             .await;
         awaited.done(outcome.response_time);
         let mut rec = recorder.borrow_mut();
+        let checks_before = tracing.then(|| rec.per_request[current.index()].checks.clone());
         // A body cut at `max_body` cannot be judged: its checks count
         // neither way.
         let judged = outcome.result != Err(ErrorKind::BodyTooLarge);
@@ -408,12 +430,17 @@ impl<T: Transport> User<T> {
         if intended.is_none() {
             rec.users.complete(&mut self.made, self.first_half);
         }
-        record(
+        if let Some(before) = checks_before {
+            let after = &rec.per_request[current.index()].checks;
+            self.trace_exchange(current, &outcome, &before, after);
+        }
+        let connect_failed = record(
             &mut rec,
             current,
             intended.map(|t| (t, Instant::now())),
             &outcome,
-        )
+        );
+        Stepped::Sent { connect_failed }
     }
 
     /// `${cookie.NAME}`: the implicit variables follow the user's jar.
@@ -434,12 +461,18 @@ impl<T: Transport> User<T> {
         if matches!(self.shared.workload, Workload::Session) {
             self.begin_session();
         }
-        if let Err(kind) = self.ready_request(request) {
-            let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
-            fired
-                .sink
-                .done(request, fired.intended, outcome, Instant::now());
-            return;
+        match self.ready_request(request) {
+            Ok(Ready::Send) => {}
+            // `engine::open::fires` leaves a session's request with a
+            // `skip_if:` to the workers, which can skip it.
+            Ok(Ready::Skip) => unreachable!("a request that may be skipped is not fired"),
+            Err(kind) => {
+                let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
+                fired
+                    .sink
+                    .done(request, fired.intended, outcome, Instant::now());
+                return;
+            }
         }
         let (transport, session, mut bindings) = self.parts();
         transport.fire(session, request, &mut bindings, fired).await;
