@@ -237,11 +237,11 @@ mod alone {
                 r#"
     name: starved-open
     target: {{base_url: "{}"}}
-    arrivals: {{rate: 200/s, spacing: even}}
+    arrivals: {{rate: 800/s, spacing: even}}
     requests:
       health: {{path: /health}}
     thresholds: ["p99 < 500ms"]
-    capacity: {{min_duration: 3s, window: 1s, max_duration: 6s, rate_factor: 4, rate_precision: 10%}}
+    capacity: {{min_duration: 2s, window: 1s, max_duration: 4s, rate_factor: 4, rate_precision: 10%}}
     "#,
                 tb.web_url
             ),
