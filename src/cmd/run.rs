@@ -1,6 +1,7 @@
 //! `autoperf run`: one level, its thresholds checked, and against
 //! `--baseline` when given.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use autoperf_core::load::Spacing;
@@ -78,9 +79,13 @@ fn trace(args: &RunArgs) -> Outcome {
     let summary =
         autoperf_core::engine::trace(scenario, users, sessions, Box::new(std::io::stdout()))
             .map_err(|e| Failure::cannot_proceed(format!("{}: {e}", args.scenario.display())))?;
-    println!(
+    // A closed pipe (`| head`) is not an error of the trace's.
+    let _ = writeln!(
+        std::io::stdout(),
         "\ntraced {users} user(s) × {sessions} session(s): {} exchanges, {} failed, {} skipped",
-        summary.exchanges, summary.failed, summary.skipped
+        summary.exchanges,
+        summary.failed,
+        summary.skipped
     );
     Ok(if summary.failed == 0 {
         exit::OK

@@ -82,4 +82,9 @@ fn a_trace_whose_check_fails_says_which_and_exits_1() {
     assert!(stdout.contains("   = FAILED: check_failed"), "{stdout}");
     let summary = stdout.lines().last().unwrap();
     assert!(!summary.contains(" 0 failed"), "{summary}");
+    // A response that failed its check was not extracted from: the trace
+    // does not show the old value as if it had been.
+    for exchange in stdout.split("\n-- ").filter(|e| e.starts_with("cart\n")) {
+        assert!(!exchange.contains("extracted"), "{exchange}");
+    }
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::measure::ErrorKind;
+use crate::measure::{printable, ErrorKind};
 use crate::protocol::Hop;
 
 /// The most of a body a trace prints.
@@ -109,6 +109,13 @@ impl Tracer {
         }
     }
 
+    /// The session was ended after `steps` requests.
+    pub(crate) fn cut(&mut self, steps: u32) {
+        self.line(format_args!(
+            "   session ended by the trace after {steps} requests (its conditions never ended it)"
+        ));
+    }
+
     pub(crate) fn think(&mut self, think: Duration) {
         if !think.is_zero() {
             self.line(format_args!(
@@ -125,9 +132,9 @@ impl Tracer {
             .map(|(to, p, when)| match when {
                 Some((source, held)) => {
                     let verdict = if *held { "held" } else { "did not hold" };
-                    format!("{to} {p} when `{source}` {verdict}")
+                    format!("{to} {} when `{source}` {verdict}", round(*p))
                 }
-                None => format!("{to} {p}"),
+                None => format!("{to} {}", round(*p)),
             })
             .collect();
         if c.exit > 1e-9 || options.is_empty() {
@@ -153,7 +160,7 @@ impl Tracer {
             None => (bytes, &[][..]),
         };
         for line in String::from_utf8_lossy(head).lines() {
-            self.line(format_args!("{mark}{line}"));
+            self.line(format_args!("{mark}{}", printable(line)));
         }
         if !body.is_empty() {
             self.line(format_args!("{}", mark.trim_end()));
@@ -163,8 +170,10 @@ impl Tracer {
 
     fn body(&mut self, mark: &str, body: &[u8]) {
         let shown = &body[..body.len().min(BODY_EXCERPT)];
+        // Control bytes are escaped: a binary body cannot drive the
+        // terminal.
         for line in String::from_utf8_lossy(shown).lines() {
-            self.line(format_args!("{mark}{line}"));
+            self.line(format_args!("{mark}{}", printable(line)));
         }
         if body.len() > shown.len() {
             self.line(format_args!(

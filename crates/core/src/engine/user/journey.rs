@@ -25,8 +25,12 @@ impl<T: Transport> User<T> {
         if self.skipped_in_a_row >= MAX_SKIPPED_IN_A_ROW {
             return None;
         }
-        let shared = self.shared.clone();
         let u = self.rng.f64();
+        let session = &self.shared.scenario.session;
+        if self.trace.is_none() && !session.is_conditional(from) {
+            return session.next(from, u);
+        }
+        let shared = self.shared.clone();
         let last = self.last;
         let trace = self.trace.clone();
         let (_, _, mut bindings) = self.parts();

@@ -360,6 +360,11 @@ impl<T: Transport> User<T> {
             Err(kind) => {
                 self.last = Last::default();
                 let outcome = crate::protocol::failed(kind, Duration::ZERO, None);
+                if self.trace.is_some() {
+                    self.response.head.clear();
+                    self.response.body.clear();
+                    self.trace_exchange(current, &outcome, &[], &[], false);
+                }
                 let open = intended.map(|t| (t, Instant::now()));
                 let mut rec = self.recorder.borrow_mut();
                 record(&mut rec, current, open, &outcome);
@@ -390,6 +395,11 @@ impl<T: Transport> User<T> {
             )
             .await;
         awaited.done(outcome.response_time);
+        if tracing && !request.reads_response() && outcome.result == Err(ErrorKind::BodyTooLarge) {
+            // Kept only to be shown: past `max_body` it is what a measured
+            // run makes of it, judged by its status.
+            outcome.result = ErrorKind::from_status(outcome.status).map_or(Ok(outcome.status), Err);
+        }
         let mut rec = recorder.borrow_mut();
         let checks_before = tracing.then(|| rec.per_request[current.index()].checks.clone());
         // A body cut at `max_body` cannot be judged: its checks count
@@ -407,7 +417,8 @@ impl<T: Transport> User<T> {
             );
         }
         self.response = response;
-        if !request.extracts.is_empty() && outcome.result.is_ok() {
+        let extracting = !request.extracts.is_empty() && outcome.result.is_ok();
+        if extracting {
             let transport = &self.shared.transport;
             let session = &self.session;
             let found = extract::extract(
@@ -432,7 +443,7 @@ impl<T: Transport> User<T> {
         }
         if let Some(before) = checks_before {
             let after = &rec.per_request[current.index()].checks;
-            self.trace_exchange(current, &outcome, &before, after);
+            self.trace_exchange(current, &outcome, &before, after, extracting);
         }
         let connect_failed = record(
             &mut rec,

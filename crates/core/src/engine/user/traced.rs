@@ -11,13 +11,23 @@ use crate::measure::stats::CheckCount;
 use crate::protocol::{CallOutcome, Transport};
 use crate::scenario::RequestId;
 
+/// Requests a traced session comes to, at most.
+const MAX_TRACED_STEPS: u32 = 1000;
+
 /// One traced session (`run --trace`): the walk `run_user` makes, without
 /// waiting out think times; false when a `unique` feeder ran out.
 pub(crate) async fn trace_session<T: Transport>(user: &mut User<T>) -> bool {
     let scenario = user.shared.scenario.clone();
     user.begin_session();
     let mut current = scenario.session.first(user.rng.f64());
-    loop {
+    for step in 1.. {
+        // A loop only a condition ends may never end: a trace does.
+        if step > MAX_TRACED_STEPS {
+            if let Some(tracer) = &user.trace {
+                tracer.borrow_mut().cut(MAX_TRACED_STEPS);
+            }
+            break;
+        }
         if let Stepped::Sent { .. } = user.step_without_think(current, None).await {
             let think = scenario.think_after(current).sample(user.think.next());
             if let Some(tracer) = &user.trace {
@@ -44,13 +54,15 @@ impl<T: Transport> User<T> {
     }
 
     /// Hands the exchange of `current` to the tracer: its checks judged
-    /// (their counts went from `before` to `after`), its values extracted.
+    /// (their counts went from `before` to `after`), its values, when its
+    /// extracts ran (`extracted`).
     pub(super) fn trace_exchange(
         &mut self,
         current: RequestId,
         outcome: &CallOutcome,
         before: &[CheckCount],
         after: &[CheckCount],
+        extracted: bool,
     ) {
         let Some(tracer) = self.trace.clone() else {
             return;
@@ -68,8 +80,13 @@ impl<T: Transport> User<T> {
             .filter(|(_, (a, b))| a != b)
             .map(|(c, (a, b))| (c.name.as_str(), a.passed > b.passed))
             .collect();
-        let extracted = request
-            .extracts
+        // Extracts ran only after a passing response.
+        let extracts = if extracted {
+            &request.extracts[..]
+        } else {
+            &[]
+        };
+        let extracted = extracts
             .iter()
             .map(|e| {
                 let value = String::from_utf8_lossy(&self.vars[e.var.index()]).into_owned();

@@ -44,6 +44,11 @@ impl HttpTransport {
         bindings: &mut impl Bindings,
         mut response: Option<&mut Response>,
     ) -> CallOutcome {
+        // What a failure leaves is not the last request's answer.
+        if let Some(r) = response.as_deref_mut() {
+            r.head.clear();
+            r.body.clear();
+        }
         let plan = &self.plans[id.index()];
         if plan
             .render(bindings, &mut session.out, &mut session.scratch)

@@ -23,6 +23,8 @@
 
 mod parse;
 
+use std::borrow::Cow;
+
 use super::diagnostic::TemplateError;
 use super::template::{Bindings, Names, Template};
 use super::{FeederId, VarId};
@@ -58,6 +60,7 @@ enum Operand {
     Value(Template),
     Int(i64),
     Text(Vec<u8>),
+    Bool(bool),
     Status,
     Ok,
 }
@@ -117,7 +120,10 @@ impl Test {
             Test::Truthy(Operand::Ok) => last.ok,
             Test::Truthy(o) => o.value(b, last).is_some_and(|v| match v.int {
                 Some(n) => n != 0,
-                None => !v.text.is_empty() && v.text != b"false",
+                None => {
+                    let text = v.text();
+                    !text.is_empty() && *text != *b"false"
+                }
             }),
             Test::Compare(l, cmp, r) => match (l.value(b, last), r.value(b, last)) {
                 (Some(l), Some(r)) => cmp.holds(l, r),
@@ -147,30 +153,41 @@ impl Test {
 
 /// An operand's value: its text, and the integer it is when it is written
 /// as one (digits, a `-` before them at most: `+5` and `1e3` are text).
-struct Value {
-    text: Vec<u8>,
+struct Value<'a> {
+    /// `None`: the integer's digits (made only when text is compared).
+    text: Option<Cow<'a, [u8]>>,
     int: Option<i64>,
 }
 
-impl Value {
-    fn of(text: Vec<u8>) -> Value {
+impl<'a> Value<'a> {
+    fn of(text: Vec<u8>) -> Value<'a> {
         let digits = text.strip_prefix(b"-").unwrap_or(&text);
         let int = (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit))
             .then(|| std::str::from_utf8(&text).ok()?.parse().ok())
             .flatten();
-        Value { text, int }
+        Value {
+            text: Some(Cow::Owned(text)),
+            int,
+        }
     }
 
-    fn int(n: i64) -> Value {
+    fn int(n: i64) -> Value<'a> {
         Value {
-            text: n.to_string().into_bytes(),
+            text: None,
             int: Some(n),
+        }
+    }
+
+    fn text(&self) -> Cow<'_, [u8]> {
+        match &self.text {
+            Some(t) => Cow::Borrowed(t),
+            None => Cow::Owned(self.int.unwrap_or(0).to_string().into_bytes()),
         }
     }
 }
 
 impl Operand {
-    fn value(&self, b: &mut impl Bindings, last: Last) -> Option<Value> {
+    fn value(&self, b: &mut impl Bindings, last: Last) -> Option<Value<'_>> {
         Some(match self {
             Operand::Value(t) => {
                 let mut out = Vec::new();
@@ -181,8 +198,14 @@ impl Operand {
             // A quoted string is text, even of digits: `'01234'` is a zip
             // code, not 1234.
             Operand::Text(t) => Value {
-                text: t.clone(),
+                text: Some(Cow::Borrowed(t)),
                 int: None,
+            },
+            // `true`/`false` are 1/0 beside an integer (`ok == true`) and
+            // their words beside text.
+            Operand::Bool(v) => Value {
+                text: Some(Cow::Borrowed(if *v { b"true" } else { b"false" })),
+                int: Some(i64::from(*v)),
             },
             Operand::Status => Value::int(i64::from(last.status)),
             Operand::Ok => Value::int(i64::from(last.ok)),
@@ -192,7 +215,7 @@ impl Operand {
     fn is_constant(&self) -> bool {
         match self {
             Operand::Value(t) => t.static_bytes().is_some(),
-            Operand::Int(_) | Operand::Text(_) => true,
+            Operand::Int(_) | Operand::Text(_) | Operand::Bool(_) => true,
             Operand::Status | Operand::Ok => false,
         }
     }
@@ -210,8 +233,8 @@ impl Cmp {
     fn holds(self, l: Value, r: Value) -> bool {
         let (Some(a), Some(b)) = (l.int, r.int) else {
             return match self {
-                Cmp::Eq => l.text == r.text,
-                Cmp::Ne => l.text != r.text,
+                Cmp::Eq => l.text() == r.text(),
+                Cmp::Ne => l.text() != r.text(),
                 // Text has no order here: an empty (not yet extracted)
                 // value must not pass `< 5`.
                 _ => false,
@@ -307,6 +330,7 @@ mod tests {
         assert!(holds("${count} == '3'", "3", ok));
         assert!(holds("true && !false", "", ok));
         assert!(holds("${count} == true", "true", ok));
+        assert!(holds("ok == true && ok != false", "", ok));
     }
 
     #[test]

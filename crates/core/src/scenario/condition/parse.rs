@@ -129,7 +129,8 @@ fn word(w: &str, at: usize, names: &Names) -> Result<Tok, Vec<TemplateError>> {
         "or" => Tok::Or,
         "not" => Tok::Not,
         "status" => Tok::Operand(Operand::Status),
-        "true" | "false" => Tok::Operand(Operand::Text(w.as_bytes().to_vec())),
+        "true" => Tok::Operand(Operand::Bool(true)),
+        "false" => Tok::Operand(Operand::Bool(false)),
         "ok" => Tok::Operand(Operand::Ok),
         _ => {
             let hint = if names.variables.iter().any(|v| v == w) {
