@@ -50,6 +50,9 @@ fn a_cart_limit_driven_by_the_shops_answers_holds_and_an_empty_checkout_is_skipp
     // have answered 409 and the check failed.
     assert!(per["checkout"]["skipped"].as_u64() > Some(0), "{per}");
     assert!(per["checkout"]["requests"].as_u64() > Some(0), "{per}");
+    // The report says so beside the checkout's count.
+    let html = std::fs::read_to_string(dir.join("limited/report.html")).unwrap();
+    assert!(html.contains("(skipped "), "no skip count in the report");
     let shop = stats(tb.web_addr);
     // Carts reached the limit, and none went past it.
     assert_eq!(shop["largest_cart"], 3, "{shop}");

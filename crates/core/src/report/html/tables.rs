@@ -116,12 +116,18 @@ pub(super) fn per_request(h: &mut String, l: &LevelRecord) {
                 kinds.join(", ")
             )
         };
+        // Requests a `skip_if:` skipped were not sent: named beside those
+        // that were.
+        let requests = match r.skipped {
+            0 => r.requests.to_string(),
+            n => format!("{} <span class=\"note\">(skipped {n})</span>", r.requests),
+        };
         row(
             h,
             "",
             &[
                 name,
-                r.requests.to_string(),
+                requests,
                 errors,
                 fnum(r.throughput_rps, 1),
                 fnum(t.mean, 2),
