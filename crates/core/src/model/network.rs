@@ -109,7 +109,7 @@ impl Model {
         let mut shares = vec![BTreeMap::new(); tiers.len()];
         let (classes, mix, demand_s) = match (&record.analysis.profile, record.mode) {
             (Some(profile), _) => {
-                let visits = scenario.session.expected_visits();
+                let visits = scenario.expected_sent_visits();
                 let mut classes = Vec::new();
                 let mut weights = Vec::new();
                 let mut demand_s = Vec::new();

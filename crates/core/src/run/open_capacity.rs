@@ -106,7 +106,7 @@ impl OpenCapacityController {
             precision: settings.rate_precision,
             ..RateSearchConfig::default()
         };
-        let visits: f64 = scenario.session.expected_visits().iter().sum();
+        let visits: f64 = scenario.expected_sent_visits().iter().sum();
         OpenCapacityController {
             search: RateSearch::new(config.clone()),
             config,

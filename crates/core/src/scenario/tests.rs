@@ -1077,3 +1077,32 @@ session:
 "#);
     assert_eq!(s.mean_think_time(), std::time::Duration::from_secs(1));
 }
+
+/// A `skip_if:` that always holds (an `${env.…}` switch) takes its request
+/// out of what a session sends, so the figures weighed by visits leave it
+/// out; one judged as users run is counted as sent.
+#[test]
+fn a_request_always_skipped_is_not_among_the_visits_sent() {
+    let scenario = |skip: &str| {
+        ok(&format!(
+            r#"
+target: {{base_url: "http://127.0.0.1:9"}}
+think_time: 1s
+requests:
+  home: {{path: /}}
+  ads: {{path: /ads, skip_if: "{skip}", think_time: 5s}}
+session:
+  start: home
+  transitions:
+    home: {{ads: 1}}
+"#
+        ))
+    };
+    let s = scenario("${env.AUTOPERF_SURELY_UNSET:-on} == 'on'");
+    assert_eq!(s.session.expected_visits(), [1.0, 1.0]);
+    assert_eq!(s.expected_sent_visits(), [1.0, 0.0]);
+    assert_eq!(s.mean_think_time(), std::time::Duration::from_secs(1));
+    let s = scenario("status == 500");
+    assert_eq!(s.expected_sent_visits(), [1.0, 1.0]);
+    assert_eq!(s.mean_think_time(), std::time::Duration::from_secs(3));
+}

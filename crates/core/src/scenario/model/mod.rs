@@ -97,6 +97,20 @@ impl Scenario {
         &self.requests[id.index()]
     }
 
+    /// Mean visits per session to each request that are sent: the CBMG's
+    /// expected visits, but none to a request whose `skip_if:` always
+    /// holds (known at load time: `${env.…}`, literals) — a session passes
+    /// through it without a request, a load or a think.
+    pub fn expected_sent_visits(&self) -> Vec<f64> {
+        let mut visits = self.session.expected_visits();
+        for (v, r) in visits.iter_mut().zip(&self.requests) {
+            if r.skip_if.as_ref().and_then(|c| c.constant()) == Some(true) {
+                *v = 0.0;
+            }
+        }
+        visits
+    }
+
     /// The think time after `id`: its own, or the scenario's.
     pub(crate) fn think_after(&self, id: RequestId) -> &ThinkTime {
         self.request(id)
@@ -112,7 +126,7 @@ impl Scenario {
         if self.requests.iter().all(|r| r.think_time.is_none()) {
             return self.think_time.mean();
         }
-        let visits = self.session.expected_visits();
+        let visits = self.expected_sent_visits();
         let total: f64 = visits.iter().sum();
         // No visits, or a loop only a condition ends (its visits unbounded
         // when the condition is taken to hold).
