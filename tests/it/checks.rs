@@ -61,19 +61,7 @@ fn run(dir: &std::path::Path, yaml: &str) -> (Option<i32>, serde_json::Value, St
     let path = dir.join("s.yaml");
     std::fs::write(&path, yaml).unwrap();
     let out = dir.join("out");
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
-        path.to_str().unwrap(),
-        "--users",
-        "2",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = support::run_briefly(path.to_str().unwrap(), "2", &out);
     let json = std::fs::read_to_string(out.join("run.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())

@@ -10,19 +10,7 @@ use crate::support;
 use std::path::Path;
 
 fn run(scenario: &Path, out: &Path) -> serde_json::Value {
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--users",
-        "6",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = support::run_briefly(scenario.to_str().unwrap(), "6", out);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     support::run_json(out)["levels"][0].clone()
 }

@@ -159,19 +159,7 @@ fn scenario(dir: &Path, name: &str, base_url: &str, tls: &str) -> String {
 }
 
 fn run(scenario: &str, out: &Path) -> (Option<i32>, String) {
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
-        scenario,
-        "--users",
-        "2",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = support::run_briefly(scenario, "2", out);
     (code, format!("{stdout}{stderr}"))
 }
 

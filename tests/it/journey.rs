@@ -194,19 +194,7 @@ fn run(dir: &std::path::Path, yaml: &str, users: &str) -> (Option<i32>, serde_js
     std::fs::write(&path, yaml).unwrap();
     let out = dir.join("out");
     let _ = std::fs::remove_dir_all(&out);
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
-        path.to_str().unwrap(),
-        "--users",
-        users,
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = support::run_briefly(path.to_str().unwrap(), users, &out);
     let json = std::fs::read_to_string(out.join("run.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())

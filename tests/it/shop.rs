@@ -45,19 +45,7 @@ pub(crate) fn stats(web: std::net::SocketAddr) -> serde_json::Value {
 const USERS: u64 = 6;
 
 fn run(scenario: &str, out: &Path) -> serde_json::Value {
-    let (code, stdout, stderr) = support::autoperf(&[
-        "run",
-        scenario,
-        "--users",
-        &USERS.to_string(),
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = support::run_briefly(scenario, &USERS.to_string(), out);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     let run = support::run_json(out);
     let level = &run["levels"][0];

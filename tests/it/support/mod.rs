@@ -227,6 +227,24 @@ pub fn autoperf(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `autoperf run SCENARIO --users N` for 2 s without a warm-up, quietly,
+/// into `out`: the short closed level most tests measure.
+pub fn run_briefly(scenario: &str, users: &str, out: &Path) -> (Option<i32>, String, String) {
+    autoperf(&[
+        "run",
+        scenario,
+        "--users",
+        users,
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// Sends Ctrl-C (SIGINT) to `child`, a process the test started, and waits
 /// at most `within` for it to end: one that does not is killed and fails
 /// the test.
