@@ -6,6 +6,7 @@
 #   ROUNDS=3 DURATION=5 bash bench/run.sh   # shorter
 #   PROTO=https bash bench/run.sh           # HTTPS (TLS 1.3), both tools
 #   PROTO=h2c STREAMS=10 bash bench/run.sh  # HTTP/2, 10 streams a connection
+#   LUA=1 bash bench/run.sh                 # both run a Lua hook per request
 #   AUTOPERF=/path/to/autoperf bash bench/run.sh
 #
 # nginx (2 workers) is pinned to core 0, each generator in turn to core 1;
@@ -19,6 +20,9 @@ WARMUP=${WARMUP:-2}
 CONNS=${CONNS:-64}
 PROTO=${PROTO:-http}
 STREAMS=${STREAMS:-1}
+# 1: each tool runs the same trivial Lua per request — a counter, sent as
+# a header: wrk's `request()` (-s), autoperf's `script:` request(ctx).
+LUA=${LUA:-0}
 NGINX_CPU=${NGINX_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -34,8 +38,30 @@ if [[ $PEER == h2load ]] && ! command -v h2load >/dev/null; then
     echo "installing nghttp2-client (h2load)" >&2
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
 fi
+if [[ $LUA == 1 && $PEER != wrk ]]; then
+    echo "LUA=1 compares with wrk's Lua: PROTO http or https" >&2; exit 2
+fi
 # shellcheck source=bench/nginx.sh
 source "$HERE/nginx.sh"
+WRK_LUA=()
+if [[ $LUA == 1 ]]; then
+    cat >"$WORK/wrk-counter.lua" <<'LUA'
+local counter = 0
+request = function()
+  counter = counter + 1
+  wrk.headers["X-Counter"] = tostring(counter)
+  return wrk.format()
+end
+LUA
+    cat >"$WORK/counter.lua" <<'LUA'
+local counter = 0
+function request(ctx)
+  counter = counter + 1
+  ctx:set_header("X-Counter", counter)
+end
+LUA
+    WRK_LUA=(-s "$WORK/wrk-counter.lua")
+fi
 
 # Runs "$@" pinned to the generator core; prints the CPU seconds
 # (utime + stime) the child used, as the kernel accounted it when it was
@@ -53,7 +79,7 @@ PY
 
 run_wrk() { # file -> "rps cpu_per_req_us"
     local cpu
-    cpu=$(cpu_of wrk -t1 -c"$CONNS" -d"${DURATION}s" "$SCHEME://127.0.0.1:$PORT/$1")
+    cpu=$(cpu_of wrk -t1 -c"$CONNS" -d"${DURATION}s" "${WRK_LUA[@]}" "$SCHEME://127.0.0.1:$PORT/$1")
     python3 - "$cpu" "$WORK/gen.out" <<'PY'
 import re, sys
 cpu = float(sys.argv[1]); text = open(sys.argv[2]).read()
@@ -99,6 +125,7 @@ requests:
 session:
   start: get
 YAML
+    if [[ $LUA == 1 ]]; then echo "script: counter.lua" >>"$WORK/bench.yaml"; fi
     cpu=$(cpu_of "$AUTOPERF" run "$WORK/bench.yaml" --users "$((CONNS * STREAMS))" --duration "${DURATION}s" \
         --warmup "${WARMUP}s" --quiet --out "$out")
     python3 - "$cpu" "$out/run.json" "$WARMUP" <<'PY'
@@ -114,7 +141,7 @@ print(f"{lv['throughput_rps']:.0f} {window * 1e6:.3f} {whole * 1e6:.3f} {'ERR' i
 PY
 }
 
-echo "$PROTO: nginx on core $NGINX_CPU, generators on core $GEN_CPU, $CONNS connections x $STREAMS streams, $ROUNDS x ${DURATION}s"
+echo "$PROTO$([[ $LUA == 1 ]] && echo ' with a Lua hook'): nginx on core $NGINX_CPU, generators on core $GEN_CPU, $CONNS connections x $STREAMS streams, $ROUNDS x ${DURATION}s"
 echo "autoperf: $AUTOPERF"
 echo "$PEER: $(command -v $PEER)"
 RESULTS="$WORK/results.txt"

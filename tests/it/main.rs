@@ -36,6 +36,7 @@ mod push;
 mod quiet;
 mod record_shape;
 mod report_html;
+mod script;
 mod server_slos;
 mod shop;
 mod trace;

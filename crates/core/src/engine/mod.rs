@@ -25,6 +25,7 @@ mod error;
 mod extract;
 mod feed;
 pub mod fleet;
+mod hooks;
 mod level;
 mod open;
 mod shard;

@@ -127,6 +127,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
             .name(format!("autoperf-shard-{index}"))
             .spawn_scoped(scope, move || {
                 let shared = Shared {
+                    hooks: super::hooks::Hooks::load(&scenario),
                     scenario,
                     workload,
                     transport: transport(),

@@ -40,6 +40,7 @@ pub fn trace(
         .build()
         .map_err(|e| EngineError::Start(e.to_string()))?;
     let shared = Rc::new(Shared {
+        hooks: super::hooks::Hooks::load(&scenario),
         feeder_cursors: Arc::new(Feeds::new(&scenario, 0, 1, 1)),
         scenario: scenario.clone(),
         workload: Workload::Session,

@@ -33,6 +33,8 @@ pub(crate) struct Exchange<'a> {
     pub body: &'a [u8],
     pub checks: Vec<(&'a str, bool)>,
     pub extracted: Vec<(&'a str, String)>,
+    /// Why the script failed it, when it did.
+    pub script_failure: Option<&'a str>,
 }
 
 /// A transition a user could take: its request, probability, and its
@@ -99,6 +101,9 @@ impl Tracer {
                 "   = FAILED: {} after {ms:.2} ms",
                 kind.name()
             )),
+        }
+        if let Some(reason) = e.script_failure {
+            self.line(format_args!("   script failed it: {reason}"));
         }
         for (check, passed) in e.checks {
             let mark = if passed { "passed" } else { "FAILED" };

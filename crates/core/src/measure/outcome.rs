@@ -48,10 +48,15 @@ pub enum ErrorKind {
     /// extraction, was larger than `target.max_body`: those could not be
     /// judged on all of it.
     BodyTooLarge,
+    /// The script's `request(ctx)` failed the request (`ctx:fail(reason)`
+    /// or an error in the hook): nothing was sent.
+    ScriptRequest,
+    /// The script's `response(ctx)` failed a complete response.
+    ScriptResponse,
 }
 
 impl ErrorKind {
-    pub(crate) const ALL: [ErrorKind; 17] = [
+    pub(crate) const ALL: [ErrorKind; 19] = [
         ErrorKind::ConnectRefused,
         ErrorKind::Connect,
         ErrorKind::Reset,
@@ -69,6 +74,8 @@ impl ErrorKind {
         ErrorKind::ExtractMissing,
         ErrorKind::DataExhausted,
         ErrorKind::BodyTooLarge,
+        ErrorKind::ScriptRequest,
+        ErrorKind::ScriptResponse,
     ];
 
     pub(crate) fn index(self) -> usize {
@@ -94,6 +101,8 @@ impl ErrorKind {
             ErrorKind::ExtractMissing => "extract_missing",
             ErrorKind::DataExhausted => "data_exhausted",
             ErrorKind::BodyTooLarge => "body_too_large",
+            ErrorKind::ScriptRequest => "script_request",
+            ErrorKind::ScriptResponse => "script_response",
         }
     }
 
@@ -108,6 +117,7 @@ impl ErrorKind {
                 | ErrorKind::RedirectOffTarget
                 | ErrorKind::ExtractMissing
                 | ErrorKind::BodyTooLarge
+                | ErrorKind::ScriptResponse
         )
     }
 

@@ -88,7 +88,16 @@ pub struct RequestStats {
     /// Times a user came to the request and its `skip_if:` held: nothing
     /// was sent (not among `requests`).
     pub skipped: u64,
+    /// Why the scenario's script failed the request, with how often: the
+    /// first `MAX_REASONS` reasons, later ones under `OTHER_REASONS`.
+    pub script_failures: Vec<(String, u64)>,
 }
+
+/// Distinct reasons a request's script failures are kept under, so a
+/// script that puts a counter in its reason cannot grow the record.
+pub(crate) const MAX_REASONS: usize = 16;
+pub(crate) const OTHER_REASONS: &str = "(other reasons)";
+const MAX_REASON_CHARS: usize = 200;
 
 /// How often one check passed and failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -110,6 +119,7 @@ impl Default for RequestStats {
             decoded_bytes: 0,
             failed_ns: 0,
             skipped: 0,
+            script_failures: Vec::new(),
         }
     }
 }
@@ -128,6 +138,23 @@ impl RequestStats {
         } else {
             self.requests += 1;
             self.failed_ns = self.failed_ns.saturating_add(nanos(elapsed));
+        }
+    }
+
+    /// Counts `n` script failures for `reason`.
+    pub(crate) fn record_script_failure(&mut self, reason: &str, n: u64) {
+        // A reason is a line, not a document (a worker's too).
+        let reason = match reason.char_indices().nth(MAX_REASON_CHARS) {
+            Some((cut, _)) => &reason[..cut],
+            None => reason,
+        };
+        let reason = match self.script_failures.iter().any(|(r, _)| r == reason) {
+            false if self.script_failures.len() >= MAX_REASONS => OTHER_REASONS,
+            _ => reason,
+        };
+        match self.script_failures.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, count)) => *count = count.saturating_add(n),
+            None => self.script_failures.push((reason.to_string(), n)),
         }
     }
 
@@ -156,6 +183,9 @@ impl RequestStats {
         self.failed_ns = self.failed_ns.saturating_add(other.failed_ns);
         self.skipped = self.skipped.saturating_add(other.skipped);
         self.errors.merge(&other.errors);
+        for (reason, n) in &other.script_failures {
+            self.record_script_failure(reason, *n);
+        }
         if self.checks.len() < other.checks.len() {
             self.checks
                 .resize(other.checks.len(), CheckCount::default());

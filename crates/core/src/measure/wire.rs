@@ -108,6 +108,8 @@ struct WireRequest {
     failed_ns: u64,
     #[serde(default)]
     skipped: u64,
+    #[serde(default)]
+    script_failures: Vec<(String, u64)>,
 }
 
 /// A snapshot the parent could not read back.
@@ -146,6 +148,7 @@ impl WireSnapshot {
                         decoded_bytes: r.decoded_bytes,
                         failed_ns: r.failed_ns,
                         skipped: r.skipped,
+                        script_failures: r.script_failures.clone(),
                     })
                     .collect(),
                 think: sum_to_wire(&s.think),
@@ -191,6 +194,9 @@ impl WireSnapshot {
                 skipped: r.skipped,
                 ..RequestStats::default()
             };
+            for (reason, n) in &r.script_failures {
+                stats.record_script_failure(reason, *n);
+            }
             for (name, n) in r.errors {
                 let kind = ErrorKind::ALL
                     .iter()

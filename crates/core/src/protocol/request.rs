@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use crate::measure::ErrorKind;
 use crate::scenario::template::Bindings;
 use crate::scenario::{BaseUrl, Body, HttpRequest, Template};
 
@@ -108,13 +109,25 @@ impl RequestPlan {
         self
     }
 
-    /// Writes the whole request into `out` (cleared first). `scratch` holds
-    /// the body while its length is not yet known. `Err(Unsendable)` when
-    /// a value bound into the path or a header (an extracted value, a
-    /// data row, `${env.X}`) holds bytes its place cannot carry: a control
-    /// character (CR, LF: a header or request smuggled in) or, in the
-    /// path, a space.
+    /// Writes the whole request into `out` (cleared first), then lets the
+    /// bindings finish it (a script's `request(ctx)`). `scratch` holds the
+    /// body while its length is not yet known. `Err(Encode)` when a value
+    /// bound into the path or a header (an extracted value, a data row,
+    /// `${env.X}`) holds bytes its place cannot carry: a control character
+    /// (CR, LF: a header or request smuggled in) or, in the path, a space;
+    /// `Err(ScriptRequest)` when the script failed it.
     pub(crate) fn render(
+        &self,
+        b: &mut impl Bindings,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), ErrorKind> {
+        self.render_templates(b, out, scratch)
+            .map_err(|Unsendable| ErrorKind::Encode)?;
+        b.finish_request(out).map_err(|()| ErrorKind::ScriptRequest)
+    }
+
+    fn render_templates(
         &self,
         b: &mut impl Bindings,
         out: &mut Vec<u8>,

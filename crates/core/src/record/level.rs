@@ -150,6 +150,12 @@ pub struct PerRequestRecord {
     /// Times its `skip_if:` held and nothing was sent.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped: u64,
+    /// Why the scenario's script failed it (`ctx:fail(reason)` or a hook's
+    /// error), with how often: the errors `script_request` and
+    /// `script_response` by reason — and the reasons it gave for answers
+    /// that had failed otherwise already (a 401 stays `http_4xx`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub script_failures: BTreeMap<String, u64>,
     /// Kafka: record sends retried after a retriable refusal (a leader
     /// moving, a topic being made); not errors, which count only records
     /// that were never written.
@@ -440,6 +446,7 @@ impl LevelRecord {
                             .collect(),
                         redirects: s.redirects,
                         skipped: s.skipped,
+                        script_failures: s.script_failures.iter().cloned().collect(),
                         retries: s.retries,
                         body_bytes: s.body_bytes,
                         decoded_bytes: s.decoded_bytes,

@@ -82,6 +82,11 @@ pub fn level_table(level: &LevelRecord) -> String {
     if !skipped.is_empty() {
         let _ = writeln!(out, "skipped (skip_if held): {}", skipped.join(", "));
     }
+    for (name, r) in &level.per_request {
+        for (reason, n) in &r.script_failures {
+            let _ = writeln!(out, "script failed {name} {n}×: {reason}");
+        }
+    }
     if let Some(c) = &level.ci95 {
         let latency = c.response_time_ms.map_or(String::new(), |r| {
             format!(

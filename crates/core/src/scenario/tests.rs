@@ -725,6 +725,7 @@ fn schema_matches_decoder_keys() {
     assert_eq!(keys(&defs["server"]), sorted(decode::SERVER_KEYS));
     assert_eq!(keys(&defs["capacity"]), sorted(decode::CAPACITY_KEYS));
     assert_eq!(keys(&defs["workers"]), sorted(decode::WORKERS_KEYS));
+    assert_eq!(keys(&defs["script"]), sorted(decode::SCRIPT_KEYS));
     assert_eq!(
         keys(&defs["request"]),
         sorted(decode::requests::REQUEST_KEYS)

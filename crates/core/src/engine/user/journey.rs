@@ -33,7 +33,7 @@ impl<T: Transport> User<T> {
         let shared = self.shared.clone();
         let last = self.last;
         let trace = self.trace.clone();
-        let (_, _, mut bindings) = self.parts();
+        let (_, _, mut bindings) = self.parts(None);
         let session = &shared.scenario.session;
         let mut judged = Vec::new();
         let next = session.next_when(from, u, |c| {
@@ -78,7 +78,7 @@ impl<T: Transport> User<T> {
             return false;
         }
         let last = self.last;
-        let (_, _, mut bindings) = self.parts();
+        let (_, _, mut bindings) = self.parts(None);
         let skip = condition.holds(&mut bindings, last);
         if let (true, Some(tracer)) = (skip, &self.trace) {
             let name = &shared.scenario.request(request).name;

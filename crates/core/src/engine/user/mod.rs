@@ -1,8 +1,10 @@
 //! One closed-loop virtual user: walk the CBMG — send, wait for the whole
 //! response, think, pick the next request — until the shard drops it.
 //! `journey`: where a session goes (conditions, skips); `traced`: the
-//! same walk for `run --trace`.
+//! same walk for `run --trace`; `bindings`: what its templates and its
+//! script's hooks see.
 
+mod bindings;
 mod journey;
 mod traced;
 
@@ -17,13 +19,14 @@ use super::checks;
 use super::coalesce::Awaited;
 use super::extract;
 use super::feed::Feeds;
+use super::hooks::{Hooks, UserTable};
 use super::level::Workload;
 use super::think::{self, ThinkStream};
 use super::tracer::Tracer;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Fired, Response, Transport};
-use crate::scenario::template::Bindings;
-use crate::scenario::{Feeder, FeederId, Last, RequestId, Scenario, VarId};
+use crate::scenario::{Last, RequestId, Scenario, VarId};
+use bindings::{Script, UserBindings};
 
 /// After a failed connect the user waits at least this long, so a dead
 /// target with zero think time does not turn the generator into a spin loop.
@@ -63,6 +66,8 @@ pub(crate) struct Shared<T> {
     /// Where this shard's users' places start (`think::place`): uniform
     /// in [0, 1), from the shard's seed.
     pub think_origin: f64,
+    /// The scenario's script, loaded in this thread (`script:`).
+    pub hooks: Option<Hooks>,
 }
 
 pub(crate) async fn run_user<T: Transport>(
@@ -179,6 +184,10 @@ pub(crate) struct User<T: Transport> {
     skipped_in_a_row: u32,
     /// `run --trace`: where its exchanges are printed.
     trace: Option<Rc<RefCell<Tracer>>>,
+    /// Its own table in the script (`ctx.user`), for its whole life.
+    script_user: UserTable,
+    /// Why the script failed its last request, until recorded.
+    script_failure: Option<String>,
     /// Where its think times' uniforms come from.
     think: ThinkStream,
     /// Where among its shard's users it starts in that stream
@@ -227,6 +236,8 @@ impl<T: Transport> User<T> {
             sent: false,
             skipped_in_a_row: 0,
             trace: None,
+            script_user: None,
+            script_failure: None,
         }
     }
 
@@ -247,7 +258,7 @@ impl<T: Transport> User<T> {
         let shared = self.shared.clone();
         for (var, template) in &shared.scenario.request(request).sets {
             let mut value = Vec::new();
-            let (_, _, mut bindings) = self.parts();
+            let (_, _, mut bindings) = self.parts(None);
             template
                 .render(&mut bindings, &mut value)
                 .map_err(|_| ErrorKind::Encode)?;
@@ -381,10 +392,11 @@ impl<T: Transport> User<T> {
         let shared = self.shared.clone();
         let request = shared.scenario.request(current);
         let tracing = self.trace.is_some();
-        let reads = request.reads_response() || tracing;
+        let scripted = shared.hooks.as_ref().is_some_and(Hooks::reads_responses);
+        let reads = request.reads_response() || tracing || scripted;
         let mut response = std::mem::take(&mut self.response);
         let recorder = self.recorder.clone();
-        let (transport, session, mut bindings) = self.parts();
+        let (transport, session, mut bindings) = self.parts(Some(current));
         let awaited = Awaited::begin();
         let mut outcome = transport
             .call(
@@ -395,9 +407,12 @@ impl<T: Transport> User<T> {
             )
             .await;
         awaited.done(outcome.response_time);
-        if tracing && !request.reads_response() && outcome.result == Err(ErrorKind::BodyTooLarge) {
-            // Kept only to be shown: past `max_body` it is what a measured
-            // run makes of it, judged by its status.
+        if (tracing || scripted)
+            && !request.reads_response()
+            && outcome.result == Err(ErrorKind::BodyTooLarge)
+        {
+            // Kept only to be shown or for the script: past `max_body` it
+            // is what a run without them makes of it, judged by its status.
             outcome.result = ErrorKind::from_status(outcome.status).map_or(Ok(outcome.status), Err);
         }
         let mut rec = recorder.borrow_mut();
@@ -432,6 +447,7 @@ impl<T: Transport> User<T> {
             }
         }
         self.refresh_cookie_vars();
+        self.script_response(current, &mut outcome);
         self.last = Last {
             status: outcome.status,
             ok: outcome.result.is_ok(),
@@ -451,6 +467,7 @@ impl<T: Transport> User<T> {
             intended.map(|t| (t, Instant::now())),
             &outcome,
         );
+        self.note_script_failure(&mut rec, current);
         Stepped::Sent { connect_failed }
     }
 
@@ -485,20 +502,32 @@ impl<T: Transport> User<T> {
                 return;
             }
         }
-        let (transport, session, mut bindings) = self.parts();
+        let (transport, session, mut bindings) = self.parts(None);
+        // Only Kafka fires, and a script hooks HTTP requests only.
         transport.fire(session, request, &mut bindings, fired).await;
     }
 
     /// What sending a request takes: the transport, this user's session,
     /// and the bindings its templates render with (a fresh row of each
-    /// feeder).
-    fn parts(&mut self) -> (&T, &mut T::Session, UserBindings<'_>) {
+    /// feeder) — and, rendering request `sending`, the script's
+    /// `request(ctx)` runs on it.
+    fn parts(&mut self, sending: Option<RequestId>) -> (&T, &mut T::Session, UserBindings<'_>) {
+        let script = match (&self.shared.hooks, sending) {
+            (Some(hooks), Some(request)) => Some(Script {
+                hooks,
+                request,
+                user: &mut self.script_user,
+                failure: &mut self.script_failure,
+            }),
+            _ => None,
+        };
         let bindings = UserBindings {
             rng: &mut self.rng,
-            vars: &self.vars,
+            vars: &mut self.vars,
             feeders: &self.shared.scenario.feeders,
             cursors: &self.shared.feeder_cursors,
             rows: &mut self.rows,
+            script,
         };
         (&self.shared.transport, &mut self.session, bindings)
     }
@@ -551,39 +580,5 @@ pub(crate) fn record(
             stats.record_error(kind, latency);
             outcome.response_time.is_zero()
         }
-    }
-}
-
-/// What templates see of one user while its request is being rendered.
-struct UserBindings<'a> {
-    rng: &'a mut fastrand::Rng,
-    vars: &'a [Vec<u8>],
-    feeders: &'a [Feeder],
-    cursors: &'a Feeds,
-    /// Row chosen for each feeder in this rendering: every column of one
-    /// feeder in one request comes from the same row.
-    rows: &'a mut [Option<usize>],
-}
-
-impl Bindings for UserBindings<'_> {
-    fn random(&mut self, lo: i64, hi: i64) -> i64 {
-        self.rng.i64(lo..=hi)
-    }
-
-    fn unit(&mut self) -> f64 {
-        self.rng.f64()
-    }
-
-    fn column(&mut self, feeder: FeederId, column: usize) -> &[u8] {
-        let f = &self.feeders[feeder.index()];
-        let (cursors, rng) = (self.cursors, &mut *self.rng);
-        // `unique` rows were taken before rendering (`User::take_rows`).
-        let row = *self.rows[feeder.index()]
-            .get_or_insert_with(|| cursors.take(feeder, rng).unwrap_or(0));
-        f.rows[row][column].as_bytes()
-    }
-
-    fn var(&self, var: VarId) -> &[u8] {
-        &self.vars[var.index()]
     }
 }

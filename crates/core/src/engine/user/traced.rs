@@ -101,6 +101,7 @@ impl<T: Transport> User<T> {
             body: &self.response.body,
             checks,
             extracted,
+            script_failure: self.script_failure.as_deref(),
         });
     }
 }

@@ -50,11 +50,8 @@ impl HttpTransport {
             r.body.clear();
         }
         let plan = &self.plans[id.index()];
-        if plan
-            .render(bindings, &mut session.out, &mut session.scratch)
-            .is_err()
-        {
-            return failed(ErrorKind::Encode, Duration::ZERO, None);
+        if let Err(kind) = plan.render(bindings, &mut session.out, &mut session.scratch) {
+            return failed(kind, Duration::ZERO, None);
         }
         self.add_cookies(session);
         session.hops.clear();

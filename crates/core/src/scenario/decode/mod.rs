@@ -39,6 +39,7 @@ mod kafka;
 mod produce;
 mod promql;
 pub(crate) mod requests;
+mod script;
 mod servers;
 mod session;
 mod set;
@@ -53,8 +54,8 @@ mod workers;
 #[cfg(test)]
 pub(crate) use {
     avro::AVRO_KEYS, capacity::CAPACITY_KEYS, data::DATA_KEYS, kafka::KAFKA_KEYS,
-    servers::SERVER_KEYS, session::SESSION_KEYS, target::TARGET_KEYS, tls::TLS_KEYS,
-    url::parse_base_url, workers::WORKERS_KEYS,
+    script::SCRIPT_KEYS, servers::SERVER_KEYS, session::SESSION_KEYS, target::TARGET_KEYS,
+    tls::TLS_KEYS, url::parse_base_url, workers::WORKERS_KEYS,
 };
 
 use super::diagnostic::{did_you_mean, Diagnostic};
@@ -87,6 +88,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "arrivals",
     "users",
     "workers",
+    "script",
 ];
 
 /// Decodes the document's root.
@@ -166,6 +168,17 @@ pub fn decode(
         Endpoint::Http(_) => TargetKind::Http,
         Endpoint::Kafka(_) => TargetKind::Kafka,
     });
+    let (script, script_vars) = match top.get("script") {
+        Some(node) => script::decode_script(&mut ctx, node, base_dir),
+        None => (None, Vec::new()),
+    };
+    if let (Some(TargetKind::Kafka), Some(key)) = (target_kind, top.key("script")) {
+        ctx.error_hint(
+            key.pos,
+            "`script` hooks HTTP requests; this scenario's target is Kafka",
+            Some("a record's key and value are templates: `${…}` computes them".into()),
+        );
+    }
     let decoded = requests_node.map(|n| {
         decode_requests(
             &mut ctx,
@@ -174,6 +187,7 @@ pub fn decode(
             target_kind,
             base_dir,
             top.get("session"),
+            &script_vars,
         )
     });
     let DecodedRequests {
@@ -301,6 +315,7 @@ pub fn decode(
             arrivals,
             users,
             workers,
+            script,
         }),
         _ => Err(ctx.errors),
     }

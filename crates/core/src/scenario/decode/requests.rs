@@ -99,10 +99,14 @@ fn cookie_variables(node: &Node, out: &mut Vec<String>) {
 }
 
 /// The variable names bound by any request's `extract` or `set`, in order
-/// of first appearance, then the cookies templates name (`cookie.NAME`,
-/// the session's conditions included); problems are reported later, by
-/// `decode_requests`.
-fn collect_variables(entries: &[(Key, Node)], session: Option<&Node>) -> Vec<String> {
+/// of first appearance, then those the script declares it sets, then the
+/// cookies templates name (`cookie.NAME`, the session's conditions
+/// included); problems are reported later, by `decode_requests`.
+fn collect_variables(
+    entries: &[(Key, Node)],
+    session: Option<&Node>,
+    script_vars: &[String],
+) -> Vec<String> {
     let mut variables: Vec<String> = Vec::new();
     for (_, request) in entries {
         let Node::Map { entries, .. } = request else {
@@ -117,6 +121,11 @@ fn collect_variables(entries: &[(Key, Node)], session: Option<&Node>) -> Vec<Str
                     }
                 }
             }
+        }
+    }
+    for var in script_vars {
+        if !variables.contains(var) {
+            variables.push(var.clone());
         }
     }
     for (_, request) in entries {
@@ -155,11 +164,12 @@ pub(crate) fn decode_requests(
     target: Option<TargetKind>,
     base_dir: &Path,
     session: Option<&Node>,
+    script_vars: &[String],
 ) -> DecodedRequests {
     let Some(entries) = ctx.named_map(node, "`requests`") else {
         return DecodedRequests::default();
     };
-    let variables = collect_variables(entries, session);
+    let variables = collect_variables(entries, session, script_vars);
     let names = template_names(feeders, &variables);
     let mut requests = Vec::new();
     for (key, value) in entries {

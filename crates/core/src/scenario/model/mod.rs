@@ -90,6 +90,8 @@ pub struct Scenario {
     pub users: Option<UserStages>,
     /// Workers on other hosts that generate the load (`workers:`).
     pub workers: Option<WorkerSettings>,
+    /// The Lua hooks run around every request (`script:`).
+    pub script: Option<super::script::Script>,
 }
 
 impl Scenario {

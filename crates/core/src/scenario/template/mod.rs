@@ -24,7 +24,7 @@
 //! time, when the builder is told to.
 
 mod expr;
-mod functions;
+pub(crate) mod functions;
 mod lex;
 mod parse;
 
@@ -121,6 +121,12 @@ pub trait Bindings {
     fn column(&mut self, feeder: FeederId, column: usize) -> &[u8];
     /// The variable's value; empty when not yet extracted.
     fn var(&self, var: VarId) -> &[u8];
+    /// The whole HTTP request as rendered (HTTP/1.1 bytes), just before it
+    /// is sent: a scenario's script may change it (`request(ctx)`). `Err`
+    /// fails the request unsent; the engine keeps the reason.
+    fn finish_request(&mut self, _request: &mut Vec<u8>) -> Result<(), ()> {
+        Ok(())
+    }
 }
 
 impl Escape {

@@ -1,0 +1,212 @@
+//! `ctx`, what a hook sees of the request it runs for: one Lua object per
+//! generator thread, handed to every call. Between calls it holds nothing;
+//! during one, the user's request (or response), variables and own table
+//! are moved into it (swaps, no copies) and moved back after.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use mlua::{Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods, Value};
+
+use super::edit;
+use crate::protocol::Response;
+
+/// Which hook is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    Idle,
+    Request,
+    Response,
+}
+
+/// What the running hook works on.
+pub(super) struct State {
+    pub phase: Phase,
+    /// The request's name.
+    pub name: Rc<str>,
+    /// `request(ctx)`: the request as rendered, HTTP/1.1 bytes.
+    pub out: Vec<u8>,
+    /// `response(ctx)`: its status and what was kept of the answer.
+    pub status: u16,
+    pub response: Response,
+    /// The user's variables, indexed by `VarId`, and their names.
+    pub vars: Vec<Vec<u8>>,
+    pub var_ids: Rc<HashMap<String, usize>>,
+    /// The user's own table (`ctx.user`), made when first asked for.
+    pub user: Option<Table>,
+    /// `ctx:fail(reason)` was called.
+    pub failure: Option<String>,
+}
+
+impl State {
+    pub(super) fn new(var_ids: HashMap<String, usize>) -> State {
+        State {
+            phase: Phase::Idle,
+            name: "".into(),
+            out: Vec::new(),
+            status: 0,
+            response: Response::default(),
+            vars: Vec::new(),
+            var_ids: Rc::new(var_ids),
+            user: None,
+            failure: None,
+        }
+    }
+}
+
+/// The `ctx` object.
+pub(super) struct Ctx(pub Rc<RefCell<State>>);
+
+/// `ctx.vars`: the user's variables by name.
+struct Vars(Rc<RefCell<State>>);
+
+fn misuse(what: &str, hook: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("{what} is for {hook}(ctx)"))
+}
+
+fn bytes(lua: &Lua, b: &[u8]) -> mlua::Result<mlua::String> {
+    lua.create_string(b)
+}
+
+/// The head a header is read from: the request's or the response's.
+fn head_of(state: &State) -> &[u8] {
+    match state.phase {
+        Phase::Response => &state.response.head,
+        _ => &state.out,
+    }
+}
+
+impl UserData for Ctx {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("name", |lua, this| {
+            lua.create_string(&*this.0.borrow().name)
+        });
+        fields.add_field_method_get("method", |lua, this| {
+            let s = this.0.borrow();
+            match s.phase {
+                Phase::Request => bytes(lua, edit::method(&s.out)),
+                _ => Err(misuse("ctx.method", "request")),
+            }
+        });
+        fields.add_field_method_get("path", |lua, this| {
+            let s = this.0.borrow();
+            match s.phase {
+                Phase::Request => bytes(lua, edit::target(&s.out)),
+                _ => Err(misuse("ctx.path", "request")),
+            }
+        });
+        fields.add_field_method_set("path", |_, this, path: mlua::String| {
+            let mut s = this.0.borrow_mut();
+            if s.phase != Phase::Request {
+                return Err(misuse("setting ctx.path", "request"));
+            }
+            edit::set_target(&mut s.out, &path.as_bytes()).map_err(mlua::Error::runtime)
+        });
+        fields.add_field_method_get("body", |lua, this| {
+            let s = this.0.borrow();
+            match s.phase {
+                Phase::Request => bytes(lua, edit::body(&s.out)),
+                _ => bytes(lua, &s.response.body),
+            }
+        });
+        fields.add_field_method_set("body", |_, this, body: mlua::String| {
+            let mut s = this.0.borrow_mut();
+            if s.phase != Phase::Request {
+                return Err(misuse("setting ctx.body", "request"));
+            }
+            edit::set_body(&mut s.out, &body.as_bytes());
+            Ok(())
+        });
+        fields.add_field_method_get("status", |_, this| {
+            let s = this.0.borrow();
+            match s.phase {
+                Phase::Response => Ok(s.status),
+                _ => Err(misuse("ctx.status", "response")),
+            }
+        });
+        fields.add_field_method_get("headers", |lua, this| {
+            let s = this.0.borrow();
+            let table = lua.create_table()?;
+            for (name, value) in edit::headers(head_of(&s)) {
+                let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+                table.set(name, bytes(lua, value)?)?;
+            }
+            Ok(table)
+        });
+        fields.add_field_method_get("vars", |lua, this| {
+            lua.create_userdata(Vars(this.0.clone()))
+        });
+        fields.add_field_method_get("user", |lua, this| {
+            let mut s = this.0.borrow_mut();
+            match &s.user {
+                Some(t) => Ok(t.clone()),
+                None => {
+                    let t = lua.create_table()?;
+                    s.user = Some(t.clone());
+                    Ok(t)
+                }
+            }
+        });
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("header", |lua, this, name: String| {
+            let s = this.0.borrow();
+            edit::header(head_of(&s), &name)
+                .map(|v| bytes(lua, v))
+                .transpose()
+        });
+        methods.add_method(
+            "set_header",
+            |_, this, (name, value): (String, Option<mlua::String>)| {
+                let mut s = this.0.borrow_mut();
+                if s.phase != Phase::Request {
+                    return Err(misuse("ctx:set_header", "request"));
+                }
+                let value = value.as_ref().map(|v| v.as_bytes());
+                edit::set_header(&mut s.out, &name, value.as_deref()).map_err(mlua::Error::runtime)
+            },
+        );
+        methods.add_method("fail", |_, this, reason: Option<String>| {
+            let reason = reason.unwrap_or_else(|| "failed by the script".into());
+            this.0.borrow_mut().failure = Some(reason);
+            Ok(())
+        });
+    }
+}
+
+impl UserData for Vars {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::Index, |lua, this, name: String| {
+            let s = this.0.borrow();
+            let id = var_id(&s, &name)?;
+            match s.vars.get(id) {
+                Some(v) if !v.is_empty() => Ok(Value::String(bytes(lua, v)?)),
+                _ => Ok(Value::Nil),
+            }
+        });
+        methods.add_meta_method(
+            MetaMethod::NewIndex,
+            |_, this, (name, value): (String, Option<mlua::String>)| {
+                let mut s = this.0.borrow_mut();
+                let id = var_id(&s, &name)?;
+                let slot = &mut s.vars[id];
+                slot.clear();
+                if let Some(v) = value {
+                    slot.extend_from_slice(&v.as_bytes());
+                }
+                Ok(())
+            },
+        );
+    }
+}
+
+/// A variable's index, or an error naming the fix.
+fn var_id(s: &State, name: &str) -> mlua::Result<usize> {
+    s.var_ids.get(name).copied().ok_or_else(|| {
+        mlua::Error::runtime(format!(
+            "ctx.vars.{name}: no such variable (a script's own are declared in `script: {{file: …, vars: [{name}]}}`)"
+        ))
+    })
+}
