@@ -7,7 +7,9 @@
 -- ctx.user is the virtual user's own table, kept for its whole life;
 -- ctx.vars are the scenario's variables, fresh in each session.
 
-local key = os.getenv("API_KEY") or "testbed-signing-key"
+-- autoperf.env reads the scenario's environment when it loads, and
+-- workers get the same value (os.getenv would read each host's own).
+local key = autoperf.env("API_KEY") or "testbed-signing-key"
 
 function request(ctx)
   local ts = autoperf.now("epoch_s")

@@ -50,8 +50,15 @@ type Outcome = Result<u8, Failure>;
 
 pub fn check(path: &Path, overrides: &[Override]) -> Outcome {
     let scenario = load(path, overrides)?;
+    let script = scenario.script.as_ref().map_or(String::new(), |s| {
+        let hooks: Vec<&str> = [(s.has_request, "request"), (s.has_response, "response")]
+            .into_iter()
+            .filter_map(|(has, name)| has.then_some(name))
+            .collect();
+        format!(", script {} ({})", s.chunk_name, hooks.join(" and "))
+    });
     print_out(&format!(
-        "{}: ok — scenario `{}`, {} requests, target {}\n",
+        "{}: ok — scenario `{}`, {} requests, target {}{script}\n",
         path.display(),
         scenario.name,
         scenario.requests.len(),

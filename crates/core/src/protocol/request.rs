@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::measure::ErrorKind;
-use crate::scenario::template::Bindings;
+use crate::scenario::template::{Bindings, ScriptFailed};
 use crate::scenario::{BaseUrl, Body, HttpRequest, Template};
 
 /// A request with its static parts pre-rendered.
@@ -124,7 +124,8 @@ impl RequestPlan {
     ) -> Result<(), ErrorKind> {
         self.render_templates(b, out, scratch)
             .map_err(|Unsendable| ErrorKind::Encode)?;
-        b.finish_request(out).map_err(|()| ErrorKind::ScriptRequest)
+        b.finish_request(out)
+            .map_err(|ScriptFailed| ErrorKind::ScriptRequest)
     }
 
     fn render_templates(

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::server_side::{LagFigure, PromqlFigure};
 use super::servers::TierUsage;
 use crate::capacity::{client, steady};
 use crate::engine::{Level, LevelRun};
@@ -150,10 +151,7 @@ pub struct PerRequestRecord {
     /// Times its `skip_if:` held and nothing was sent.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped: u64,
-    /// Why the scenario's script failed it (`ctx:fail(reason)` or a hook's
-    /// error), with how often: the errors `script_request` and
-    /// `script_response` by reason — and the reasons it gave for answers
-    /// that had failed otherwise already (a 401 stays `http_4xx`).
+    /// Why the scenario's script failed it, reason → count (design §3.15).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub script_failures: BTreeMap<String, u64>,
     /// Kafka: record sends retried after a retriable refusal (a leader
@@ -262,48 +260,6 @@ pub struct LevelRecord {
     /// What the open-workload capacity search made of this level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_search: Option<RateLevel>,
-}
-
-/// What a PromQL threshold's query came to over a level's measured
-/// window: its lowest and highest point over every series, and how many
-/// points there were.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct PromqlFigure {
-    pub min: f64,
-    pub max: f64,
-    pub points: u32,
-}
-
-/// A consumer group's lag over a level's measured window, read from the
-/// brokers each second: Theodolite's figure of whether the application
-/// keeps up.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct LagFigure {
-    /// The least-squares slope of the lag over the window, records per
-    /// second: above zero, the application falls behind.
-    pub trend_rps: f64,
-    /// The 95% interval's half-width of the trend (records/s), with
-    /// residuals that follow each other (the sawtooth of the group's
-    /// commits) allowed for; none with fewer than `MIN_TREND_READINGS`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trend_ci95_rps: Option<f64>,
-    /// The lag at the last reading, and at its highest, in records.
-    pub last: u64,
-    pub max: u64,
-    /// Readings the figure is made of, and readings that failed.
-    pub readings: u32,
-    #[serde(default)]
-    pub unread: u32,
-}
-
-/// One reading of a consumer group's lag in a level's measured window
-/// (seconds into it): a row of `lag_series.csv`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LagReading {
-    pub window_s: f64,
-    pub level: u32,
-    pub group: String,
-    pub lag_records: u64,
 }
 
 /// An open capacity level's verdict: every SLO it was held to and how it

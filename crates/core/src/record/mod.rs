@@ -4,6 +4,7 @@
 //!
 //! - `level`: a level object, made from a finished level's totals.
 //! - `servers`: what the agents measured: per-tier usage, per-request demands.
+//! - `server_side`: what else a level read of the servers: PromQL, consumer lag.
 //! - `analysis`: why the run ended and what its mode concluded.
 //! - `plan`: what a capacity analysis was asked for, so `--resume` goes on.
 //! - `check`: whether a record read back can be what autoperf wrote.
@@ -12,6 +13,7 @@ mod analysis;
 mod check;
 mod level;
 mod plan;
+mod server_side;
 mod servers;
 
 use std::time::SystemTime;
@@ -52,11 +54,13 @@ pub use check::{unmeasurable, MAX_FIGURE};
 pub(crate) use level::LittleCheck;
 pub use level::{
     round3, round6, ArrivalsRecord, CapacityLevel, CheckRecord, ClientRecord, CpuQuotaRecord,
-    LagFigure, LagReading, Latency, LevelRecord,
+    Latency, LevelRecord,
 };
-pub(crate) use level::{PerRequestRecord, PromqlFigure, RateLevel};
+pub(crate) use level::{PerRequestRecord, RateLevel};
 pub use level::{SloVerdict, ThinkRecord, TimerLateness};
 pub use plan::CapacityPlan;
+pub(crate) use server_side::PromqlFigure;
+pub use server_side::{LagFigure, LagReading};
 pub(crate) use servers::{short_of_cpu, ByteRates, DiskRates, TierDemands, TierUsage};
 
 use crate::scenario::Scenario;

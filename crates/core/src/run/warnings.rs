@@ -92,9 +92,9 @@ const NO_ANSWER: [&str; 5] = ["connect_refused", "connect", "reset", "timeout", 
 /// Error kinds the engine gives a request the target did answer, though
 /// not as it should: a redirect loop or off the target, a failed check or
 /// extraction, bytes that are not a response, a TLS handshake refused, a
-/// broker's error. (`http_*` are the server's own words, and
-/// `data_exhausted` has its warning.)
-const ANSWERED_WRONG: [&str; 9] = [
+/// broker's error, the scenario's script failing it. (`http_*` are the
+/// server's own words, and `data_exhausted` has its warning.)
+const ANSWERED_WRONG: [&str; 11] = [
     "malformed",
     "redirect_limit",
     "redirect_off_target",
@@ -104,6 +104,8 @@ const ANSWERED_WRONG: [&str; 9] = [
     "tls",
     "kafka_broker",
     "body_too_large",
+    "script_request",
+    "script_response",
 ];
 
 /// Says so when answers were too large to check: the limit, and the fix.

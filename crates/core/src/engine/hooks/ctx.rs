@@ -7,6 +7,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use std::io::Write as _;
+
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods, Value};
 
 use super::edit;
@@ -127,10 +129,22 @@ impl UserData for Ctx {
         });
         fields.add_field_method_get("headers", |lua, this| {
             let s = this.0.borrow();
-            let table = lua.create_table()?;
+            // A header sent more than once is its values joined by ", "
+            // (as `fetch` shows them); `ctx:header` gives the first.
+            let mut joined: Vec<(String, Vec<u8>)> = Vec::new();
             for (name, value) in edit::headers(head_of(&s)) {
                 let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-                table.set(name, bytes(lua, value)?)?;
+                match joined.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, v)) => {
+                        v.extend_from_slice(b", ");
+                        v.extend_from_slice(value);
+                    }
+                    None => joined.push((name, value.to_vec())),
+                }
+            }
+            let table = lua.create_table()?;
+            for (name, value) in joined {
+                table.set(name, bytes(lua, &value)?)?;
             }
             Ok(table)
         });
@@ -159,17 +173,36 @@ impl UserData for Ctx {
         });
         methods.add_method(
             "set_header",
-            |_, this, (name, value): (String, Option<mlua::String>)| {
+            |_, this, (name, value): (mlua::String, Value)| {
                 let mut s = this.0.borrow_mut();
                 if s.phase != Phase::Request {
                     return Err(misuse("ctx:set_header", "request"));
                 }
-                let value = value.as_ref().map(|v| v.as_bytes());
-                edit::set_header(&mut s.out, &name, value.as_deref()).map_err(mlua::Error::runtime)
+                let name = name.to_str()?;
+                // A number is written here: Lua's coercion to a string
+                // would cost more than the rest of the call.
+                let mut number = [0u8; 24];
+                let value = match &value {
+                    Value::Nil | Value::Boolean(false) => None,
+                    Value::Integer(i) => Some(Bytes::Short(format_integer(*i, &mut number))),
+                    Value::String(v) => Some(Bytes::Lua(v.as_bytes())),
+                    Value::Number(_) => Some(Bytes::Owned(value.to_string()?.into_bytes())),
+                    other => {
+                        return Err(mlua::Error::runtime(format!(
+                            "ctx:set_header: the value is a string or a number (nil removes the header), not a {}",
+                            other.type_name()
+                        )))
+                    }
+                };
+                edit::set_header(&mut s.out, &name, value.as_ref().map(Bytes::get))
+                    .map_err(mlua::Error::runtime)
             },
         );
-        methods.add_method("fail", |_, this, reason: Option<String>| {
-            let reason = reason.unwrap_or_else(|| "failed by the script".into());
+        methods.add_method("fail", |_, this, reason: Option<mlua::String>| {
+            let reason = reason.map_or_else(
+                || "failed by the script".into(),
+                |r| r.to_string_lossy().to_string(),
+            );
             this.0.borrow_mut().failure = Some(reason);
             Ok(())
         });
@@ -191,7 +224,9 @@ impl UserData for Vars {
             |_, this, (name, value): (String, Option<mlua::String>)| {
                 let mut s = this.0.borrow_mut();
                 let id = var_id(&s, &name)?;
-                let slot = &mut s.vars[id];
+                let Some(slot) = s.vars.get_mut(id) else {
+                    return Err(misuse("ctx.vars", "request or response"));
+                };
                 slot.clear();
                 if let Some(v) = value {
                     slot.extend_from_slice(&v.as_bytes());
@@ -200,6 +235,31 @@ impl UserData for Vars {
             },
         );
     }
+}
+
+/// A header's value as the script gave it.
+enum Bytes<'a> {
+    Short(&'a [u8]),
+    Lua(mlua::BorrowedBytes<'a>),
+    Owned(Vec<u8>),
+}
+
+impl Bytes<'_> {
+    fn get(&self) -> &[u8] {
+        match self {
+            Bytes::Short(b) => b,
+            Bytes::Lua(b) => b,
+            Bytes::Owned(b) => b,
+        }
+    }
+}
+
+/// `i` in decimal, in `buf`.
+fn format_integer(i: i64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(cursor, "{i}");
+    let len = cursor.position() as usize;
+    &buf[..len]
 }
 
 /// A variable's index, or an error naming the fix.

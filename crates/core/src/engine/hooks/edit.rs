@@ -6,18 +6,46 @@
 
 use crate::protocol::request::header_value_ok;
 
+/// The first CRLF in `bytes`. (A head is short: memchr's `memmem` spends
+/// longer setting up than this takes.)
+fn crlf(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'\r', &bytes[from..]) {
+        let i = from + i;
+        if bytes.get(i + 1) == Some(&b'\n') {
+            return Some(i);
+        }
+        from = i + 1;
+    }
+    None
+}
+
 /// Where the head ends: the index of the blank line's CRLF.
 fn blank_line(req: &[u8]) -> usize {
-    req.windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(req.len(), |i| i + 2)
+    let mut from = 0;
+    while let Some(i) = crlf(&req[from..]) {
+        let i = from + i;
+        if req[i + 2..].starts_with(b"\r\n") {
+            return i + 2;
+        }
+        from = i + 2;
+    }
+    req.len()
 }
 
 /// The end of the request line (the index of its CRLF).
 fn line_end(req: &[u8]) -> usize {
-    req.windows(2)
-        .position(|w| w == b"\r\n")
-        .unwrap_or(req.len())
+    crlf(req).unwrap_or(req.len())
+}
+
+/// Puts `parts`, one after the other, at `at` (shifting what follows:
+/// usually the blank line and a short body).
+fn insert(req: &mut Vec<u8>, at: usize, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    for part in parts {
+        req.extend_from_slice(part);
+    }
+    req[at..].rotate_right(len);
 }
 
 pub(crate) fn method(req: &[u8]) -> &[u8] {
@@ -39,14 +67,16 @@ fn target_span(req: &[u8]) -> (usize, usize) {
 }
 
 pub(crate) fn set_target(req: &mut Vec<u8>, target: &[u8]) -> Result<(), String> {
-    if !target.starts_with(b"/") || target.iter().any(|&c| c.is_ascii_control() || c == b' ') {
+    let bad = |c: &u8| c.is_ascii_control() || *c == b' ' || !c.is_ascii();
+    if !target.starts_with(b"/") || target.iter().any(bad) {
         return Err(format!(
-            "ctx.path must start with `/` and hold no space or control character, not {:?}",
+            "ctx.path must start with `/` and hold no space, control character or byte past ASCII (percent-encode them: autoperf.urlencode), not {:?}",
             String::from_utf8_lossy(target)
         ));
     }
     let (from, to) = target_span(req);
-    req.splice(from..to, target.iter().copied());
+    req.drain(from..to);
+    insert(req, from, &[target]);
     Ok(())
 }
 
@@ -59,10 +89,7 @@ fn header_lines(req: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
         if at >= blank {
             return None;
         }
-        let end = req[at..blank]
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .map_or(blank, |i| at + i);
+        let end = crlf(&req[at..blank]).map_or(blank, |i| at + i);
         let span = (at, end);
         at = end + 2;
         Some(span)
@@ -107,10 +134,14 @@ pub(crate) fn set_header(
             "`{name}` follows the body: set ctx.body and its length is sent"
         ));
     }
+    if name.eq_ignore_ascii_case("accept-encoding") {
+        // Whether answers are decoded is planned from the scenario.
+        return Err("`Accept-Encoding` is the scenario's: set it in the request's `headers:` or `target.compression`, and answers are decoded".into());
+    }
     if let Some(v) = value {
-        if !header_value_ok(v) {
+        if !header_value_ok(v) || !v.is_ascii() {
             return Err(format!(
-                "the value of header `{name}` holds a control character"
+                "the value of header `{name}` holds a control character or a byte past ASCII (encode it: autoperf.base64, autoperf.urlencode)"
             ));
         }
     }
@@ -120,22 +151,20 @@ pub(crate) fn set_header(
 
 /// `set_header` without the checks.
 fn put_header(req: &mut Vec<u8>, name: &str, value: Option<&[u8]>) {
-    let named: Vec<(usize, usize)> = header_lines(req)
-        .filter(|&(a, b)| {
+    let named = |req: &[u8]| {
+        header_lines(req).find(|&(a, b)| {
             split_header(&req[a..b]).is_some_and(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
         })
-        .collect();
-    let at = named.first().map_or(blank_line(req), |&(a, _)| a);
-    for &(a, b) in named.iter().rev() {
+    };
+    // Where the first line of that name was; each goes (usually none).
+    let mut at = None;
+    while let Some((a, b)) = named(req) {
+        at.get_or_insert(a);
         req.drain(a..b + 2);
     }
+    let at = at.unwrap_or_else(|| blank_line(req));
     if let Some(v) = value {
-        let mut line = Vec::with_capacity(name.len() + v.len() + 4);
-        line.extend_from_slice(name.as_bytes());
-        line.extend_from_slice(b": ");
-        line.extend_from_slice(v);
-        line.extend_from_slice(b"\r\n");
-        req.splice(at..at, line);
+        insert(req, at, &[name.as_bytes(), b": ", v, b"\r\n"]);
     }
 }
 
@@ -151,13 +180,11 @@ pub(crate) fn set_body(req: &mut Vec<u8>, body: &[u8]) {
     let from = (blank_line(req) + 2).min(req.len());
     req.truncate(from);
     req.extend_from_slice(body);
+    // Not through `set_header`, which keeps the framing from scripts.
+    put_header(req, "Transfer-Encoding", None);
     if had_length || !body.is_empty() {
-        // Not through `set_header`, which keeps the length from scripts.
-        put_header(
-            req,
-            "Content-Length",
-            Some(body.len().to_string().as_bytes()),
-        );
+        let length = body.len().to_string();
+        put_header(req, "Content-Length", Some(length.as_bytes()));
     }
 }
 
@@ -200,6 +227,8 @@ mod tests {
         assert!(set_header(&mut req, "X-Bad", Some(b"a\r\nb")).is_err());
         assert!(set_header(&mut req, "Bad Name", Some(b"a")).is_err());
         assert!(set_header(&mut req, "Content-Length", Some(b"9")).is_err());
+        assert!(set_header(&mut req, "Accept-Encoding", Some(b"gzip")).is_err());
+        assert!(set_header(&mut req, "X-Utf8", Some("é".as_bytes())).is_err());
     }
 
     #[test]
@@ -217,5 +246,6 @@ mod tests {
         assert_eq!(body(&get), b"{}");
         assert!(set_target(&mut req, b"no-slash").is_err());
         assert!(set_target(&mut req, b"/a b").is_err());
+        assert!(set_target(&mut req, "/é".as_bytes()).is_err());
     }
 }

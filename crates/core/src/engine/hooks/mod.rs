@@ -10,8 +10,9 @@
 mod ctx;
 mod edit;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::time::Instant;
 
 use mlua::{AnyUserData, Function, Lua, Table};
 
@@ -37,6 +38,8 @@ struct Live {
     ctx: AnyUserData,
     state: Rc<RefCell<State>>,
     names: Vec<Rc<str>>,
+    /// Until when the running call may run (`script::CALL_BUDGET`).
+    deadline: Rc<Cell<Instant>>,
 }
 
 impl Hooks {
@@ -91,7 +94,8 @@ impl Hooks {
 impl Live {
     fn load(scenario: &Scenario, s: &crate::scenario::Script) -> Result<Live, String> {
         let lua = Lua::new();
-        let loaded = script::load(&lua, &s.chunk_name, &s.source)?;
+        let env = script::Env::Loaded(s.env.clone());
+        let loaded = script::load(&lua, &s.chunk_name, &s.source, env)?;
         let var_ids = scenario
             .variables
             .iter()
@@ -112,6 +116,7 @@ impl Live {
                 .iter()
                 .map(|r| r.name.as_str().into())
                 .collect(),
+            deadline: loaded.deadline,
             _lua: lua,
         })
     }
@@ -126,14 +131,9 @@ impl Live {
         let Some(hook) = &self.request else {
             return Ok(());
         };
-        {
-            let mut s = self.state.borrow_mut();
-            s.phase = Phase::Request;
-            std::mem::swap(&mut s.out, out);
-        }
-        let result = self.call(hook, id, vars, user);
-        std::mem::swap(&mut self.state.borrow_mut().out, out);
-        result
+        self.call(hook, Phase::Request, id, vars, user, |s| {
+            std::mem::swap(&mut s.out, out)
+        })
     }
 
     fn on_response(
@@ -147,36 +147,37 @@ impl Live {
         let Some(hook) = &self.response else {
             return Ok(());
         };
-        {
-            let mut s = self.state.borrow_mut();
-            s.phase = Phase::Response;
+        self.call(hook, Phase::Response, id, vars, user, |s| {
             s.status = status;
-            std::mem::swap(&mut s.response, response);
-        }
-        let result = self.call(hook, id, vars, user);
-        std::mem::swap(&mut self.state.borrow_mut().response, response);
-        result
+            std::mem::swap(&mut s.response, response)
+        })
     }
 
-    /// Moves the user's variables and table in, calls `hook`, moves them
-    /// back.
+    /// Moves the user's variables and table in (and, by `swap`, what the
+    /// phase works on), calls `hook`, moves them back.
     fn call(
         &self,
         hook: &Function,
+        phase: Phase,
         id: RequestId,
         vars: &mut Vec<Vec<u8>>,
         user: &mut UserTable,
+        mut swap: impl FnMut(&mut State),
     ) -> Result<(), String> {
         {
             let mut s = self.state.borrow_mut();
+            s.phase = phase;
+            swap(&mut s);
             s.name = self.names[id.index()].clone();
             std::mem::swap(&mut s.vars, vars);
             s.user = user.take();
             s.failure = None;
         }
+        self.deadline.set(Instant::now() + script::CALL_BUDGET);
         let called = hook.call::<()>(&self.ctx);
         let mut s = self.state.borrow_mut();
         std::mem::swap(&mut s.vars, vars);
+        swap(&mut s);
         *user = s.user.take();
         s.phase = Phase::Idle;
         let failure = s.failure.take();
@@ -242,9 +243,11 @@ mod tests {
         );
         let mut vars = vec![Vec::new()];
         let mut user = None;
-        let mut r = Response::default();
-        r.head = b"HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\n".to_vec();
-        r.body = b"hello".to_vec();
+        let mut r = Response {
+            head: b"HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\n".to_vec(),
+            body: b"hello".to_vec(),
+            ..Response::default()
+        };
         h.on_response(RequestId(0), 200, &mut r, &mut vars, &mut user)
             .unwrap();
         assert_eq!(vars[0], b"hello");

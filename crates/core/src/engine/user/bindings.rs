@@ -7,7 +7,7 @@ use super::super::hooks::{Hooks, UserTable};
 use super::User;
 use crate::measure::{ErrorKind, IntervalStats};
 use crate::protocol::{CallOutcome, Transport};
-use crate::scenario::template::Bindings;
+use crate::scenario::template::{Bindings, ScriptFailed};
 use crate::scenario::{Feeder, FeederId, RequestId, VarId};
 
 /// One user while its request is being rendered.
@@ -53,13 +53,16 @@ impl Bindings for UserBindings<'_> {
         &self.vars[var.index()]
     }
 
-    fn finish_request(&mut self, out: &mut Vec<u8>) -> Result<(), ()> {
+    fn finish_request(&mut self, out: &mut Vec<u8>) -> Result<(), ScriptFailed> {
         let Some(s) = &mut self.script else {
             return Ok(());
         };
         s.hooks
             .on_request(s.request, out, self.vars, s.user)
-            .map_err(|reason| *s.failure = Some(reason))
+            .map_err(|reason| {
+                *s.failure = Some(reason);
+                ScriptFailed
+            })
     }
 }
 
@@ -76,6 +79,9 @@ impl<T: Transport> User<T> {
     /// The script's `response(ctx)` on the answer just kept: a failure
     /// fails the request with its reason.
     pub(super) fn script_response(&mut self, id: RequestId, outcome: &mut CallOutcome) {
+        if self.shared.hooks.is_none() {
+            return;
+        }
         let shared = self.shared.clone();
         let Some(hooks) = &shared.hooks else {
             return;

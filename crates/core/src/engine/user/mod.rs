@@ -45,6 +45,8 @@ enum Stepped {
     Sent { connect_failed: bool },
     /// Its `skip_if:` held: nothing was sent.
     Skipped,
+    /// The script's `request(ctx)` failed it: counted, not sent.
+    Unsent,
 }
 
 /// What `ready_request` found.
@@ -316,6 +318,11 @@ impl<T: Transport> User<T> {
     async fn step(&mut self, current: RequestId, intended: Option<Instant>) -> Option<Instant> {
         let connect_failed = match self.step_without_think(current, intended).await {
             Stepped::Sent { connect_failed } => connect_failed,
+            Stepped::Unsent => {
+                // Nothing awaited: let the shard's other users run.
+                tokio::task::yield_now().await;
+                false
+            }
             Stepped::Skipped => {
                 // Nothing awaited: let the shard's other users and its
                 // deadline run.
@@ -468,7 +475,10 @@ impl<T: Transport> User<T> {
             &outcome,
         );
         self.note_script_failure(&mut rec, current);
-        Stepped::Sent { connect_failed }
+        match outcome.result {
+            Err(ErrorKind::ScriptRequest) => Stepped::Unsent,
+            _ => Stepped::Sent { connect_failed },
+        }
     }
 
     /// `${cookie.NAME}`: the implicit variables follow the user's jar.
@@ -578,7 +588,8 @@ pub(crate) fn record(
         }
         Err(kind) => {
             stats.record_error(kind, latency);
-            outcome.response_time.is_zero()
+            // A request its script failed was never sent, nor connected.
+            kind != ErrorKind::ScriptRequest && outcome.response_time.is_zero()
         }
     }
 }

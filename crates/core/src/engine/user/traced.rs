@@ -28,7 +28,7 @@ pub(crate) async fn trace_session<T: Transport>(user: &mut User<T>) -> bool {
             }
             break;
         }
-        if let Stepped::Sent { .. } = user.step_without_think(current, None).await {
+        if user.step_without_think(current, None).await != Stepped::Skipped {
             let think = scenario.think_after(current).sample(user.think.next());
             if let Some(tracer) = &user.trace {
                 tracer.borrow_mut().think(think);

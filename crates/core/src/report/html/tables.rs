@@ -109,6 +109,12 @@ pub(super) fn per_request(h: &mut String, l: &LevelRecord) {
                 .errors_by_kind
                 .iter()
                 .map(|(k, n)| format!("{} {n}", esc(k)))
+                .chain(
+                    // The script's reasons, in its own words.
+                    r.script_failures
+                        .iter()
+                        .map(|(reason, n)| format!("script: {} {n}", esc(reason))),
+                )
                 .collect();
             format!(
                 "{} <span class=\"note\">({})</span>",

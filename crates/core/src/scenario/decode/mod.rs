@@ -169,7 +169,10 @@ pub fn decode(
         Endpoint::Kafka(_) => TargetKind::Kafka,
     });
     let (script, script_vars) = match top.get("script") {
-        Some(node) => script::decode_script(&mut ctx, node, base_dir),
+        Some(node) => {
+            let feeder_names: Vec<&str> = feeders.iter().map(|f| f.feeder.name.as_str()).collect();
+            script::decode_script(&mut ctx, node, base_dir, &feeder_names)
+        }
         None => (None, Vec::new()),
     };
     if let (Some(TargetKind::Kafka), Some(key)) = (target_kind, top.key("script")) {

@@ -19,6 +19,7 @@ pub(super) fn decode_script(
     ctx: &mut Ctx,
     node: &Node,
     base_dir: &Path,
+    feeders: &[&str],
 ) -> (Option<Script>, Vec<String>) {
     let (file, vars) = match node {
         Node::Map { .. } => {
@@ -27,7 +28,7 @@ pub(super) fn decode_script(
             };
             let vars = fields
                 .get("vars")
-                .map(|n| declared_vars(ctx, n))
+                .map(|n| declared_vars(ctx, n, feeders))
                 .unwrap_or_default();
             (fields.required(ctx, "file"), vars)
         }
@@ -48,13 +49,14 @@ pub(super) fn decode_script(
         }
     };
     match script::check(&name, &source) {
-        Ok((has_request, has_response)) => (
+        Ok(checked) => (
             Some(Script {
                 path,
                 chunk_name: name,
                 source: source.into(),
-                has_request,
-                has_response,
+                has_request: checked.has_request,
+                has_response: checked.has_response,
+                env: checked.env,
             }),
             vars,
         ),
@@ -65,8 +67,8 @@ pub(super) fn decode_script(
     }
 }
 
-/// `vars: [token, signature]`: names, each once.
-fn declared_vars(ctx: &mut Ctx, node: &Node) -> Vec<String> {
+/// `vars: [token, signature]`: names, each once, none a feeder's.
+fn declared_vars(ctx: &mut Ctx, node: &Node, feeders: &[&str]) -> Vec<String> {
     let mut vars: Vec<String> = Vec::new();
     for item in ctx.seq(node, "`script.vars`").unwrap_or_default() {
         let Some(name) = ctx.string(item, "a variable name") else {
@@ -76,6 +78,11 @@ fn declared_vars(ctx: &mut Ctx, node: &Node) -> Vec<String> {
             ctx.error(
                 item.pos(),
                 format!("expected a variable name of letters, digits, `_` or `-`, found `{name}`"),
+            );
+        } else if feeders.contains(&name.as_str()) {
+            ctx.error(
+                item.pos(),
+                format!("`{name}` is a data feeder's name; a variable needs another"),
             );
         } else if vars.contains(&name) {
             ctx.error(item.pos(), format!("variable `{name}` is declared twice"));

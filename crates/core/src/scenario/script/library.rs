@@ -1,16 +1,21 @@
 //! `autoperf.NAME(…)`: the template functions (`${sha256(…)}`,
 //! `${hmac_sha256(key, text)}`, `${uuid()}`…) for scripts, with the same
-//! arguments and results, so a hook signs a request as a template would.
+//! arguments and results, so a hook signs a request as a template would;
+//! and `autoperf.env(NAME)`, the environment as `${env.NAME}` reads it.
 
 use mlua::{Lua, Table, Variadic};
+
+use super::Env;
 
 use crate::scenario::template::functions::{self, SPECS};
 use crate::scenario::template::Bindings;
 use crate::scenario::{FeederId, VarId};
 
-/// The `autoperf` table, with one function per template function.
-pub(super) fn table(lua: &Lua) -> mlua::Result<Table> {
+/// The `autoperf` table, with one function per template function, and
+/// `env`.
+pub(super) fn table(lua: &Lua, env: Env) -> mlua::Result<Table> {
     let table = lua.create_table()?;
+    table.set("env", env_function(lua, env)?)?;
     for spec in SPECS {
         let f = lua.create_function(move |lua, args: Variadic<mlua::String>| {
             let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
@@ -33,6 +38,25 @@ pub(super) fn table(lua: &Lua) -> mlua::Result<Table> {
         table.set(spec.name, f)?;
     }
     Ok(table)
+}
+
+/// `autoperf.env(NAME)`: the variable's value, or nil when unset. At load
+/// it reads (and, for workers, records) the scenario's environment; at
+/// run time it gives what the load read, so every host gets the same.
+fn env_function(lua: &Lua, env: Env) -> mlua::Result<mlua::Function> {
+    lua.create_function(move |_, name: String| match &env {
+        Env::Loading(read) => {
+            let value = super::super::sources::env(&name);
+            read.borrow_mut().insert(name, value.clone());
+            Ok(value)
+        }
+        Env::Loaded(read) => match read.get(&name) {
+            Some(value) => Ok(value.clone()),
+            None => Err(mlua::Error::runtime(format!(
+                "autoperf.env(\"{name}\") was not read when the script loaded: read it at the top level (`local v = autoperf.env(\"{name}\")`), so workers get it too"
+            ))),
+        },
+    })
 }
 
 /// What the functions draw on outside a template: the thread's random
@@ -64,7 +88,8 @@ mod tests {
     #[test]
     fn the_template_functions_are_there_with_their_results_and_usage() {
         let lua = Lua::new();
-        super::super::load(&lua, "t.lua", b"function request(ctx) end").unwrap();
+        let env = Env::Loaded(Default::default());
+        super::super::load(&lua, "t.lua", b"function request(ctx) end", env).unwrap();
         let hex: String = lua
             .load(
                 "return autoperf.hmac_sha256('key', 'The quick brown fox jumps over the lazy dog')",

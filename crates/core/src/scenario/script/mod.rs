@@ -7,10 +7,14 @@
 
 mod library;
 
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use mlua::{Function, Lua};
+use mlua::{Function, HookTriggers, Lua, VmState};
 
 /// A scenario's script, read and checked at load time.
 #[derive(Debug, Clone)]
@@ -23,27 +27,68 @@ pub struct Script {
     /// Whether it defines `request(ctx)` and `response(ctx)`.
     pub has_request: bool,
     pub has_response: bool,
+    /// The environment variables its top level read (`autoperf.env`), as
+    /// the scenario's environment gave them: recorded and shipped to
+    /// workers like `${env.…}`, so every host runs with the same values.
+    pub env: BTreeMap<String, Option<String>>,
 }
 
-/// A script's two hooks, as one Lua state found them.
+/// How long the script's top level may run, and one call of a hook: a
+/// loop that never ends fails the request instead of holding the
+/// generator thread (and its level's deadline) forever.
+pub(crate) const TOP_LEVEL_BUDGET: Duration = Duration::from_secs(5);
+pub(crate) const CALL_BUDGET: Duration = Duration::from_secs(1);
+
+/// Instructions between two looks at the clock.
+const INSTRUCTIONS_PER_LOOK: u32 = 100_000;
+
+/// Where `autoperf.env(NAME)` reads.
+pub(crate) enum Env {
+    /// At load (`check`, the decoding a worker replays): the scenario's
+    /// environment, noting each name read.
+    Loading(Rc<RefCell<BTreeMap<String, Option<String>>>>),
+    /// At run time: what the top level read when the scenario loaded.
+    Loaded(BTreeMap<String, Option<String>>),
+}
+
+/// A script's two hooks, as one Lua state found them, and the deadline
+/// the state's instruction hook holds the running code to.
 pub(crate) struct Loaded {
     pub request: Option<Function>,
     pub response: Option<Function>,
+    pub deadline: Rc<Cell<Instant>>,
 }
 
 /// Runs the script's top level in `lua` and finds its hooks; the error is
 /// Lua's own message (`hooks.lua:3: '=' expected near 'x'`), without the
 /// stack traceback.
-pub(crate) fn load(lua: &Lua, chunk_name: &str, source: &[u8]) -> Result<Loaded, String> {
-    let library = library::table(lua).map_err(|e| lua_message(&e))?;
-    lua.globals()
+pub(crate) fn load(lua: &Lua, chunk_name: &str, source: &[u8], env: Env) -> Result<Loaded, String> {
+    let library = library::table(lua, env).map_err(|e| lua_message(&e))?;
+    let globals = lua.globals();
+    globals
         .set("autoperf", library)
         .map_err(|e| lua_message(&e))?;
+    // A script ends a request, never the process (its results unwritten).
+    if let Ok(os) = globals.get::<mlua::Table>("os") {
+        os.set("exit", mlua::Value::Nil)
+            .map_err(|e| lua_message(&e))?;
+    }
+    let deadline = Rc::new(Cell::new(Instant::now() + TOP_LEVEL_BUDGET));
+    let watched = deadline.clone();
+    lua.set_global_hook(
+        HookTriggers::new().every_nth_instruction(INSTRUCTIONS_PER_LOOK),
+        move |_, _| match Instant::now() > watched.get() {
+            true => Err(mlua::Error::runtime(
+                "the script ran past its time (1 s a hook, 5 s the top level): a loop that does not end?",
+            )),
+            false => Ok(VmState::Continue),
+        },
+    )
+    .map_err(|e| lua_message(&e))?;
     lua.load(source)
         .set_name(format!("@{chunk_name}"))
         .exec()
         .map_err(|e| lua_message(&e))?;
-    let globals = lua.globals();
     let hook = |name: &str| -> Result<Option<Function>, String> {
         match globals.get::<mlua::Value>(name) {
             Ok(mlua::Value::Nil) => Ok(None),
@@ -58,6 +103,7 @@ pub(crate) fn load(lua: &Lua, chunk_name: &str, source: &[u8]) -> Result<Loaded,
     let loaded = Loaded {
         request: hook("request")?,
         response: hook("response")?,
+        deadline,
     };
     if loaded.request.is_none() && loaded.response.is_none() {
         return Err(
@@ -68,19 +114,51 @@ pub(crate) fn load(lua: &Lua, chunk_name: &str, source: &[u8]) -> Result<Loaded,
     Ok(loaded)
 }
 
+/// What `check` learns of a script: which hooks it has and the
+/// environment its top level read.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    pub has_request: bool,
+    pub has_response: bool,
+    pub env: BTreeMap<String, Option<String>>,
+}
+
 /// Loads `source` in a fresh state, as `check` does: Lua's message when it
-/// will not load, else which hooks it has.
-pub(crate) fn check(chunk_name: &str, source: &[u8]) -> Result<(bool, bool), String> {
+/// will not load.
+pub(crate) fn check(chunk_name: &str, source: &[u8]) -> Result<Checked, String> {
     let lua = Lua::new();
-    let loaded = load(&lua, chunk_name, source)?;
-    Ok((loaded.request.is_some(), loaded.response.is_some()))
+    let read = Rc::new(RefCell::new(BTreeMap::new()));
+    let loaded = load(&lua, chunk_name, source, Env::Loading(read.clone()))?;
+    let env = read.borrow().clone();
+    Ok(Checked {
+        has_request: loaded.request.is_some(),
+        has_response: loaded.response.is_some(),
+        env,
+    })
 }
 
 /// The first line of a Lua error: where and what, without the traceback
-/// (and without mlua's "runtime error: " or "syntax error: " prefix).
+/// (and without mlua's "runtime error: " or "syntax error: " prefix). An
+/// error raised by one of `ctx`'s methods gets the script's place from
+/// the traceback (`hooks.lua:7: ctx.path must start with /…`).
 pub(crate) fn lua_message(e: &mlua::Error) -> String {
     let root = match e {
-        mlua::Error::CallbackError { cause, .. } => return lua_message(cause),
+        mlua::Error::CallbackError { cause, traceback } => {
+            let message = lua_message(cause);
+            let place = traceback
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.starts_with("[C]"))
+                .find_map(|l| {
+                    let (file, rest) = l.split_once(':')?;
+                    let (line, _) = rest.split_once(':')?;
+                    line.parse::<u32>().ok().map(|n| format!("{file}:{n}"))
+                });
+            return match place {
+                Some(place) if !message.starts_with(&place) => format!("{place}: {message}"),
+                _ => message,
+            };
+        }
         mlua::Error::RuntimeError(m) => m.clone(),
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         other => other.to_string(),
@@ -106,17 +184,42 @@ mod tests {
 
     #[test]
     fn hooks_are_found_and_a_script_without_one_is_refused() {
+        let hooks = |lua: &[u8]| check("h.lua", lua).map(|c| (c.has_request, c.has_response));
+        assert_eq!(hooks(b"function response(ctx) end"), Ok((false, true)));
         assert_eq!(
-            check("h.lua", b"function response(ctx) end"),
-            Ok((false, true))
-        );
-        assert_eq!(
-            check("h.lua", b"function request(c) end function response(c) end"),
+            hooks(b"function request(c) end function response(c) end"),
             Ok((true, true))
         );
-        assert!(check("h.lua", b"x = 1").unwrap_err().contains("neither"));
-        assert!(check("h.lua", b"request = 3")
+        assert!(hooks(b"x = 1").unwrap_err().contains("neither"));
+        assert!(hooks(b"request = 3")
             .unwrap_err()
             .contains("not a function"));
+    }
+
+    #[test]
+    fn the_environment_read_at_load_is_recorded_and_exit_is_gone() {
+        let c = check(
+            "h.lua",
+            b"KEY = autoperf.env('AUTOPERF_TEST_UNSET_X') or 'dflt'\nassert(os.exit == nil)\nfunction request(c) end",
+        )
+        .unwrap();
+        assert_eq!(c.env.get("AUTOPERF_TEST_UNSET_X"), Some(&None));
+    }
+
+    #[test]
+    fn a_loop_that_never_ends_is_stopped() {
+        let lua = Lua::new();
+        let loaded = load(
+            &lua,
+            "h.lua",
+            b"function request(c) while true do end end",
+            Env::Loaded(BTreeMap::new()),
+        )
+        .unwrap();
+        loaded
+            .deadline
+            .set(Instant::now() + Duration::from_millis(50));
+        let e = loaded.request.unwrap().call::<()>(()).unwrap_err();
+        assert!(lua_message(&e).contains("ran past its time"), "{e}");
     }
 }

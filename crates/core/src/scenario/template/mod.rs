@@ -124,10 +124,15 @@ pub trait Bindings {
     /// The whole HTTP request as rendered (HTTP/1.1 bytes), just before it
     /// is sent: a scenario's script may change it (`request(ctx)`). `Err`
     /// fails the request unsent; the engine keeps the reason.
-    fn finish_request(&mut self, _request: &mut Vec<u8>) -> Result<(), ()> {
+    fn finish_request(&mut self, _request: &mut Vec<u8>) -> Result<(), ScriptFailed> {
         Ok(())
     }
 }
+
+/// The scenario's script failed a request before it was sent (the engine
+/// keeps its reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScriptFailed;
 
 impl Escape {
     /// What `${raw(…)}` does in a template escaped as `self`: verbatim in
