@@ -8,7 +8,8 @@
 -- ctx.vars are the scenario's variables, fresh in each session.
 
 -- autoperf.env reads the scenario's environment when it loads, and
--- workers get the same value (os.getenv would read each host's own).
+-- workers get the same value (a script has no os.getenv, which would
+-- read each host's own).
 local key = autoperf.env("API_KEY") or "testbed-signing-key"
 
 function request(ctx)

@@ -143,11 +143,15 @@ impl RequestStats {
 
     /// Counts `n` script failures for `reason`.
     pub(crate) fn record_script_failure(&mut self, reason: &str, n: u64) {
-        // A reason is a line, not a document (a worker's too).
-        let reason = match reason.char_indices().nth(MAX_REASON_CHARS) {
-            Some((cut, _)) => &reason[..cut],
-            None => reason,
-        };
+        // A reason is a line, not a document (a worker's too): its first
+        // line, without control characters, cut at MAX_REASON_CHARS.
+        let line = reason.lines().next().unwrap_or_default();
+        let clean: String = line
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_REASON_CHARS)
+            .collect();
+        let reason = clean.as_str();
         let reason = match self.script_failures.iter().any(|(r, _)| r == reason) {
             false if self.script_failures.len() >= MAX_REASONS => OTHER_REASONS,
             _ => reason,

@@ -135,13 +135,14 @@ pub(super) fn unanswered(level: &LevelRecord, scenario: &Scenario) -> Option<Str
     ))
 }
 
-/// Says so when requests failed though the target answered them: what
-/// failed is named (a redirect, a check, a malformed answer), not taken
-/// for a target that is down.
+/// Says so when requests failed though the target was up — it answered
+/// them, or the scenario failed them before they went (`encode`,
+/// `script_request`): what failed is named (a redirect, a check, a
+/// malformed answer, the script), not taken for a target that is down.
 pub(super) fn answered_wrong(level: &LevelRecord) -> Option<String> {
     let (kinds, count) = errors_of(level, &ANSWERED_WRONG)?;
     Some(format!(
-        "level {}: {count} of {} requests failed though the target answered them ({kinds})",
+        "level {}: {count} of {} requests failed though the target was up ({kinds})",
         level.level, level.requests,
     ))
 }

@@ -82,38 +82,38 @@ fn head_of(state: &State) -> &[u8] {
 impl UserData for Ctx {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
         fields.add_field_method_get("name", |lua, this| {
-            lua.create_string(&*this.0.borrow().name)
+            lua.create_string(&*state(&this.0)?.name)
         });
         fields.add_field_method_get("method", |lua, this| {
-            let s = this.0.borrow();
+            let s = state(&this.0)?;
             match s.phase {
                 Phase::Request => bytes(lua, edit::method(&s.out)),
                 _ => Err(misuse("ctx.method", "request")),
             }
         });
         fields.add_field_method_get("path", |lua, this| {
-            let s = this.0.borrow();
+            let s = state(&this.0)?;
             match s.phase {
                 Phase::Request => bytes(lua, edit::target(&s.out)),
                 _ => Err(misuse("ctx.path", "request")),
             }
         });
         fields.add_field_method_set("path", |_, this, path: mlua::String| {
-            let mut s = this.0.borrow_mut();
+            let mut s = state_mut(&this.0)?;
             if s.phase != Phase::Request {
                 return Err(misuse("setting ctx.path", "request"));
             }
             edit::set_target(&mut s.out, &path.as_bytes()).map_err(mlua::Error::runtime)
         });
         fields.add_field_method_get("body", |lua, this| {
-            let s = this.0.borrow();
+            let s = state(&this.0)?;
             match s.phase {
                 Phase::Request => bytes(lua, edit::body(&s.out)),
                 _ => bytes(lua, &s.response.body),
             }
         });
         fields.add_field_method_set("body", |_, this, body: mlua::String| {
-            let mut s = this.0.borrow_mut();
+            let mut s = state_mut(&this.0)?;
             if s.phase != Phase::Request {
                 return Err(misuse("setting ctx.body", "request"));
             }
@@ -121,17 +121,17 @@ impl UserData for Ctx {
             Ok(())
         });
         fields.add_field_method_get("status", |_, this| {
-            let s = this.0.borrow();
+            let s = state(&this.0)?;
             match s.phase {
                 Phase::Response => Ok(s.status),
                 _ => Err(misuse("ctx.status", "response")),
             }
         });
         fields.add_field_method_get("headers", |lua, this| {
-            let s = this.0.borrow();
             // A header sent more than once is its values joined by ", "
             // (as `fetch` shows them); `ctx:header` gives the first.
             let mut joined: Vec<(String, Vec<u8>)> = Vec::new();
+            let s = state(&this.0)?;
             for (name, value) in edit::headers(head_of(&s)) {
                 let name = String::from_utf8_lossy(name).to_ascii_lowercase();
                 match joined.iter_mut().find(|(n, _)| *n == name) {
@@ -142,6 +142,8 @@ impl UserData for Ctx {
                     None => joined.push((name, value.to_vec())),
                 }
             }
+            // Made outside the borrow: an allocation may run finalizers.
+            drop(s);
             let table = lua.create_table()?;
             for (name, value) in joined {
                 table.set(name, bytes(lua, &value)?)?;
@@ -152,41 +154,41 @@ impl UserData for Ctx {
             lua.create_userdata(Vars(this.0.clone()))
         });
         fields.add_field_method_get("user", |lua, this| {
-            let mut s = this.0.borrow_mut();
-            match &s.user {
-                Some(t) => Ok(t.clone()),
-                None => {
-                    let t = lua.create_table()?;
-                    s.user = Some(t.clone());
-                    Ok(t)
-                }
+            if let Some(t) = &state(&this.0)?.user {
+                return Ok(t.clone());
             }
+            // Made outside the borrow: an allocation may run finalizers.
+            let t = lua.create_table()?;
+            state_mut(&this.0)?.user = Some(t.clone());
+            Ok(t)
         });
     }
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("header", |lua, this, name: String| {
-            let s = this.0.borrow();
+            let s = state(&this.0)?;
             edit::header(head_of(&s), &name)
                 .map(|v| bytes(lua, v))
                 .transpose()
         });
         methods.add_method(
             "set_header",
-            |_, this, (name, value): (mlua::String, Value)| {
-                let mut s = this.0.borrow_mut();
-                if s.phase != Phase::Request {
-                    return Err(misuse("ctx:set_header", "request"));
-                }
+            |lua, this, (name, value): (mlua::String, Value)| {
                 let name = name.to_str()?;
-                // A number is written here: Lua's coercion to a string
-                // would cost more than the rest of the call.
+                // An integer is written here (Lua's coercion to a string
+                // would cost more than the rest of the call); a float as
+                // Lua writes it (`5.0`, `0.33333333333333`), so a value
+                // signed as text is sent the same.
                 let mut number = [0u8; 24];
+                let coerced;
                 let value = match &value {
                     Value::Nil | Value::Boolean(false) => None,
                     Value::Integer(i) => Some(Bytes::Short(format_integer(*i, &mut number))),
                     Value::String(v) => Some(Bytes::Lua(v.as_bytes())),
-                    Value::Number(_) => Some(Bytes::Owned(value.to_string()?.into_bytes())),
+                    Value::Number(_) => {
+                        coerced = lua.coerce_string(value.clone())?;
+                        coerced.as_ref().map(|s| Bytes::Lua(s.as_bytes()))
+                    }
                     other => {
                         return Err(mlua::Error::runtime(format!(
                             "ctx:set_header: the value is a string or a number (nil removes the header), not a {}",
@@ -194,6 +196,10 @@ impl UserData for Ctx {
                         )))
                     }
                 };
+                let mut s = state_mut(&this.0)?;
+                if s.phase != Phase::Request {
+                    return Err(misuse("ctx:set_header", "request"));
+                }
                 edit::set_header(&mut s.out, &name, value.as_ref().map(Bytes::get))
                     .map_err(mlua::Error::runtime)
             },
@@ -203,7 +209,7 @@ impl UserData for Ctx {
                 || "failed by the script".into(),
                 |r| r.to_string_lossy().to_string(),
             );
-            this.0.borrow_mut().failure = Some(reason);
+            state_mut(&this.0)?.failure = Some(reason);
             Ok(())
         });
     }
@@ -212,7 +218,7 @@ impl UserData for Ctx {
 impl UserData for Vars {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_meta_method(MetaMethod::Index, |lua, this, name: String| {
-            let s = this.0.borrow();
+            let s = state(&this.0)?;
             let id = var_id(&s, &name)?;
             match s.vars.get(id) {
                 Some(v) if !v.is_empty() => Ok(Value::String(bytes(lua, v)?)),
@@ -222,7 +228,7 @@ impl UserData for Vars {
         methods.add_meta_method(
             MetaMethod::NewIndex,
             |_, this, (name, value): (String, Option<mlua::String>)| {
-                let mut s = this.0.borrow_mut();
+                let mut s = state_mut(&this.0)?;
                 let id = var_id(&s, &name)?;
                 let Some(slot) = s.vars.get_mut(id) else {
                     return Err(misuse("ctx.vars", "request or response"));
@@ -241,7 +247,6 @@ impl UserData for Vars {
 enum Bytes<'a> {
     Short(&'a [u8]),
     Lua(mlua::BorrowedBytes<'a>),
-    Owned(Vec<u8>),
 }
 
 impl Bytes<'_> {
@@ -249,9 +254,23 @@ impl Bytes<'_> {
         match self {
             Bytes::Short(b) => b,
             Bytes::Lua(b) => b,
-            Bytes::Owned(b) => b,
         }
     }
+}
+
+/// The state, borrowed; an error rather than a panic when code the hook
+/// set off (a `__gc` finalizer run by an allocation) reaches `ctx` while
+/// it is borrowed.
+fn state(s: &RefCell<State>) -> mlua::Result<std::cell::Ref<'_, State>> {
+    s.try_borrow().map_err(|_| in_use())
+}
+
+fn state_mut(s: &RefCell<State>) -> mlua::Result<std::cell::RefMut<'_, State>> {
+    s.try_borrow_mut().map_err(|_| in_use())
+}
+
+fn in_use() -> mlua::Error {
+    mlua::Error::runtime("ctx is in use (by a finalizer?): read it in the hook itself")
 }
 
 /// `i` in decimal, in `buf`.

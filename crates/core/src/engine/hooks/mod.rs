@@ -10,9 +10,8 @@
 mod ctx;
 mod edit;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::Instant;
 
 use mlua::{AnyUserData, Function, Lua, Table};
 
@@ -31,15 +30,15 @@ pub(crate) type UserTable = Option<Table>;
 pub(crate) struct Hooks(Result<Live, String>);
 
 struct Live {
-    /// Kept alive for the functions below (they live in it).
-    _lua: Lua,
+    /// The state the functions below live in.
+    lua: Lua,
     request: Option<Function>,
     response: Option<Function>,
     ctx: AnyUserData,
     state: Rc<RefCell<State>>,
     names: Vec<Rc<str>>,
-    /// Until when the running call may run (`script::CALL_BUDGET`).
-    deadline: Rc<Cell<Instant>>,
+    /// Holds each call to `script::CALL_BUDGET`.
+    watch: script::Watch,
 }
 
 impl Hooks {
@@ -68,10 +67,13 @@ impl Hooks {
         vars: &mut Vec<Vec<u8>>,
         user: &mut UserTable,
     ) -> Result<(), String> {
-        match &self.0 {
-            Ok(live) => live.on_request(id, out, vars, user),
-            Err(e) => Err(e.clone()),
-        }
+        let live = self.0.as_ref().map_err(String::clone)?;
+        let Some(hook) = &live.request else {
+            return Ok(());
+        };
+        live.call(hook, Phase::Request, id, vars, user, |s| {
+            std::mem::swap(&mut s.out, out)
+        })
     }
 
     /// Runs `response(ctx)` on the answer to request `id`; `Err` with the
@@ -84,16 +86,20 @@ impl Hooks {
         vars: &mut Vec<Vec<u8>>,
         user: &mut UserTable,
     ) -> Result<(), String> {
-        match &self.0 {
-            Ok(live) => live.on_response(id, status, response, vars, user),
-            Err(e) => Err(e.clone()),
-        }
+        let live = self.0.as_ref().map_err(String::clone)?;
+        let Some(hook) = &live.response else {
+            return Ok(());
+        };
+        live.call(hook, Phase::Response, id, vars, user, |s| {
+            s.status = status;
+            std::mem::swap(&mut s.response, response)
+        })
     }
 }
 
 impl Live {
     fn load(scenario: &Scenario, s: &crate::scenario::Script) -> Result<Live, String> {
-        let lua = Lua::new();
+        let lua = script::new_state()?;
         let env = script::Env::Loaded(s.env.clone());
         let loaded = script::load(&lua, &s.chunk_name, &s.source, env)?;
         let var_ids = scenario
@@ -116,40 +122,8 @@ impl Live {
                 .iter()
                 .map(|r| r.name.as_str().into())
                 .collect(),
-            deadline: loaded.deadline,
-            _lua: lua,
-        })
-    }
-
-    fn on_request(
-        &self,
-        id: RequestId,
-        out: &mut Vec<u8>,
-        vars: &mut Vec<Vec<u8>>,
-        user: &mut UserTable,
-    ) -> Result<(), String> {
-        let Some(hook) = &self.request else {
-            return Ok(());
-        };
-        self.call(hook, Phase::Request, id, vars, user, |s| {
-            std::mem::swap(&mut s.out, out)
-        })
-    }
-
-    fn on_response(
-        &self,
-        id: RequestId,
-        status: u16,
-        response: &mut Response,
-        vars: &mut Vec<Vec<u8>>,
-        user: &mut UserTable,
-    ) -> Result<(), String> {
-        let Some(hook) = &self.response else {
-            return Ok(());
-        };
-        self.call(hook, Phase::Response, id, vars, user, |s| {
-            s.status = status;
-            std::mem::swap(&mut s.response, response)
+            watch: loaded.watch,
+            lua,
         })
     }
 
@@ -173,8 +147,10 @@ impl Live {
             s.user = user.take();
             s.failure = None;
         }
-        self.deadline.set(Instant::now() + script::CALL_BUDGET);
-        let called = hook.call::<()>(&self.ctx);
+        let called = self
+            .watch
+            .start(&self.lua, script::CALL_BUDGET)
+            .and_then(|()| hook.call::<()>(&self.ctx));
         let mut s = self.state.borrow_mut();
         std::mem::swap(&mut s.vars, vars);
         swap(&mut s);
@@ -233,6 +209,24 @@ mod tests {
         h.on_request(RequestId(0), &mut out, &mut vars, &mut alice)
             .unwrap();
         assert_eq!(edit::header(&out, "x-n"), Some(&b"3"[..]));
+    }
+
+    #[test]
+    fn a_number_is_sent_as_lua_writes_it() {
+        let h = hooks(
+            "function request(ctx)\n  ctx:set_header('X-Int', 7)\n  ctx:set_header('X-Half', 10/2)\n  ctx:set_header('X-Third', 1/3)\nend\n",
+            &[],
+        );
+        let (mut vars, mut user) = (Vec::new(), None);
+        let mut out = GET.to_vec();
+        h.on_request(RequestId(0), &mut out, &mut vars, &mut user)
+            .unwrap();
+        assert_eq!(edit::header(&out, "x-int"), Some(&b"7"[..]));
+        assert_eq!(edit::header(&out, "x-half"), Some(&b"5.0"[..]));
+        assert_eq!(
+            edit::header(&out, "x-third"),
+            Some(&b"0.33333333333333"[..])
+        );
     }
 
     #[test]

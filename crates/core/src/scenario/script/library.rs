@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn the_template_functions_are_there_with_their_results_and_usage() {
-        let lua = Lua::new();
+        let lua = super::super::new_state().unwrap();
         let env = Env::Loaded(Default::default());
         super::super::load(&lua, "t.lua", b"function request(ctx) end", env).unwrap();
         let hex: String = lua

@@ -14,10 +14,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mlua::{Function, HookTriggers, Lua, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, VmState};
 
 /// A scenario's script, read and checked at load time.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Script {
     /// The file as the scenario names it, resolved from its directory.
     pub path: PathBuf,
@@ -33,6 +33,19 @@ pub struct Script {
     pub env: BTreeMap<String, Option<String>>,
 }
 
+impl std::fmt::Debug for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The environment's names only: its values hold keys.
+        let env: Vec<&String> = self.env.keys().collect();
+        f.debug_struct("Script")
+            .field("path", &self.path)
+            .field("has_request", &self.has_request)
+            .field("has_response", &self.has_response)
+            .field("env", &env)
+            .finish()
+    }
+}
+
 /// How long the script's top level may run, and one call of a hook: a
 /// loop that never ends fails the request instead of holding the
 /// generator thread (and its level's deadline) forever.
@@ -41,6 +54,90 @@ pub(crate) const CALL_BUDGET: Duration = Duration::from_secs(1);
 
 /// Instructions between two looks at the clock.
 const INSTRUCTIONS_PER_LOOK: u32 = 100_000;
+
+/// The most memory one Lua state may hold.
+const MEMORY_LIMIT: usize = 256 << 20;
+
+/// A Lua state for a script: the standard library but `io`, `package` and
+/// what reaches the host (`os.execute`, `os.exit`, `os.getenv`, files), so
+/// a script runs the same on every host — what it needs comes from the
+/// scenario (`autoperf.env`, variables) — and cannot end the run.
+pub(crate) fn new_state() -> Result<Lua, String> {
+    let libs = StdLib::COROUTINE
+        | StdLib::TABLE
+        | StdLib::OS
+        | StdLib::STRING
+        | StdLib::UTF8
+        | StdLib::MATH;
+    let lua = Lua::new_with(libs, LuaOptions::default()).map_err(|e| lua_message(&e))?;
+    lua.set_memory_limit(MEMORY_LIMIT)
+        .map_err(|e| lua_message(&e))?;
+    let globals = lua.globals();
+    let remove = |table: &mlua::Table, names: &[&str]| -> Result<(), String> {
+        for name in names {
+            table
+                .set(*name, mlua::Value::Nil)
+                .map_err(|e| lua_message(&e))?;
+        }
+        Ok(())
+    };
+    remove(&globals, &["dofile", "loadfile", "require"])?;
+    let os: mlua::Table = globals.get("os").map_err(|e| lua_message(&e))?;
+    remove(
+        &os,
+        &["execute", "exit", "getenv", "remove", "rename", "tmpname"],
+    )?;
+    Ok(lua)
+}
+
+/// Holds a Lua state's code to a deadline: an instruction hook looks at
+/// the clock every `INSTRUCTIONS_PER_LOOK` instructions, and once the
+/// deadline has passed fails on every instruction — so a `pcall` that
+/// caught the error cannot carry on past it.
+#[derive(Clone)]
+pub(crate) struct Watch {
+    deadline: Rc<Cell<Instant>>,
+    /// Failing on every instruction (until the next `start`).
+    strict: Rc<Cell<bool>>,
+}
+
+impl Watch {
+    fn new(lua: &Lua, budget: Duration) -> mlua::Result<Watch> {
+        let watch = Watch {
+            deadline: Rc::new(Cell::new(Instant::now() + budget)),
+            strict: Rc::new(Cell::new(false)),
+        };
+        watch.arm(lua, INSTRUCTIONS_PER_LOOK)?;
+        Ok(watch)
+    }
+
+    fn arm(&self, lua: &Lua, every: u32) -> mlua::Result<()> {
+        let watch = self.clone();
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(every),
+            move |lua, _| {
+                if Instant::now() <= watch.deadline.get() {
+                    return Ok(VmState::Continue);
+                }
+                if !watch.strict.replace(true) {
+                    watch.arm(lua, 1)?;
+                }
+                Err(mlua::Error::runtime(
+                    "the script ran past its time (1 s a hook, 5 s the top level): a loop that does not end?",
+                ))
+            },
+        )
+    }
+
+    /// A new call may run for `budget`.
+    pub(crate) fn start(&self, lua: &Lua, budget: Duration) -> mlua::Result<()> {
+        self.deadline.set(Instant::now() + budget);
+        if self.strict.replace(false) {
+            self.arm(lua, INSTRUCTIONS_PER_LOOK)?;
+        }
+        Ok(())
+    }
+}
 
 /// Where `autoperf.env(NAME)` reads.
 pub(crate) enum Env {
@@ -51,12 +148,12 @@ pub(crate) enum Env {
     Loaded(BTreeMap<String, Option<String>>),
 }
 
-/// A script's two hooks, as one Lua state found them, and the deadline
-/// the state's instruction hook holds the running code to.
+/// A script's two hooks, as one Lua state found them, and the watch
+/// that holds the state's code to its time.
 pub(crate) struct Loaded {
     pub request: Option<Function>,
     pub response: Option<Function>,
-    pub deadline: Rc<Cell<Instant>>,
+    pub watch: Watch,
 }
 
 /// Runs the script's top level in `lua` and finds its hooks; the error is
@@ -68,23 +165,7 @@ pub(crate) fn load(lua: &Lua, chunk_name: &str, source: &[u8], env: Env) -> Resu
     globals
         .set("autoperf", library)
         .map_err(|e| lua_message(&e))?;
-    // A script ends a request, never the process (its results unwritten).
-    if let Ok(os) = globals.get::<mlua::Table>("os") {
-        os.set("exit", mlua::Value::Nil)
-            .map_err(|e| lua_message(&e))?;
-    }
-    let deadline = Rc::new(Cell::new(Instant::now() + TOP_LEVEL_BUDGET));
-    let watched = deadline.clone();
-    lua.set_global_hook(
-        HookTriggers::new().every_nth_instruction(INSTRUCTIONS_PER_LOOK),
-        move |_, _| match Instant::now() > watched.get() {
-            true => Err(mlua::Error::runtime(
-                "the script ran past its time (1 s a hook, 5 s the top level): a loop that does not end?",
-            )),
-            false => Ok(VmState::Continue),
-        },
-    )
-    .map_err(|e| lua_message(&e))?;
+    let watch = Watch::new(lua, TOP_LEVEL_BUDGET).map_err(|e| lua_message(&e))?;
     lua.load(source)
         .set_name(format!("@{chunk_name}"))
         .exec()
@@ -103,7 +184,7 @@ pub(crate) fn load(lua: &Lua, chunk_name: &str, source: &[u8], env: Env) -> Resu
     let loaded = Loaded {
         request: hook("request")?,
         response: hook("response")?,
-        deadline,
+        watch,
     };
     if loaded.request.is_none() && loaded.response.is_none() {
         return Err(
@@ -126,7 +207,7 @@ pub(crate) struct Checked {
 /// Loads `source` in a fresh state, as `check` does: Lua's message when it
 /// will not load.
 pub(crate) fn check(chunk_name: &str, source: &[u8]) -> Result<Checked, String> {
-    let lua = Lua::new();
+    let lua = new_state()?;
     let read = Rc::new(RefCell::new(BTreeMap::new()));
     let loaded = load(&lua, chunk_name, source, Env::Loading(read.clone()))?;
     let env = read.borrow().clone();
@@ -149,11 +230,7 @@ pub(crate) fn lua_message(e: &mlua::Error) -> String {
                 .lines()
                 .map(str::trim)
                 .filter(|l| !l.starts_with("[C]"))
-                .find_map(|l| {
-                    let (file, rest) = l.split_once(':')?;
-                    let (line, _) = rest.split_once(':')?;
-                    line.parse::<u32>().ok().map(|n| format!("{file}:{n}"))
-                });
+                .find_map(place_of);
             return match place {
                 Some(place) if !message.starts_with(&place) => format!("{place}: {message}"),
                 _ => message,
@@ -164,6 +241,15 @@ pub(crate) fn lua_message(e: &mlua::Error) -> String {
         other => other.to_string(),
     };
     root.lines().next().unwrap_or_default().trim().to_string()
+}
+
+/// `FILE:LINE` at the start of a traceback line (`hooks.lua:7: in
+/// function 'request'`); FILE may hold `:` itself.
+fn place_of(line: &str) -> Option<String> {
+    let (head, _) = line.split_once(": ")?;
+    let (file, number) = head.rsplit_once(':')?;
+    let number: u32 = number.parse().ok()?;
+    Some(format!("{file}:{number}"))
 }
 
 #[cfg(test)]
@@ -197,29 +283,44 @@ mod tests {
     }
 
     #[test]
-    fn the_environment_read_at_load_is_recorded_and_exit_is_gone() {
+    fn the_environment_read_at_load_is_recorded() {
         let c = check(
             "h.lua",
-            b"KEY = autoperf.env('AUTOPERF_TEST_UNSET_X') or 'dflt'\nassert(os.exit == nil)\nfunction request(c) end",
+            b"KEY = autoperf.env('AUTOPERF_TEST_UNSET_X') or 'dflt'\nfunction request(c) end",
         )
         .unwrap();
         assert_eq!(c.env.get("AUTOPERF_TEST_UNSET_X"), Some(&None));
     }
 
     #[test]
-    fn a_loop_that_never_ends_is_stopped() {
-        let lua = Lua::new();
-        let loaded = load(
-            &lua,
-            "h.lua",
-            b"function request(c) while true do end end",
-            Env::Loaded(BTreeMap::new()),
-        )
-        .unwrap();
-        loaded
-            .deadline
-            .set(Instant::now() + Duration::from_millis(50));
-        let e = loaded.request.unwrap().call::<()>(()).unwrap_err();
-        assert!(lua_message(&e).contains("ran past its time"), "{e}");
+    fn a_loop_that_never_ends_is_stopped_even_when_it_catches_the_error() {
+        let lua = new_state().unwrap();
+        let script = b"function request(c) while true do end end\nfunction response(c) while true do pcall(function() while true do end end) end end";
+        let loaded = load(&lua, "h.lua", script, Env::Loaded(BTreeMap::new())).unwrap();
+        for hook in [loaded.request.unwrap(), loaded.response.unwrap()] {
+            loaded.watch.start(&lua, Duration::from_millis(50)).unwrap();
+            let e = hook.call::<()>(()).unwrap_err();
+            assert!(lua_message(&e).contains("ran past its time"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_host_is_out_of_reach() {
+        let lua = new_state().unwrap();
+        let script = b"assert(io == nil and require == nil and os.execute == nil and os.getenv == nil)\nassert(os.time() > 0)\nfunction request(c) end";
+        load(&lua, "h.lua", script, Env::Loaded(BTreeMap::new())).unwrap();
+    }
+
+    #[test]
+    fn a_place_is_read_from_the_right() {
+        assert_eq!(
+            place_of("hooks.lua:7: in function 'request'"),
+            Some("hooks.lua:7".into())
+        );
+        assert_eq!(
+            place_of("C:/x/h.lua:3: in upvalue 'f'"),
+            Some("C:/x/h.lua:3".into())
+        );
+        assert_eq!(place_of("[C]: in ?"), None);
     }
 }
