@@ -18,6 +18,10 @@ pub struct PredictArgs {
     /// Open-workload what-ifs instead: arrival rates, e.g. 100/s,200/s.
     #[arg(long, value_delimiter = ',', value_parser = parse_rate)]
     pub rate: Vec<f64>,
+    /// Users per workload class (`classes:`), e.g. browser=14,buyer=12:
+    /// one point, each class solved apart (needs a profile).
+    #[arg(long, value_delimiter = ',', value_parser = parse_pair::<u32>, conflicts_with_all = ["users", "rate", "mix"])]
+    pub class_users: Vec<(String, u32)>,
     /// Think time between a user's requests (default: the scenario's mean).
     #[arg(long, value_parser = parse_duration)]
     pub think: Option<Duration>,

@@ -57,8 +57,19 @@ pub fn check(path: &Path, overrides: &[Override]) -> Outcome {
             .collect();
         format!(", script {} ({})", s.chunk_name, hooks.join(" and "))
     });
+    let classes = match scenario.classes.is_empty() {
+        true => String::new(),
+        false => {
+            let each: Vec<String> = scenario
+                .classes
+                .iter()
+                .map(|c| format!("{} {}%", c.name, (c.share * 1e3).round() / 10.0))
+                .collect();
+            format!(", classes {}", each.join(", "))
+        }
+    };
     print_out(&format!(
-        "{}: ok — scenario `{}`, {} requests, target {}{script}\n",
+        "{}: ok — scenario `{}`, {} requests{classes}, target {}{script}\n",
         path.display(),
         scenario.name,
         scenario.requests.len(),

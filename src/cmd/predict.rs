@@ -56,6 +56,9 @@ pub fn predict(args: PredictArgs) -> Outcome {
     }
     if let Some(think) = args.think {
         model.think_s = think.as_secs_f64();
+        for class in &mut model.user_classes {
+            class.think_s = model.think_s;
+        }
     }
     let measured = match &args.measured {
         Some(dir) => predict::closed_levels(
@@ -67,6 +70,8 @@ pub fn predict(args: PredictArgs) -> Outcome {
     };
     let ask = if !args.rate.is_empty() {
         Ask::Rates(args.rate.clone())
+    } else if !args.class_users.is_empty() {
+        Ask::Classes(model.class_population(&args.class_users).map_err(bad)?)
     } else {
         let users = args.users.clone().map(|u| u.0);
         Ask::Users(users.unwrap_or_else(|| predict::default_users(&model, &measured)))

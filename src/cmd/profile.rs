@@ -74,6 +74,13 @@ pub fn profile(args: ProfileArgs) -> Outcome {
         &args.output,
     )?;
     let mut summary = text::demand_table(controller.demands());
+    for (class, tiers) in controller.class_demands() {
+        let each: Vec<String> = tiers.iter().map(|(t, ms)| format!("{t} {ms:.3}")).collect();
+        summary.push_str(&format!(
+            "class {class}: cpu ms per request of its mix {}\n",
+            each.join(", ")
+        ));
+    }
     if record.analysis.stop_reason == StopReason::Interrupted {
         summary.push_str("(interrupted: the table holds the request types measured so far)\n");
     }

@@ -16,6 +16,7 @@ mod support;
 mod capacity;
 mod cgroups;
 mod checks;
+mod classes;
 mod cli;
 mod compare;
 mod conditions;

@@ -407,6 +407,7 @@ mod tests {
             servers: BTreeMap::new(),
             promql: BTreeMap::new(),
             kafka_lag: BTreeMap::new(),
+            per_class: BTreeMap::new(),
             capacity: None,
             rate_search: None,
         }

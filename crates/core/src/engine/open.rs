@@ -296,6 +296,8 @@ fn wait_or_give_up(st: &mut OpenState, rec: &mut IntervalStats, intended: Instan
 fn fires<T: Transport>(shared: &Shared<T>) -> Option<RequestId> {
     let scenario = &shared.scenario;
     let request = match &shared.workload {
+        // A class's arrival walks its class's session, as a user does.
+        Workload::Session if !scenario.classes.is_empty() => return None,
         Workload::Session => {
             let start = scenario.session.only_start()?;
             scenario
@@ -419,7 +421,14 @@ struct OpenSink {
 impl FireSink for OpenSink {
     fn done(&self, request: RequestId, intended: Instant, outcome: CallOutcome, now: Instant) {
         let open = Some((intended, now));
-        record(&mut self.recorder.borrow_mut(), request, open, &outcome);
+        // Arrivals are fired only without classes (`fires`).
+        record(
+            &mut self.recorder.borrow_mut(),
+            request,
+            None,
+            open,
+            &outcome,
+        );
         coalesce::exchange_ended(Some(outcome.response_time));
         let mut st = self.state.borrow_mut();
         st.in_flight -= 1;

@@ -94,18 +94,20 @@ pub(crate) fn run_shard<T: Transport>(
         let mut seeds = fastrand::Rng::with_seed(plan.seed);
         match plan.ramp.clone() {
             None => {
-                for _ in 0..plan.users {
+                for slot in 0..plan.users {
                     let rng = fastrand::Rng::with_seed(seeds.u64(..));
-                    tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng));
+                    let user = run_user(shared.clone(), recorder.clone(), rng, slot);
+                    tokio::task::spawn_local(user);
                 }
             }
             Some(ramp) => {
                 let spawn = {
                     let (shared, recorder) = (shared.clone(), recorder.clone());
                     let seeds = RefCell::new(fastrand::Rng::with_seed(seeds.u64(..)));
-                    move || {
+                    move |slot: u32| {
                         let rng = fastrand::Rng::with_seed(seeds.borrow_mut().u64(..));
-                        tokio::task::spawn_local(run_user(shared.clone(), recorder.clone(), rng))
+                        let user = run_user(shared.clone(), recorder.clone(), rng, slot);
+                        tokio::task::spawn_local(user)
                     }
                 };
                 tokio::task::spawn_local(follow_ramp(
@@ -200,7 +202,7 @@ async fn follow_ramp(
     ramp: RampShare,
     cap: u32,
     start: Instant,
-    spawn: impl Fn() -> tokio::task::JoinHandle<()>,
+    spawn: impl Fn(u32) -> tokio::task::JoinHandle<()>,
     active: Rc<std::cell::Cell<u32>>,
 ) {
     let mut users = Vec::new();
@@ -210,8 +212,10 @@ async fn follow_ramp(
         // already counts it.
         let t = start.elapsed().as_secs_f64() + RAMP_LEAD_S;
         let want = ramp.users_at(t, cap) as usize;
+        // A user takes the place of the last that stopped there, and its
+        // class (`ClassDeal::user`), so the mix holds through the ramp.
         while users.len() < want {
-            users.push(spawn());
+            users.push(spawn(users.len() as u32));
         }
         while users.len() > want {
             if let Some(user) = users.pop() {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::level::OpenPlan;
 use super::open;
 use crate::load::UserRamp;
+use crate::scenario::Scenario;
 
 /// What a level's load is, dealt to shards by their index in the whole
 /// level (every host, every process): closed users round-robin, open
@@ -71,6 +72,66 @@ impl Load {
                 shard: (global, total),
             }),
             _ => None,
+        }
+    }
+}
+
+/// Which class (`classes:`) each of a shard's users, or arrivals, joins:
+/// users by their index in the whole level (`scenario::deal`), so the mix
+/// holds however the level is spread; arrivals by their shares at random.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClassDeal {
+    /// The level's users' classes by index (empty: one class), dealt once
+    /// for all the process's shards.
+    dealt: std::sync::Arc<[u8]>,
+    shares: Vec<f64>,
+    /// (index, of how many) shards in the whole level.
+    shard: (usize, usize),
+}
+
+impl ClassDeal {
+    /// The deal of `load`'s users; `for_shard` places it.
+    pub(crate) fn new(scenario: &Scenario, load: &Load) -> ClassDeal {
+        if scenario.classes.is_empty() {
+            return ClassDeal::default();
+        }
+        let shares = scenario.class_shares();
+        let users = match load {
+            Load::Closed { users, .. } => *users as usize,
+            Load::Open { .. } => 0,
+        };
+        ClassDeal {
+            dealt: crate::scenario::deal(&shares, users.max(1)).into(),
+            shares,
+            shard: (0, 1),
+        }
+    }
+
+    /// The deal as shard `index` of `total` in the whole level sees it.
+    pub(crate) fn for_shard(&self, index: usize, total: usize) -> ClassDeal {
+        ClassDeal {
+            shard: (index, total),
+            ..self.clone()
+        }
+    }
+
+    /// The class of the shard's user in place `slot` (from 0): users are
+    /// dealt to shards round-robin, so it is the level's user `shard +
+    /// slot · shards`.
+    pub(crate) fn user(&self, slot: u32) -> usize {
+        if self.dealt.is_empty() {
+            return 0;
+        }
+        let (index, of) = self.shard;
+        let global = index as u64 + u64::from(slot) * of.max(1) as u64;
+        self.dealt[(global % self.dealt.len() as u64) as usize] as usize
+    }
+
+    /// The class of an arrival, for `u` uniform in [0, 1).
+    pub(crate) fn arrival(&self, u: f64) -> usize {
+        match self.shares.len() {
+            0 | 1 => 0,
+            _ => crate::scenario::pick(&self.shares, u),
         }
     }
 }

@@ -102,6 +102,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
         clock,
     } = level;
     let cursors = Arc::new(Feeds::new(scenario, range.first, range.count, range.total));
+    let deal = super::split::ClassDeal::new(scenario, load);
     for (local, transport) in transports.into_iter().enumerate() {
         let index = range.first + local;
         let (users, open) = load.shard(index, range.total);
@@ -119,6 +120,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
             measured_from: clock.measured_from,
         };
         let think_origin = fastrand::Rng::with_seed(shard_plan.seed ^ 0x7415_C0DE).f64();
+        let classes = deal.for_shard(index, range.total);
         let (scenario, workload) = (scenario.clone(), workload.clone());
         let feeder_cursors = cursors.clone();
         let tx = tx.clone();
@@ -134,6 +136,7 @@ fn spawn_shards<'scope, T: Transport, M: FnOnce() -> T + Send + 'scope>(
                     feeder_cursors,
                     users_started: Default::default(),
                     think_origin,
+                    classes,
                 };
                 run_shard(shard_plan, shared, tx, stop)
             })

@@ -47,6 +47,15 @@ pub fn trace(
         transport,
         users_started: std::cell::Cell::new(0),
         think_origin: 0.0,
+        // Every class gets a traced user, however few are asked.
+        classes: super::split::ClassDeal::new(
+            &scenario,
+            &super::split::Load::Closed {
+                users: users.max(scenario.classes.len() as u32),
+                ramp: None,
+            },
+        )
+        .for_shard(0, 1),
     });
     let tracer = Rc::new(RefCell::new(Tracer::new(out)));
     let recorder = Rc::new(RefCell::new(IntervalStats::new(scenario.requests.len())));
@@ -55,9 +64,11 @@ pub fn trace(
             let session = shared.transport.new_session();
             let rng = fastrand::Rng::new();
             let mut user = User::new(shared.clone(), recorder.clone(), rng, session);
+            user.set_class(shared.classes.user(u - 1));
             user.trace(tracer.clone());
             for s in 1..=sessions {
-                tracer.borrow_mut().session(u, s);
+                let class = scenario.classes.get(user.class()).map(|c| c.name.as_str());
+                tracer.borrow_mut().session(u, s, class);
                 if !trace_session(&mut user).await {
                     break;
                 }

@@ -68,8 +68,13 @@ impl Tracer {
         let _ = self.out.write_all(b"\n");
     }
 
-    pub(crate) fn session(&mut self, user: u32, session: u32) {
-        self.line(format_args!("\n== user {user}, session {session}"));
+    pub(crate) fn session(&mut self, user: u32, session: u32, class: Option<&str>) {
+        match class {
+            Some(class) => self.line(format_args!(
+                "\n== user {user} ({class}), session {session}"
+            )),
+            None => self.line(format_args!("\n== user {user}, session {session}")),
+        }
     }
 
     pub(crate) fn skipped(&mut self, request: &str, condition: &str) {

@@ -284,6 +284,9 @@ pub struct IntervalStats {
     /// How the closed users shared the interval's completions: what the
     /// throughput's interval is estimated from (`measure::precision`).
     pub users: UserTally,
+    /// Indexed by class (`classes:`): every request of the class's users,
+    /// as `total()` is of all. Empty without classes; grows as recorded.
+    pub per_class: Vec<RequestStats>,
 }
 
 /// How an interval's completions fall among the closed users who made
@@ -342,7 +345,16 @@ impl IntervalStats {
             arrivals_unstarted: 0,
             arrival_lateness: new_histogram(),
             users: UserTally::default(),
+            per_class: Vec::new(),
         }
+    }
+
+    /// Class `class`'s figures, there from now on.
+    pub(crate) fn class_mut(&mut self, class: usize) -> &mut RequestStats {
+        if self.per_class.len() <= class {
+            self.per_class.resize_with(class + 1, RequestStats::default);
+        }
+        &mut self.per_class[class]
     }
 
     pub(crate) fn merge(&mut self, other: &IntervalStats) {
@@ -372,6 +384,9 @@ impl IntervalStats {
             .add(&other.arrival_lateness)
             .expect("auto-resizing histograms always add");
         self.users.merge(&other.users);
+        for (class, stats) in other.per_class.iter().enumerate() {
+            self.class_mut(class).merge(stats);
+        }
     }
 
     /// All requests together.

@@ -85,6 +85,9 @@ pub struct WireStats {
     /// (absent from a sender that tallies nothing, or predates it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     users: Option<(u64, u64, u64)>,
+    /// By class (`classes:`); absent without classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    per_class: Vec<WireRequest>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -112,6 +115,60 @@ struct WireRequest {
     script_failures: Vec<(String, u64)>,
 }
 
+impl WireRequest {
+    fn new(r: &RequestStats) -> WireRequest {
+        WireRequest {
+            requests: r.requests,
+            errors: r
+                .errors
+                .by_name()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            response_time: encode(&r.response_time),
+            checks: r.checks.iter().map(|c| (c.passed, c.failed)).collect(),
+            redirects: r.redirects,
+            retries: r.retries,
+            body_bytes: r.body_bytes,
+            decoded_bytes: r.decoded_bytes,
+            failed_ns: r.failed_ns,
+            skipped: r.skipped,
+            script_failures: r.script_failures.clone(),
+        }
+    }
+
+    fn into_stats(self) -> Result<RequestStats, WireError> {
+        let r = self;
+        let mut stats = RequestStats {
+            requests: r.requests,
+            response_time: decode(&r.response_time)?,
+            checks: r
+                .checks
+                .iter()
+                .map(|&(passed, failed)| CheckCount { passed, failed })
+                .collect(),
+            redirects: r.redirects,
+            retries: r.retries,
+            body_bytes: r.body_bytes,
+            decoded_bytes: r.decoded_bytes,
+            failed_ns: r.failed_ns,
+            skipped: r.skipped,
+            ..RequestStats::default()
+        };
+        for (reason, n) in &r.script_failures {
+            stats.record_script_failure(reason, *n);
+        }
+        for (name, n) in r.errors {
+            let kind = ErrorKind::ALL
+                .iter()
+                .find(|k| k.name() == name)
+                .ok_or_else(|| WireError(format!("unknown error kind {name:?}")))?;
+            stats.errors.add_many(*kind, n);
+        }
+        Ok(stats)
+    }
+}
+
 /// A snapshot the parent could not read back.
 #[derive(Debug, thiserror::Error)]
 #[error("bad snapshot from a generator process: {0}")]
@@ -129,28 +186,8 @@ impl WireSnapshot {
             cpu_ns: cpu.as_nanos() as u64,
             quota: None,
             stats: WireStats {
-                per_request: s
-                    .per_request
-                    .iter()
-                    .map(|r| WireRequest {
-                        requests: r.requests,
-                        errors: r
-                            .errors
-                            .by_name()
-                            .into_iter()
-                            .map(|(k, v)| (k.to_string(), v))
-                            .collect(),
-                        response_time: encode(&r.response_time),
-                        checks: r.checks.iter().map(|c| (c.passed, c.failed)).collect(),
-                        redirects: r.redirects,
-                        retries: r.retries,
-                        body_bytes: r.body_bytes,
-                        decoded_bytes: r.decoded_bytes,
-                        failed_ns: r.failed_ns,
-                        skipped: r.skipped,
-                        script_failures: r.script_failures.clone(),
-                    })
-                    .collect(),
+                per_request: s.per_request.iter().map(WireRequest::new).collect(),
+                per_class: s.per_class.iter().map(WireRequest::new).collect(),
                 think: sum_to_wire(&s.think),
                 timer_lateness: encode(&s.timer_lateness),
                 connect: sum_to_wire(&s.connect),
@@ -176,36 +213,16 @@ impl WireSnapshot {
     /// sender numbers its shards in the whole fleet's numbering).
     pub(crate) fn into_snapshot(self) -> Result<Snapshot, WireError> {
         let w = self.stats;
-        let mut per_request = Vec::with_capacity(w.per_request.len());
-        for r in w.per_request {
-            let mut stats = RequestStats {
-                requests: r.requests,
-                response_time: decode(&r.response_time)?,
-                checks: r
-                    .checks
-                    .iter()
-                    .map(|&(passed, failed)| CheckCount { passed, failed })
-                    .collect(),
-                redirects: r.redirects,
-                retries: r.retries,
-                body_bytes: r.body_bytes,
-                decoded_bytes: r.decoded_bytes,
-                failed_ns: r.failed_ns,
-                skipped: r.skipped,
-                ..RequestStats::default()
-            };
-            for (reason, n) in &r.script_failures {
-                stats.record_script_failure(reason, *n);
-            }
-            for (name, n) in r.errors {
-                let kind = ErrorKind::ALL
-                    .iter()
-                    .find(|k| k.name() == name)
-                    .ok_or_else(|| WireError(format!("unknown error kind {name:?}")))?;
-                stats.errors.add_many(*kind, n);
-            }
-            per_request.push(stats);
-        }
+        let per_request = w
+            .per_request
+            .into_iter()
+            .map(WireRequest::into_stats)
+            .collect::<Result<_, _>>()?;
+        let per_class = w
+            .per_class
+            .into_iter()
+            .map(WireRequest::into_stats)
+            .collect::<Result<_, _>>()?;
         Ok(Snapshot {
             shard: self.shard,
             seq: self.seq,
@@ -228,6 +245,7 @@ impl WireSnapshot {
                 arrivals_queued: w.arrivals_queued,
                 arrivals_unstarted: w.arrivals_unstarted,
                 arrival_lateness: decode(&w.arrival_lateness)?,
+                per_class,
                 users: w
                     .users
                     .map(|(completions, squares, first_half)| UserTally {
@@ -341,6 +359,7 @@ mod tests {
         stats.per_request[0].record_error(ErrorKind::Timeout, Duration::from_secs(5));
         stats.per_request[0].record_error(ErrorKind::Http5xx, Duration::from_millis(3));
         stats.think.add(Duration::from_millis(1500));
+        stats.class_mut(1).record_response(Duration::from_millis(8));
         stats.sessions = 7;
         stats.arrivals_unstarted = 3;
         let _ = stats.arrival_lateness.record(42_000);
@@ -387,6 +406,10 @@ mod tests {
         assert_eq!(b.per_request[0].errors.get(ErrorKind::Timeout), 1);
         assert_eq!(b.per_request[0].errors.get(ErrorKind::Http5xx), 1);
         assert_eq!(b.per_request[0].requests, 2);
+        // A class it never counted stays one, empty.
+        assert_eq!(b.per_class.len(), 2);
+        assert_eq!((b.per_class[0].requests, b.per_class[1].requests), (0, 1));
+        assert_eq!(b.per_class[1].response_time, a.per_class[1].response_time);
         assert_eq!(b.think, a.think);
         assert_eq!((b.sessions, b.arrivals_unstarted), (7, 3));
         // Users 0 and 1 made 2 and 1: Σn = 3, Σn² = 5, the first half 2.

@@ -9,12 +9,15 @@
 //! ```
 //!
 //! - `network`: the application's network from a results record.
+//! - `multiclass`: MVA for the scenario's workload classes (`classes:`),
+//!   each with its population, think time and demands.
 //! - `predict`: points, bounds and the comparison with measured levels
 //!   (`prediction.json`).
 //! - `memory`: each tier's memory as a line in the users, fitted to the
 //!   levels, for the points' memory.
 
 pub mod memory;
+pub(crate) mod multiclass;
 pub(crate) mod network;
 pub mod predict;
 

@@ -49,6 +49,37 @@ pub struct Model {
     pub think_s: f64,
     /// Host cores as the agents reported them, by agent.
     pub host_cores: BTreeMap<String, u32>,
+    /// The scenario's workload classes (`classes:`), each its own class of
+    /// the network; empty: one class of users carries `mix`.
+    pub user_classes: Vec<UserClassModel>,
+}
+
+/// A workload class as the model holds it: users who think `think_s`
+/// between requests of their own mix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserClassModel {
+    pub name: String,
+    /// Its share of the users, as the scenario sets it.
+    pub share: f64,
+    pub think_s: f64,
+    /// Share of each of the model's request classes among its requests.
+    pub mix: Vec<f64>,
+}
+
+impl UserClassModel {
+    /// CPU seconds per request of this class at each tier.
+    pub(crate) fn demand_s(&self, model: &Model) -> Vec<f64> {
+        (0..model.tiers.len())
+            .map(|t| {
+                model
+                    .demand_s
+                    .iter()
+                    .zip(&self.mix)
+                    .map(|(d, f)| d[t] * f)
+                    .sum()
+            })
+            .collect()
+    }
 }
 
 /// Why a model could not be built or changed.
@@ -105,7 +136,7 @@ impl Model {
                 });
             }
         }
-        let think_s = scenario.think_time.mean().as_secs_f64();
+        let think_s = scenario.judged_think_time(None).mean().as_secs_f64();
         let mut shares = vec![BTreeMap::new(); tiers.len()];
         let (classes, mix, demand_s) = match (&record.analysis.profile, record.mode) {
             (Some(profile), _) => {
@@ -221,6 +252,17 @@ impl Model {
                 *v = if total > 0.0 { *v / total } else { 0.0 };
             }
         }
+        let user_classes = match record.analysis.profile {
+            Some(_) => user_classes(scenario, &classes),
+            None => Vec::new(),
+        };
+        // With classes, the one "average" class (the bounds, N*) sends
+        // each class's mix in its share of the requests at light load,
+        // where a user of class c sends one per Z_c + D_c.
+        let (mix, think_s) = match user_classes.is_empty() {
+            true => (mix, think_s),
+            false => light_load_mix(&user_classes, &demand_s),
+        };
         let total: f64 = mix.iter().sum();
         Ok(Model {
             classes,
@@ -230,7 +272,42 @@ impl Model {
             process_share: shares,
             think_s,
             host_cores,
+            user_classes,
         })
+    }
+
+    /// Users per workload class for `users` in all, dealt by the classes'
+    /// shares as the generator deals them.
+    pub(crate) fn populations(&self, users: u32) -> Vec<u32> {
+        let shares: Vec<f64> = self.user_classes.iter().map(|c| c.share).collect();
+        crate::scenario::users_per_class(&shares, users)
+    }
+
+    /// The populations `--class-users NAME=N,…` names (classes not named
+    /// get none).
+    pub fn class_population(&self, users: &[(String, u32)]) -> Result<Vec<u32>, ModelError> {
+        if self.user_classes.is_empty() {
+            return Err(ModelError::Invalid(
+                "--class-users needs a profile (`autoperf profile`) of a scenario with `classes:` that measured requests of every class".into(),
+            ));
+        }
+        let mut population = vec![0; self.user_classes.len()];
+        for (name, n) in users {
+            let Some(c) = self.user_classes.iter().position(|c| &c.name == name) else {
+                let names: Vec<&str> = self.user_classes.iter().map(|c| c.name.as_str()).collect();
+                return Err(ModelError::Invalid(format!(
+                    "--class-users names `{name}`, which is not a class of the scenario (it has: {})",
+                    names.join(", ")
+                )));
+            };
+            population[c] = *n;
+        }
+        if population.iter().all(|&n| n == 0) {
+            return Err(ModelError::Invalid(
+                "--class-users: no users in any class".into(),
+            ));
+        }
+        Ok(population)
     }
 
     /// Another request mix: `shares` by class name, normalised to 1;
@@ -254,6 +331,8 @@ impl Model {
             return Err(ModelError::Invalid("--mix: the shares add up to 0".into()));
         }
         self.mix = mix.into_iter().map(|m| m / total).collect();
+        // Requests in the shares given: one class of users sends them.
+        self.user_classes.clear();
         Ok(self)
     }
 
@@ -349,6 +428,65 @@ impl Model {
             }
         }
     }
+}
+
+/// The request mix and think time of users of `classes` taken as one:
+/// each class's mix weighted by its requests at light load (its share
+/// over `Z_c + D_c`, `D_c` its CPU per request summed over tiers).
+fn light_load_mix(classes: &[UserClassModel], demand_s: &[Vec<f64>]) -> (Vec<f64>, f64) {
+    let weights: Vec<f64> = classes
+        .iter()
+        .map(|c| {
+            let d: f64 = demand_s
+                .iter()
+                .zip(&c.mix)
+                .map(|(d, f)| f * d.iter().sum::<f64>())
+                .sum();
+            c.share / (c.think_s + d).max(1e-9)
+        })
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut mix = vec![0.0; demand_s.len()];
+    let mut think = 0.0;
+    for (c, w) in classes.iter().zip(&weights) {
+        for (m, f) in mix.iter_mut().zip(&c.mix) {
+            *m += w / total * f;
+        }
+        think += w / total * c.think_s;
+    }
+    (mix, think)
+}
+
+/// The scenario's workload classes over the profiled requests `profiled`
+/// (a model's request classes): each class's visits to them, as shares.
+/// None when some class sends none of them (a profile of some requests
+/// only): the model is then one class of the mix.
+fn user_classes(scenario: &Scenario, profiled: &[String]) -> Vec<UserClassModel> {
+    let mut out = Vec::new();
+    for (c, class) in scenario.classes.iter().enumerate() {
+        let visits = scenario.expected_sent_visits_of(c);
+        let weights: Vec<f64> = profiled
+            .iter()
+            .map(|name| {
+                scenario
+                    .request_id(name)
+                    .and_then(|id| visits.get(id.index()).copied())
+                    .filter(|v| v.is_finite())
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return Vec::new();
+        }
+        out.push(UserClassModel {
+            name: class.name.clone(),
+            share: class.share,
+            think_s: scenario.mean_think_time_of(c).as_secs_f64(),
+            mix: weights.iter().map(|w| w / total).collect(),
+        });
+    }
+    out
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -9,6 +9,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod classes;
+mod compare;
+
+pub(crate) use compare::compare;
+
+pub use classes::{ClassComparison, ClassPoint};
+
 use super::memory::{self, MemoryFit};
 use super::network::Model;
 use crate::capacity::mva::{self, Station};
@@ -42,6 +49,18 @@ pub struct ModelInfo {
     /// Tiers the model takes as one CPU station (they share a host's cores).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_hosts: Vec<Vec<String>>,
+    /// The scenario's workload classes, each a class of the network.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub classes: BTreeMap<String, ClassInfo>,
+}
+
+/// A workload class in the model.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClassInfo {
+    pub share: f64,
+    pub think_time_s: f64,
+    /// CPU ms per request of the class's mix, per tier.
+    pub cpu_ms_per_request: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -83,6 +102,9 @@ pub struct Point {
     /// (closed points of a record whose levels measured memory).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory_bytes: BTreeMap<String, u64>,
+    /// Each workload class (a scenario with `classes:`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_class: BTreeMap<String, ClassPoint>,
 }
 
 /// The model at one measured level.
@@ -112,6 +134,9 @@ pub struct Comparison {
     /// level's own noise explains, agreement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within_interval: Option<bool>,
+    /// Each workload class, at the users the level gave it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_class: BTreeMap<String, ClassComparison>,
 }
 
 /// How well the model followed the levels it describes.
@@ -278,6 +303,24 @@ pub(crate) fn info(model: &Model, kind: &str) -> ModelInfo {
             .filter(|g| g.len() > 1)
             .map(|g| g.iter().map(|&t| model.tiers[t].name.clone()).collect())
             .collect(),
+        classes: model
+            .user_classes
+            .iter()
+            .map(|c| {
+                let demand = c.demand_s(model);
+                let info = ClassInfo {
+                    share: round6(c.share),
+                    think_time_s: round6(c.think_s),
+                    cpu_ms_per_request: model
+                        .tiers
+                        .iter()
+                        .zip(demand)
+                        .map(|(t, d)| (t.name.clone(), (d * 1e7).round() / 1e4))
+                        .collect(),
+                };
+                (c.name.clone(), info)
+            })
+            .collect(),
     }
 }
 
@@ -335,12 +378,21 @@ fn point(
         bottleneck,
         saturated: false,
         memory_bytes: BTreeMap::new(),
+        per_class: BTreeMap::new(),
     }
 }
 
 /// The closed network at each of `users` (ascending or not), by exact
-/// single-class MVA.
+/// single-class MVA; with workload classes, the users dealt to them by
+/// their shares and solved by multi-class MVA.
 pub(crate) fn closed(model: &Model, users: &[u32]) -> Vec<Point> {
+    if !model.user_classes.is_empty() {
+        return users
+            .iter()
+            .filter(|&&n| n > 0)
+            .map(|&n| classes::point(model, &model.populations(n)))
+            .collect();
+    }
     let (groups, stations) = stations(model);
     let top = users.iter().copied().max().unwrap_or(0);
     let solved = mva::exact(&stations, model.think_s, top);
@@ -406,17 +458,24 @@ pub(crate) fn erlang_c(c: u32, a: f64) -> f64 {
 pub enum Ask {
     Users(Vec<u32>),
     Rates(Vec<f64>),
+    /// Users per workload class, in the model's order (`--class-users`).
+    Classes(Vec<u32>),
 }
+
+const MULTI_CLASS: &str =
+    "closed multi-class MVA (exact or Schweitzer; Seidmann's multi-server stations)";
 
 /// The whole prediction: the model, its bounds, the points asked for and,
 /// when `measured` levels are given (a capacity analysis, no what-if), the
 /// model against them.
 pub fn predict(model: &Model, ask: &Ask, measured: &[LevelRecord]) -> Prediction {
     let (kind, points) = match ask {
+        Ask::Users(users) if !model.user_classes.is_empty() => (MULTI_CLASS, closed(model, users)),
         Ask::Users(users) => (
             "closed MVA (exact, multi-server stations)",
             closed(model, users),
         ),
+        Ask::Classes(population) => (MULTI_CLASS, vec![classes::point(model, population)]),
         Ask::Rates(rates) => (
             "open network (M/M/c stations, Erlang C)",
             open(model, rates),
@@ -490,50 +549,6 @@ pub fn user_steps(from: u32, to: u32, count: u32) -> Vec<u32> {
         v.push(to);
     }
     v
-}
-
-/// The model against a capacity analysis's measured levels.
-pub(crate) fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> {
-    let users: Vec<u32> = levels.iter().filter_map(|l| l.users).collect();
-    let points = closed(model, &users);
-    let mut levels: Vec<&LevelRecord> = levels.iter().collect();
-    levels.sort_by_key(|l| l.users);
-    levels
-        .into_iter()
-        .filter(|l| l.users.is_some_and(|u| u > 0) && !l.interrupted)
-        .filter_map(|l| {
-            let p = points.iter().find(|p| p.users == l.users)?;
-            let rel = |model: f64, measured: f64| {
-                if measured > 0.0 {
-                    round_to((model - measured) / measured, 4)
-                } else {
-                    0.0
-                }
-            };
-            Some(Comparison {
-                users: l.users.unwrap_or(0),
-                measured_throughput_rps: l.throughput_rps,
-                model_throughput_rps: p.throughput_rps,
-                throughput_error: rel(p.throughput_rps, l.throughput_rps),
-                measured_response_time_ms: l.response_time_ms.mean,
-                model_response_time_ms: p.response_time_ms,
-                response_time_error: rel(p.response_time_ms, l.response_time_ms.mean),
-                model_untrusted: {
-                    // A short level's count is itself noisy: a Poisson
-                    // count of n strays by √n, so three of those are not
-                    // a limit the model misses.
-                    let noise = 3.0 / (l.requests.max(1) as f64).sqrt();
-                    l.throughput_rps < p.throughput_rps * (1.0 - UNTRUSTED_GAP.max(noise))
-                },
-                short_of_cpu: crate::record::short_of_cpu(&l.servers),
-                measured_throughput_ci95_rps: l.ci95.as_ref().map(|c| c.throughput_rps),
-                within_interval: l
-                    .ci95
-                    .as_ref()
-                    .map(|c| (p.throughput_rps - l.throughput_rps).abs() <= c.throughput_rps),
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -246,6 +246,11 @@ pub struct LevelChoice {
 pub struct ProfileAnalysis {
     pub demands: BTreeMap<String, BTreeMap<String, TierDemands>>,
     pub profile_users: u32,
+    /// Each workload class's CPU ms per request of its own mix, per tier
+    /// (`classes:`): the requests' demands weighted by the class's visits
+    /// to the profiled ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub class_demands: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 /// The outcome of one threshold.

@@ -244,6 +244,9 @@ pub struct LevelRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<ArrivalsRecord>,
     pub per_request: BTreeMap<String, PerRequestRecord>,
+    /// Each workload class's figures (`classes:`; absent without).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_class: BTreeMap<String, super::ClassRecord>,
     /// Per tier figures from the profiler agents (empty without agents).
     #[serde(default)]
     pub servers: BTreeMap<String, TierUsage>,
@@ -361,7 +364,18 @@ impl LevelRecord {
         } else {
             r_s
         };
-        let configured = scenario.mean_think_time().as_secs_f64();
+        let per_class = super::classes::per_class(
+            scenario,
+            &t.stats,
+            run.level
+                .ramp()
+                .is_none()
+                .then(|| run.level.users())
+                .flatten(),
+            secs,
+        );
+        let configured = super::classes::configured_think_s(scenario, &t.stats)
+            .unwrap_or_else(|| scenario.mean_think_time().as_secs_f64());
         let achieved = if throughput > 0.0 {
             users / throughput - cycle_r_s
         } else {
@@ -431,7 +445,7 @@ impl LevelRecord {
                 measured: round6(measured),
             },
             client_bottleneck: client::client_bottleneck(&client::ClientEvidence {
-                think: &scenario.think_time,
+                think: &scenario.judged_think_time(Some(Duration::from_secs_f64(configured))),
                 gap: scenario.capacity.think_gap,
                 achieved_s: achieved,
                 measured_s: measured,
@@ -482,6 +496,7 @@ impl LevelRecord {
             service_time_ms: None,
             arrivals: None,
             per_request,
+            per_class,
             servers: BTreeMap::new(),
             promql: BTreeMap::new(),
             kafka_lag: BTreeMap::new(),

@@ -11,6 +11,7 @@
 
 mod analysis;
 mod check;
+mod classes;
 mod level;
 mod plan;
 mod server_side;
@@ -50,6 +51,7 @@ pub use analysis::ThresholdResult;
 
 pub use analysis::Unit;
 pub use check::{unmeasurable, MAX_FIGURE};
+pub use classes::ClassRecord;
 #[cfg(test)]
 pub(crate) use level::LittleCheck;
 pub use level::{

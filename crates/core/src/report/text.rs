@@ -6,13 +6,33 @@ use std::fmt::Write;
 
 use crate::record::{Latency, LevelRecord};
 
+mod prediction;
+
+pub use prediction::{model_summary, prediction_table};
+
 /// The per-request and total table of one level.
 pub fn level_table(level: &LevelRecord) -> String {
     let mut out = String::new();
+    // Each class's row, under the total: its users (or share) beside it.
+    let classes: Vec<(String, &crate::record::ClassRecord)> = level
+        .per_class
+        .iter()
+        .map(|(name, c)| {
+            let label = match c.users {
+                Some(users) => format!("class {name} ({users} users)"),
+                None => format!(
+                    "class {name} ({}%)",
+                    crate::measure::round_to(c.share * 100.0, 1)
+                ),
+            };
+            (label, c)
+        })
+        .collect();
     let name_width = level
         .per_request
         .keys()
-        .map(|k| k.len())
+        .chain(classes.iter().map(|(label, _)| label))
+        .map(|k| k.chars().count())
         .max()
         .unwrap_or(0)
         .max("request".len())
@@ -65,6 +85,16 @@ pub fn level_table(level: &LevelRecord) -> String {
         level.throughput_rps,
         &level.response_time_ms,
     );
+    for (label, c) in &classes {
+        row(
+            &mut out,
+            label,
+            c.requests,
+            c.errors,
+            c.throughput_rps,
+            &c.response_time_ms,
+        );
+    }
     if !level.errors_by_kind.is_empty() {
         let kinds: Vec<String> = level
             .errors_by_kind
@@ -228,156 +258,6 @@ pub fn demand_table(
             }
         }
     }
-    out
-}
-
-/// A prediction: the bounds, a table of at most `rows` points, and the
-/// model against the measured levels when there are any.
-pub fn prediction_table(p: &crate::model::Prediction, rows: usize) -> String {
-    let mut out = String::new();
-    let tiers: Vec<&String> = p.model.tiers.keys().collect();
-    let _ = writeln!(out, "model: {}", p.model.kind);
-    for (tier, t) in &p.model.tiers {
-        let _ = writeln!(
-            out,
-            "  {tier}: {:.3} ms CPU per request on {} core{}",
-            t.cpu_ms_per_request,
-            t.cores,
-            if t.cores == 1 { "" } else { "s" }
-        );
-    }
-    for shared in &p.model.shared_hosts {
-        let _ = writeln!(out, "  {} share one host's cores", shared.join(" and "));
-    }
-    for (tier, m) in &p.memory {
-        let _ = writeln!(
-            out,
-            "  {tier}: memory {} + {} a user (fitted over {} levels, {} to {} users, R² {:.3})",
-            crate::scenario::files::human_bytes(m.baseline_bytes.max(0.0) as u64),
-            crate::scenario::files::human_bytes(m.per_user_bytes.max(0.0) as u64),
-            m.levels,
-            m.users_from,
-            m.users_to,
-            m.r_squared
-        );
-    }
-    let _ = writeln!(
-        out,
-        "bounds: X ≤ {:.1} req/s (bottleneck {}), R ≥ {:.3} ms, N* = {:.1}",
-        p.bounds.max_throughput_rps,
-        p.bounds.bottleneck,
-        p.bounds.min_response_time_ms,
-        p.bounds.n_star
-    );
-    let _ = write!(out, "\n{:>10} {:>11} {:>11}", "load", "req/s", "R ms");
-    for t in &tiers {
-        let _ = write!(out, " {:>10}", format!("{t} cores"));
-    }
-    let memory: Vec<&String> = p.memory.keys().collect();
-    for t in &memory {
-        let _ = write!(out, " {:>11}", format!("{t} MiB"));
-    }
-    let _ = writeln!(out, "  bottleneck");
-    let step = p.points.len().div_ceil(rows.max(1)).max(1);
-    let last = p.points.len().saturating_sub(1);
-    for (i, point) in p.points.iter().enumerate() {
-        if i % step != 0 && i != last {
-            continue;
-        }
-        let load = match (point.users, point.rate_rps) {
-            (Some(u), _) => format!("{u} users"),
-            (None, Some(r)) => format!("{r:.1}/s"),
-            _ => String::new(),
-        };
-        let r = if point.saturated {
-            "saturated".to_string()
-        } else {
-            format!("{:.3}", point.response_time_ms)
-        };
-        let _ = write!(out, "{load:>10} {:>11.1} {r:>11}", point.throughput_rps);
-        for t in &tiers {
-            let _ = write!(
-                out,
-                " {:>10.3}",
-                point.utilization.get(*t).copied().unwrap_or(0.0)
-            );
-        }
-        for t in &memory {
-            let _ = match point.memory_bytes.get(*t) {
-                Some(&b) => write!(out, " {:>11.1}", b as f64 / f64::from(1u32 << 20)),
-                None => write!(out, " {:>11}", "-"),
-            };
-        }
-        let _ = writeln!(out, "  {}", point.bottleneck);
-    }
-    if !p.measured.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nmodel against the measured levels:\n{:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}",
-            "users", "X measured", "X model", "error", "R measured", "R model", "error"
-        );
-        for c in &p.measured {
-            let _ = writeln!(
-                out,
-                "{:>7} {:>12.1} {:>12.1} {:>7.1}% {:>12.3} {:>12.3} {:>7.1}%{}",
-                c.users,
-                c.measured_throughput_rps,
-                c.model_throughput_rps,
-                c.throughput_error * 100.0,
-                c.measured_response_time_ms,
-                c.model_response_time_ms,
-                c.response_time_error * 100.0,
-                if c.model_untrusted {
-                    "  (measured far below the model: a limit it cannot see)"
-                } else {
-                    ""
-                }
-            );
-        }
-    }
-    out
-}
-
-/// One paragraph on the model set against a capacity analysis: its
-/// bounds, its error where it describes the system, and where it does not.
-pub fn model_summary(p: &crate::model::Prediction, path: &std::path::Path) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "model: X ≤ {:.1} req/s (bottleneck {}), N* = {:.1}",
-        p.bounds.max_throughput_rps, p.bounds.bottleneck, p.bounds.n_star
-    );
-    if let Some(fit) = p.fit() {
-        let _ = writeln!(
-            out,
-            "model vs measured: RMS error {:.1}% in throughput, {:.1}% in mean response time over {} levels{}",
-            fit.throughput_rms * 100.0,
-            fit.response_time_rms * 100.0,
-            fit.levels,
-            match fit.median_precision {
-                Some(precision) => format!(
-                    "; the model's throughput inside the 95% interval of {} of the {} levels that have one (median ±{:.1}%)",
-                    fit.within_interval,
-                    fit.with_interval,
-                    precision * 100.0
-                ),
-                None => String::new(),
-            }
-        );
-    }
-    if let Some(users) = p.untrusted_users() {
-        let _ = writeln!(
-            out,
-            "model does not describe {users} users: measured throughput far below it (a limit it cannot see)"
-        );
-    }
-    if let Some(users) = p.short_of_cpu_users() {
-        let _ = writeln!(
-            out,
-            "model does not describe {users} users: the servers were short of CPU there (another process or the hypervisor took it)"
-        );
-    }
-    let _ = writeln!(out, "prediction: {}", path.display());
     out
 }
 

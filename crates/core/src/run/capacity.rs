@@ -213,7 +213,7 @@ impl CapacityController {
                 self.procs.clone(),
                 self.demand_config.clone(),
                 users,
-                self.scenario.think_time.mean().as_secs_f64(),
+                self.scenario.judged_think_time(None).mean().as_secs_f64(),
                 None,
             ),
         });
@@ -273,7 +273,7 @@ impl LevelController for CapacityController {
         // A level shorter than a few cycles (R + Z) measures the users that
         // happened to finish, not the system: past saturation R can exceed
         // the steady-state window.
-        let cycle_s = self.scenario.think_time.mean().as_secs_f64()
+        let cycle_s = self.scenario.judged_think_time(None).mean().as_secs_f64()
             + cur.response_sum_s / cur.responses.max(1) as f64;
         let enough_cycles = cur.elapsed_s >= MIN_CYCLES * cycle_s;
         if cur.steady_at.is_none() {

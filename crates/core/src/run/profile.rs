@@ -67,6 +67,36 @@ impl ProfileController {
     pub fn demands(&self) -> &BTreeMap<String, BTreeMap<String, TierDemands>> {
         &self.demands
     }
+
+    /// Each workload class's CPU ms per request at each tier, over the
+    /// request types profiled so far (those a class never sends aside).
+    pub fn class_demands(&self) -> BTreeMap<String, BTreeMap<String, f64>> {
+        let mut out = BTreeMap::new();
+        for (c, class) in self.scenario.classes.iter().enumerate() {
+            let visits = self.scenario.expected_sent_visits_of(c);
+            let mut per_tier: BTreeMap<String, f64> = BTreeMap::new();
+            let mut total = 0.0;
+            for (name, tiers) in &self.demands {
+                let Some(v) = self.scenario.request_id(name).map(|id| visits[id.index()]) else {
+                    continue;
+                };
+                if !(v > 0.0 && v.is_finite()) {
+                    continue;
+                }
+                total += v;
+                for (tier, d) in tiers {
+                    *per_tier.entry(tier.clone()).or_insert(0.0) += v * d.cpu_ms;
+                }
+            }
+            if total > 0.0 {
+                per_tier
+                    .values_mut()
+                    .for_each(|ms| *ms = round_to(*ms / total, 4));
+                out.insert(class.name.clone(), per_tier);
+            }
+        }
+        out
+    }
 }
 
 impl LevelController for ProfileController {
@@ -88,7 +118,7 @@ impl LevelController for ProfileController {
                 self.procs.clone(),
                 self.config.clone(),
                 self.users,
-                self.scenario.think_time.mean().as_secs_f64(),
+                self.scenario.judged_think_time(None).mean().as_secs_f64(),
                 Some(request),
             ),
             measured_since: None,
@@ -165,6 +195,7 @@ impl LevelController for ProfileController {
             profile: Some(ProfileAnalysis {
                 demands: self.demands.clone(),
                 profile_users: self.users,
+                class_demands: self.class_demands(),
             }),
             ..Analysis::default()
         }

@@ -726,6 +726,7 @@ fn schema_matches_decoder_keys() {
     assert_eq!(keys(&defs["capacity"]), sorted(decode::CAPACITY_KEYS));
     assert_eq!(keys(&defs["workers"]), sorted(decode::WORKERS_KEYS));
     assert_eq!(keys(&defs["script"]), sorted(decode::SCRIPT_KEYS));
+    assert_eq!(keys(&defs["class"]), sorted(decode::CLASS_KEYS));
     assert_eq!(
         keys(&defs["request"]),
         sorted(decode::requests::REQUEST_KEYS)
@@ -934,7 +935,7 @@ fn a_request_may_have_its_own_think_time_and_the_mean_weights_visits() {
         Some(ThinkTime::Constant(Duration::from_millis(200)))
     );
     assert_eq!(
-        s.think_after(RequestId(1)),
+        s.think_after(0, RequestId(1)),
         &ThinkTime::Constant(Duration::ZERO)
     );
     // a and b are visited equally often.

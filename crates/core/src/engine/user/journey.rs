@@ -26,15 +26,16 @@ impl<T: Transport> User<T> {
             return None;
         }
         let u = self.rng.f64();
-        let session = &self.shared.scenario.session;
+        let session = self.shared.scenario.session_of(self.class);
         if self.trace.is_none() && !session.is_conditional(from) {
             return session.next(from, u);
         }
         let shared = self.shared.clone();
         let last = self.last;
         let trace = self.trace.clone();
+        let class = self.class;
         let (_, _, mut bindings) = self.parts(None);
-        let session = &shared.scenario.session;
+        let session = shared.scenario.session_of(class);
         let mut judged = Vec::new();
         let next = session.next_when(from, u, |c| {
             let held = c.holds(&mut bindings, last);

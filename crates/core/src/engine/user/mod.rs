@@ -6,7 +6,10 @@
 
 mod bindings;
 mod journey;
+mod record;
 mod traced;
+
+pub(crate) use record::record;
 
 pub(crate) use traced::trace_session;
 
@@ -21,10 +24,11 @@ use super::extract;
 use super::feed::Feeds;
 use super::hooks::{Hooks, UserTable};
 use super::level::Workload;
+use super::split::ClassDeal;
 use super::think::{self, ThinkStream};
 use super::tracer::Tracer;
 use crate::measure::{ErrorKind, IntervalStats};
-use crate::protocol::{CallOutcome, Fired, Response, Transport};
+use crate::protocol::{Fired, Response, Transport};
 use crate::scenario::{Last, RequestId, Scenario, VarId};
 use bindings::{Script, UserBindings};
 
@@ -70,16 +74,22 @@ pub(crate) struct Shared<T> {
     pub think_origin: f64,
     /// The scenario's script, loaded in this thread (`script:`).
     pub hooks: Option<Hooks>,
+    /// Which class each user joins (`classes:`).
+    pub classes: ClassDeal,
 }
 
+/// A closed user in place `slot` of its shard's users (which gives its
+/// class).
 pub(crate) async fn run_user<T: Transport>(
     shared: Rc<Shared<T>>,
     recorder: Rc<RefCell<IntervalStats>>,
     rng: fastrand::Rng,
+    slot: u32,
 ) {
     let scenario = shared.scenario.clone();
     let session = shared.transport.new_session();
     let mut user = User::new(shared, recorder, rng, session);
+    user.class = user.shared.classes.user(slot);
 
     // Users start spread over one think time, so they do not all fire at
     // t = 0 and stay in lockstep, each as if it had been running all along
@@ -91,7 +101,7 @@ pub(crate) async fn run_user<T: Transport>(
         Workload::Session => loop {
             user.recorder.borrow_mut().sessions += 1;
             user.begin_session();
-            let mut current = scenario.session.first(user.rng.f64());
+            let mut current = scenario.session_of(user.class).first(user.rng.f64());
             loop {
                 user.step(current, None).await;
                 if user.exhausted {
@@ -135,8 +145,10 @@ pub(crate) async fn run_arrival<T: Transport>(user: &mut User<T>, intended: Inst
     let mut intended = intended;
     match &user.shared.workload {
         Workload::Session => {
+            // Each arrival is a session of a class of its own.
+            user.class = user.shared.classes.arrival(user.rng.f64());
             user.begin_session();
-            let mut current = scenario.session.first(user.rng.f64());
+            let mut current = scenario.session_of(user.class).first(user.rng.f64());
             loop {
                 intended = user
                     .step(current, Some(intended))
@@ -168,6 +180,9 @@ pub(crate) struct User<T: Transport> {
     recorder: Rc<RefCell<IntervalStats>>,
     rng: fastrand::Rng,
     session: T::Session,
+    /// Its class (`classes:`; 0 without): whose session it walks, and
+    /// whose figures its requests count in.
+    class: usize,
     vars: Vec<Vec<u8>>,
     rows: Vec<Option<usize>>,
     /// The last response kept (head and body), for checks and extracts;
@@ -213,6 +228,7 @@ impl<T: Transport> User<T> {
         let place = think::place(shared.think_origin, started);
         let scenario = &shared.scenario;
         User {
+            class: 0,
             vars: vec![Vec::new(); scenario.variables.len()],
             rows: vec![None; scenario.feeders.len()],
             response: Response::default(),
@@ -291,7 +307,7 @@ impl<T: Transport> User<T> {
     /// would be, and returns what remains of the think time it is in: the
     /// user's first pause.
     fn start_thinking(&mut self) -> Duration {
-        let think = &self.shared.scenario.think_time;
+        let think = self.shared.scenario.think_time_of(self.class);
         let (stream, first) = ThinkStream::stationary(think, self.place, self.rng.f64());
         self.think = stream;
         first
@@ -334,7 +350,9 @@ impl<T: Transport> User<T> {
             return intended.map(|_| Instant::now());
         }
         let scenario = &*self.shared.scenario;
-        let think = scenario.think_after(current).sample(self.think.next());
+        let think = scenario
+            .think_after(self.class, current)
+            .sample(self.think.next());
         let think = if connect_failed {
             think.max(CONNECT_BACKOFF)
         } else {
@@ -384,8 +402,9 @@ impl<T: Transport> User<T> {
                     self.trace_exchange(current, &outcome, &[], &[], false);
                 }
                 let open = intended.map(|t| (t, Instant::now()));
+                let class = self.counted_class();
                 let mut rec = self.recorder.borrow_mut();
-                record(&mut rec, current, open, &outcome);
+                record(&mut rec, current, class, open, &outcome);
                 if open.is_none() {
                     rec.users.complete(&mut self.made, self.first_half);
                 }
@@ -471,6 +490,7 @@ impl<T: Transport> User<T> {
         let connect_failed = record(
             &mut rec,
             current,
+            self.counted_class(),
             intended.map(|t| (t, Instant::now())),
             &outcome,
         );
@@ -479,6 +499,13 @@ impl<T: Transport> User<T> {
             Err(ErrorKind::ScriptRequest) => Stepped::Unsent,
             _ => Stepped::Sent { connect_failed },
         }
+    }
+
+    /// The class its requests count in, when the scenario has classes.
+    fn counted_class(&self) -> Option<usize> {
+        // Profiling loads one request, whatever the users' classes.
+        let profiling = matches!(self.shared.workload, Workload::Profile { .. });
+        (!self.shared.scenario.classes.is_empty() && !profiling).then_some(self.class)
     }
 
     /// `${cookie.NAME}`: the implicit variables follow the user's jar.
@@ -540,56 +567,5 @@ impl<T: Transport> User<T> {
             script,
         };
         (&self.shared.transport, &mut self.session, bindings)
-    }
-}
-
-/// Records one request's outcome; true when it could not connect.
-///
-/// Open workloads (`open` given: the intended start and now) count from
-/// the intended start (so waiting for a slot, a connection or a late timer
-/// is in the figure) and keep the uncorrected service time beside it.
-pub(crate) fn record(
-    rec: &mut IntervalStats,
-    request: RequestId,
-    open: Option<(Instant, Instant)>,
-    outcome: &CallOutcome,
-) -> bool {
-    let intended = open.map(|(t, _)| t);
-    let latency = match open {
-        Some((t, now)) => now.saturating_duration_since(t),
-        None => outcome.response_time,
-    };
-    if let Some(c) = outcome.connect_time {
-        rec.connect.add(c);
-        rec.http2_connections += u64::from(outcome.http2_connection);
-    }
-    if let Some(tls) = outcome.tls {
-        rec.tls.add(tls.took);
-        rec.tls_resumed += u64::from(tls.resumed);
-    }
-    if intended.is_some()
-        && outcome
-            .result
-            .map_or_else(ErrorKind::has_response, |_| true)
-    {
-        let _ = rec
-            .service_time
-            .record(crate::measure::stats::nanos(outcome.response_time).max(1));
-    }
-    let stats = &mut rec.per_request[request.index()];
-    stats.redirects += u64::from(outcome.redirects);
-    stats.retries += u64::from(outcome.retries);
-    stats.body_bytes += outcome.body_bytes;
-    stats.decoded_bytes += outcome.decoded_bytes;
-    match outcome.result {
-        Ok(_) => {
-            stats.record_response(latency);
-            false
-        }
-        Err(kind) => {
-            stats.record_error(kind, latency);
-            // A request its script failed was never sent, nor connected.
-            kind != ErrorKind::ScriptRequest && outcome.response_time.is_zero()
-        }
     }
 }

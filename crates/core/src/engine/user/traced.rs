@@ -19,7 +19,7 @@ const MAX_TRACED_STEPS: u32 = 1000;
 pub(crate) async fn trace_session<T: Transport>(user: &mut User<T>) -> bool {
     let scenario = user.shared.scenario.clone();
     user.begin_session();
-    let mut current = scenario.session.first(user.rng.f64());
+    let mut current = scenario.session_of(user.class).first(user.rng.f64());
     for step in 1.. {
         // A loop only a condition ends may never end: a trace does.
         if step > MAX_TRACED_STEPS {
@@ -29,7 +29,9 @@ pub(crate) async fn trace_session<T: Transport>(user: &mut User<T>) -> bool {
             break;
         }
         if user.step_without_think(current, None).await != Stepped::Skipped {
-            let think = scenario.think_after(current).sample(user.think.next());
+            let think = scenario
+                .think_after(user.class, current)
+                .sample(user.think.next());
             if let Some(tracer) = &user.trace {
                 tracer.borrow_mut().think(think);
             }
@@ -48,6 +50,16 @@ pub(crate) async fn trace_session<T: Transport>(user: &mut User<T>) -> bool {
 }
 
 impl<T: Transport> User<T> {
+    /// Its class (`classes:`; 0 without).
+    pub(crate) fn class(&self) -> usize {
+        self.class
+    }
+
+    /// Makes it a user of class `class`.
+    pub(crate) fn set_class(&mut self, class: usize) {
+        self.class = class;
+    }
+
     /// Prints what the user does to `tracer` (`run --trace`).
     pub(crate) fn trace(&mut self, tracer: Rc<RefCell<Tracer>>) {
         self.trace = Some(tracer);

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::measure::Snapshot;
+use crate::scenario::MAX_CLASSES;
 
 /// More requests than one shard completes in a second, by far (one of
 /// ours completes a few hundred thousand): a count past it is not a
@@ -94,6 +95,25 @@ impl Expected {
                     checked.unwrap_or(0)
                 ));
             }
+        }
+        // Classes hold the requests, each counted once: no more classes
+        // than a scenario may have, nor more requests in them than in all,
+        // nor, within one, more errors or responses than attempts.
+        let by_class = snapshot
+            .stats
+            .per_class
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(r.requests));
+        let inconsistent = snapshot
+            .stats
+            .per_class
+            .iter()
+            .any(|r| r.errors.total() > r.requests || r.response_time.len() > r.requests);
+        if snapshot.stats.per_class.len() > MAX_CLASSES || by_class > requests || inconsistent {
+            return Err(format!(
+                "sent a snapshot of shard {shard} with {} classes counting {by_class} requests of {requests}",
+                snapshot.stats.per_class.len()
+            ));
         }
         let cpu = snapshot.remote_cpu.as_secs_f64();
         if cpu > cores as f64 * (seconds + CLOCK_SLACK.as_secs_f64()) {

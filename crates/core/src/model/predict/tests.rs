@@ -4,6 +4,7 @@ use super::*;
 fn testbed(web_cores: u32) -> Model {
     // The testbed's /db?web_ms=4&db_ms=1 at Z = 0.5 s (tests/it/capacity.rs).
     Model {
+        user_classes: Vec::new(),
         classes: vec!["db".into()],
         mix: vec![1.0],
         tiers: vec![

@@ -207,6 +207,7 @@ pub(crate) fn render(
         );
         charts::level(&mut h, level, &rows, &lag);
         tables::per_request(&mut h, level);
+        tables::per_class(&mut h, level);
         tables::servers(&mut h, level);
         h.push_str("</section>\n");
     }

@@ -165,6 +165,41 @@ pub(super) fn per_request(h: &mut String, l: &LevelRecord) {
     h.push_str("</table></div>\n");
 }
 
+/// Each workload class's users, requests and response times (`classes:`).
+pub(super) fn per_class(h: &mut String, l: &LevelRecord) {
+    if l.per_class.is_empty() {
+        return;
+    }
+    head(
+        h,
+        &[
+            "class", "share", "users", "requests", "errors", "req/s", "mean ms", "p50 ms",
+            "p90 ms", "p99 ms", "max ms",
+        ],
+    );
+    for (name, c) in &l.per_class {
+        let t = &c.response_time_ms;
+        row(
+            h,
+            "",
+            &[
+                esc(name),
+                format!("{}%", fnum(c.share * 100.0, 1)),
+                c.users.map_or("—".into(), |u| u.to_string()),
+                c.requests.to_string(),
+                c.errors.to_string(),
+                fnum(c.throughput_rps, 1),
+                fnum(t.mean, 2),
+                fnum(t.p50, 2),
+                fnum(t.p90, 2),
+                fnum(t.p99, 2),
+                fnum(t.max, 2),
+            ],
+        );
+    }
+    h.push_str("</table></div>\n");
+}
+
 pub(super) fn servers(h: &mut String, l: &LevelRecord) {
     if l.servers.is_empty() {
         return;

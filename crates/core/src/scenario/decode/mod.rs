@@ -16,7 +16,8 @@
 //!   and the variables `extract` binds; `body.rs`: its body (`form`, `json`
 //!   or `body`); `checks.rs`: its `check`; `extract.rs`: each `extract`;
 //!   `produce.rs`: a Kafka request; `avro.rs`: a record's Avro value;
-//! - `session.rs`: `session`, the CBMG;
+//! - `session.rs`: `session`, the CBMG; `classes.rs`: `classes`, kinds of
+//!   users each with its session, think time and share;
 //! - `servers.rs`: `servers`, the process groups profiled; `promql.rs`: a
 //!   threshold on a PromQL query;
 //! - `capacity.rs`: the `capacity` tunables;
@@ -31,6 +32,7 @@ mod avro;
 mod body;
 mod capacity;
 mod checks;
+mod classes;
 mod condition;
 mod ctx;
 mod data;
@@ -53,9 +55,9 @@ mod workers;
 // The key lists, for the test that every key is documented.
 #[cfg(test)]
 pub(crate) use {
-    avro::AVRO_KEYS, capacity::CAPACITY_KEYS, data::DATA_KEYS, kafka::KAFKA_KEYS,
-    script::SCRIPT_KEYS, servers::SERVER_KEYS, session::SESSION_KEYS, target::TARGET_KEYS,
-    tls::TLS_KEYS, url::parse_base_url, workers::WORKERS_KEYS,
+    avro::AVRO_KEYS, capacity::CAPACITY_KEYS, classes::CLASS_KEYS, data::DATA_KEYS,
+    kafka::KAFKA_KEYS, script::SCRIPT_KEYS, servers::SERVER_KEYS, session::SESSION_KEYS,
+    target::TARGET_KEYS, tls::TLS_KEYS, url::parse_base_url, workers::WORKERS_KEYS,
 };
 
 use super::diagnostic::{did_you_mean, Diagnostic};
@@ -89,6 +91,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "users",
     "workers",
     "script",
+    "classes",
 ];
 
 /// Decodes the document's root.
@@ -189,7 +192,7 @@ pub fn decode(
             &feeders,
             target_kind,
             base_dir,
-            top.get("session"),
+            &[top.get("session"), top.get("classes")],
             &script_vars,
         )
     });
@@ -206,12 +209,40 @@ pub fn decode(
     }
     let names: Vec<&str> = request_keys.iter().map(|k| k.name.as_str()).collect();
 
-    let session = if names.is_empty() {
-        None
-    } else {
-        let names = requests::template_names(&feeders, &variables);
-        decode_session(&mut ctx, top.get("session"), &top, &request_keys, &names)
+    let classes_node = top.get("classes");
+    let template_names = requests::template_names(&feeders, &variables);
+    // With classes, the scenario's session is only what a class without
+    // one takes: it need not be there, nor reach every request.
+    let session = match (names.is_empty(), top.get("session"), classes_node) {
+        (true, _, _) => None,
+        (false, None, Some(_)) if names.len() > 1 => None,
+        (false, node, classes) => decode_session(
+            &mut ctx,
+            node,
+            &top,
+            &request_keys,
+            &template_names,
+            classes.is_none(),
+        ),
     };
+    let classes = match (classes_node, think_time.as_ref()) {
+        (Some(node), Some(think_time)) if !names.is_empty() => classes::decode_classes(
+            &mut ctx,
+            node,
+            &request_keys,
+            &template_names,
+            classes::Defaults {
+                session: session.as_ref(),
+                think_time,
+            },
+        ),
+        (Some(_), _) => None,
+        (None, _) => Some(Vec::new()),
+    };
+    // Without a session of its own, the scenario's is the first class's.
+    let session = session
+        .map(|(cbmg, _)| cbmg)
+        .or_else(|| classes.as_ref()?.first().map(|c| c.session.clone()));
     let servers = top
         .get("servers")
         .map(|n| decode_servers(&mut ctx, n, base_dir))
@@ -289,7 +320,7 @@ pub fn decode(
     };
 
     match (
-        name, target, think_time, session, capacity, arrivals, users, workers,
+        name, target, think_time, session, capacity, arrivals, users, workers, classes,
     ) {
         (
             Some(name),
@@ -300,6 +331,7 @@ pub fn decode(
             Some(arrivals),
             Some(users),
             Some(workers),
+            Some(classes),
         ) if ctx.errors.is_empty() => Ok(Scenario {
             name,
             source: file.to_path_buf(),
@@ -319,6 +351,7 @@ pub fn decode(
             users,
             workers,
             script,
+            classes,
         }),
         _ => Err(ctx.errors),
     }

@@ -100,11 +100,11 @@ fn cookie_variables(node: &Node, out: &mut Vec<String>) {
 
 /// The variable names bound by any request's `extract` or `set`, in order
 /// of first appearance, then those the script declares it sets, then the
-/// cookies templates name (`cookie.NAME`, the session's conditions
+/// cookies templates name (`cookie.NAME`, the sessions' conditions
 /// included); problems are reported later, by `decode_requests`.
 fn collect_variables(
     entries: &[(Key, Node)],
-    session: Option<&Node>,
+    graphs: &[Option<&Node>],
     script_vars: &[String],
 ) -> Vec<String> {
     let mut variables: Vec<String> = Vec::new();
@@ -131,8 +131,8 @@ fn collect_variables(
     for (_, request) in entries {
         cookie_variables(request, &mut variables);
     }
-    if let Some(session) = session {
-        cookie_variables(session, &mut variables);
+    for graph in graphs.iter().flatten() {
+        cookie_variables(graph, &mut variables);
     }
     variables
 }
@@ -163,13 +163,13 @@ pub(crate) fn decode_requests(
     feeders: &[DecodedFeeder],
     target: Option<TargetKind>,
     base_dir: &Path,
-    session: Option<&Node>,
+    graphs: &[Option<&Node>],
     script_vars: &[String],
 ) -> DecodedRequests {
     let Some(entries) = ctx.named_map(node, "`requests`") else {
         return DecodedRequests::default();
     };
-    let variables = collect_variables(entries, session, script_vars);
+    let variables = collect_variables(entries, graphs, script_vars);
     let names = template_names(feeders, &variables);
     let mut requests = Vec::new();
     for (key, value) in entries {

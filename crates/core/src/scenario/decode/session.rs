@@ -18,18 +18,22 @@ const TRANSITION_KEYS: &[&str] = &["p", "when"];
 /// The keys of `session:`.
 pub(crate) const SESSION_KEYS: &[&str] = &["start", "transitions"];
 
+/// The session graph, with the requests it reaches (as written, before
+/// load-time conditions). `unreached`: report a request it never reaches
+/// (a class's session need not reach every request: some class must).
 pub(crate) fn decode_session(
     ctx: &mut Ctx,
     node: Option<&Node>,
     top: &Fields,
     requests: &[Key],
     template_names: &Names,
-) -> Option<Cbmg> {
+    unreached: bool,
+) -> Option<(Cbmg, Vec<bool>)> {
     let names: Vec<&str> = requests.iter().map(|k| k.name.as_str()).collect();
     let errors_before = ctx.errors.len();
     let Some(node) = node else {
         if names.len() == 1 {
-            return Some(Cbmg::single(RequestId(0), 1));
+            return Some((Cbmg::single(RequestId(0), 1), vec![true]));
         }
         ctx.error(top.pos, "missing required key `session` in the scenario: with several requests, `session.start` says where a session begins");
         return None;
@@ -181,7 +185,7 @@ pub(crate) fn decode_session(
     }
     let reachable = Cbmg::with_entries(cbmg.entries().to_vec(), written).reachable();
     for (i, key) in requests.iter().enumerate() {
-        if !reachable[i] {
+        if unreached && !reachable[i] {
             ctx.error_hint(
                 key.pos,
                 format!(
@@ -207,7 +211,7 @@ pub(crate) fn decode_session(
             Some("let the transitions of some request in the loop sum below 1".into()),
         );
     }
-    (ctx.errors.len() == errors_before).then_some(cbmg)
+    (ctx.errors.len() == errors_before).then_some((cbmg, reachable))
 }
 
 /// `start: {home: 0.7, product: 0.3}`: where sessions begin, and how

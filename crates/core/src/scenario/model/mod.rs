@@ -20,12 +20,14 @@
 //! - `threshold.rs`: the SLOs a run is judged by;
 //! - `capacity.rs`: the capacity analysis's tunables and the servers it
 //!   profiles;
-//! - `workers.rs`: the worker hosts that generate the load.
+//! - `workers.rs`: the worker hosts that generate the load;
+//! - `classes.rs`: workload classes, each with its session and think time.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 mod capacity;
+mod classes;
 mod data;
 mod kafka;
 mod load;
@@ -44,6 +46,8 @@ use super::session::Cbmg;
 pub use capacity::SearchStrategy;
 pub(crate) use capacity::{CapacitySettings, PrometheusQueries};
 pub(crate) use capacity::{Selector, ServerSpec};
+pub(crate) use classes::{deal, pick};
+pub use classes::{users_per_class, UserClass, MAX_CLASSES};
 pub(crate) use data::{Feeder, FeederMode, FeederSource};
 pub use kafka::KafkaTarget;
 pub(crate) use kafka::{Acks, Compression, KafkaSecurity};
@@ -92,6 +96,9 @@ pub struct Scenario {
     pub workers: Option<WorkerSettings>,
     /// The Lua hooks run around every request (`script:`).
     pub script: Option<super::script::Script>,
+    /// Kinds of users, each with its session, think time and share
+    /// (`classes:`); empty: every user walks `session` with `think_time`.
+    pub classes: Vec<UserClass>,
 }
 
 impl Scenario {
@@ -99,12 +106,34 @@ impl Scenario {
         &self.requests[id.index()]
     }
 
-    /// Mean visits per session to each request that are sent: the CBMG's
-    /// expected visits, but none to a request whose `skip_if:` always
-    /// holds (known at load time: `${env.…}`, literals) — a session passes
-    /// through it without a request, a load or a think.
-    pub fn expected_sent_visits(&self) -> Vec<f64> {
-        let mut visits = self.session.expected_visits();
+    /// Class `class`'s session graph (the scenario's, without classes).
+    pub(crate) fn session_of(&self, class: usize) -> &Cbmg {
+        self.classes
+            .get(class)
+            .map_or(&self.session, |c| &c.session)
+    }
+
+    /// Class `class`'s think time (the scenario's, without classes).
+    pub(crate) fn think_time_of(&self, class: usize) -> &ThinkTime {
+        self.classes
+            .get(class)
+            .map_or(&self.think_time, |c| &c.think_time)
+    }
+
+    /// Each class's share of the users, in order (`[1.0]` without classes).
+    pub fn class_shares(&self) -> Vec<f64> {
+        match self.classes.is_empty() {
+            true => vec![1.0],
+            false => self.classes.iter().map(|c| c.share).collect(),
+        }
+    }
+
+    /// Mean visits per session of class `class` to each request that are
+    /// sent: its CBMG's expected visits, but none to a request whose
+    /// `skip_if:` always holds (known at load time: `${env.…}`, literals)
+    /// — a session passes through it without a request, a load or a think.
+    pub fn expected_sent_visits_of(&self, class: usize) -> Vec<f64> {
+        let mut visits = self.session_of(class).expected_visits();
         for (v, r) in visits.iter_mut().zip(&self.requests) {
             if r.skip_if.as_ref().and_then(|c| c.constant()) == Some(true) {
                 *v = 0.0;
@@ -113,34 +142,95 @@ impl Scenario {
         visits
     }
 
-    /// The think time after `id`: its own, or the scenario's.
-    pub(crate) fn think_after(&self, id: RequestId) -> &ThinkTime {
+    /// Mean visits per session to each request that are sent, over the
+    /// classes' sessions in their shares (as an open workload's arrivals
+    /// pick them).
+    pub fn expected_sent_visits(&self) -> Vec<f64> {
+        let mut visits = vec![0.0; self.requests.len()];
+        for (class, share) in self.class_shares().into_iter().enumerate() {
+            for (v, c) in visits.iter_mut().zip(self.expected_sent_visits_of(class)) {
+                *v += share * c;
+            }
+        }
+        visits
+    }
+
+    /// The think time after `id` for a user of `class`: the request's
+    /// own, or the class's.
+    pub(crate) fn think_after(&self, class: usize, id: RequestId) -> &ThinkTime {
         self.request(id)
             .think_time
             .as_ref()
-            .unwrap_or(&self.think_time)
+            .unwrap_or_else(|| self.think_time_of(class))
     }
 
-    /// The mean think time per request of a session, each request's think
-    /// weighted by how often a session visits it (the scenario's `think_time`
-    /// when no request has its own).
-    pub fn mean_think_time(&self) -> Duration {
+    /// The mean think time per request of class `class`'s sessions, each
+    /// request's think weighted by how often a session visits it.
+    pub fn mean_think_time_of(&self, class: usize) -> Duration {
         if self.requests.iter().all(|r| r.think_time.is_none()) {
-            return self.think_time.mean();
+            return self.think_time_of(class).mean();
         }
-        let visits = self.expected_sent_visits();
-        let total: f64 = visits.iter().sum();
-        // No visits, or a loop only a condition ends (its visits unbounded
-        // when the condition is taken to hold).
-        if !(total > 0.0 && total.is_finite()) {
-            return self.think_time.mean();
+        let (weighted, total) = self.think_per_session(class);
+        match total > 0.0 && total.is_finite() {
+            true => Duration::from_secs_f64(weighted / total),
+            // No visits, or a loop only a condition ends (its visits
+            // unbounded when the condition is taken to hold).
+            false => self.think_time_of(class).mean(),
         }
-        let weighted: f64 = visits
+    }
+
+    /// The mean think time per request of a session, over every class in
+    /// its share (the scenario's `think_time` when nothing else is set).
+    pub fn mean_think_time(&self) -> Duration {
+        if self.classes.is_empty() {
+            return self.mean_think_time_of(0);
+        }
+        let (mut weighted, mut total) = (0.0, 0.0);
+        for (class, share) in self.class_shares().into_iter().enumerate() {
+            let (w, t) = self.think_per_session(class);
+            if !(t > 0.0 && t.is_finite()) {
+                return self.think_time.mean();
+            }
+            weighted += share * w;
+            total += share * t;
+        }
+        Duration::from_secs_f64(weighted / total)
+    }
+
+    /// The think time a level is judged by (the client-bottleneck rule,
+    /// the demand checks): the scenario's; with classes, one of mean
+    /// `mean` (the classes' as the level weighed them, else
+    /// `mean_think_time`) and the classes' largest spread.
+    pub(crate) fn judged_think_time(&self, mean: Option<Duration>) -> ThinkTime {
+        if self.classes.is_empty() {
+            return self.think_time;
+        }
+        let mean = mean.unwrap_or_else(|| self.mean_think_time());
+        let cv = self
+            .classes
+            .iter()
+            .map(|c| c.think_time.cv())
+            .fold(0.0, f64::max);
+        match cv > 0.0 {
+            true => ThinkTime::LogNormal { mean, cv },
+            false => ThinkTime::Constant(mean),
+        }
+    }
+
+    /// A session of `class`'s think time in seconds and its requests.
+    fn think_per_session(&self, class: usize) -> (f64, f64) {
+        let visits = self.expected_sent_visits_of(class);
+        let weighted = visits
             .iter()
             .enumerate()
-            .map(|(i, v)| v * self.think_after(RequestId(i as u32)).mean().as_secs_f64())
+            .map(|(i, v)| {
+                v * self
+                    .think_after(class, RequestId(i as u32))
+                    .mean()
+                    .as_secs_f64()
+            })
             .sum();
-        Duration::from_secs_f64(weighted / total)
+        (weighted, visits.iter().sum())
     }
 
     pub fn request_id(&self, name: &str) -> Option<RequestId> {
