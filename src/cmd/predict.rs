@@ -55,10 +55,7 @@ pub fn predict(args: PredictArgs) -> Outcome {
         model = model.with_speedup(tier, *factor).map_err(bad)?;
     }
     if let Some(think) = args.think {
-        model.think_s = think.as_secs_f64();
-        for class in &mut model.user_classes {
-            class.think_s = model.think_s;
-        }
+        model = model.with_think(think.as_secs_f64());
     }
     let measured = match &args.measured {
         Some(dir) => predict::closed_levels(

@@ -93,6 +93,16 @@ fn classes_are_dealt_by_share_and_reported_apart() {
     let configured = level["think_time_s"]["configured"].as_f64().unwrap();
     let achieved = level["think_time_s"]["achieved"].as_f64().unwrap();
     assert!((achieved - configured).abs() < 0.25 * configured, "{level}");
+    assert_eq!(level["client_bottleneck"], false, "{level}");
+    // A trace of one user still shows a user of every class.
+    let (code, stdout, stderr) = support::autoperf(&["run", &scenario, "--trace"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("== user 1 (browser), session 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("== user 2 (buyer), session 1"), "{stdout}");
+    assert!(stdout.contains("-- search"), "{stdout}");
 }
 
 /// Machine-timed: the model is set against a run's throughput, which a
@@ -173,6 +183,7 @@ mod alone {
                 .as_f64()
                 .unwrap();
             let x = measured[class]["throughput_rps"].as_f64().unwrap();
+            eprintln!("{class}: model {model} req/s, measured {x}");
             assert!(
                 (model - x).abs() <= 0.10 * x,
                 "{class}: model {model} req/s, measured {x}\n{stdout}"

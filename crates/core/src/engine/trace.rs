@@ -47,24 +47,26 @@ pub fn trace(
         transport,
         users_started: std::cell::Cell::new(0),
         think_origin: 0.0,
-        // Every class gets a traced user, however few are asked.
         classes: super::split::ClassDeal::new(
             &scenario,
-            &super::split::Load::Closed {
-                users: users.max(scenario.classes.len() as u32),
-                ramp: None,
-            },
+            &super::split::Load::Closed { users, ramp: None },
         )
         .for_shard(0, 1),
     });
     let tracer = Rc::new(RefCell::new(Tracer::new(out)));
     let recorder = Rc::new(RefCell::new(IntervalStats::new(scenario.requests.len())));
     runtime.block_on(async {
-        for u in 1..=users {
+        // Every class gets a traced user, however few are asked: the
+        // first of each class, then as the classes' shares deal them.
+        let classes = scenario.classes.len() as u32;
+        for u in 1..=users.max(classes) {
             let session = shared.transport.new_session();
             let rng = fastrand::Rng::new();
             let mut user = User::new(shared.clone(), recorder.clone(), rng, session);
-            user.set_class(shared.classes.user(u - 1));
+            user.set_class(match u <= classes {
+                true => (u - 1) as usize,
+                false => shared.classes.user(u - 1),
+            });
             user.trace(tracer.clone());
             for s in 1..=sessions {
                 let class = scenario.classes.get(user.class()).map(|c| c.name.as_str());

@@ -57,13 +57,25 @@ pub(crate) struct Solution {
     pub utilization: Vec<f64>,
 }
 
-/// Population vectors past which `solve` takes Schweitzer's approximation.
-const EXACT_LIMIT: f64 = 2e5;
+/// Population vectors past which the exact recursion is left for
+/// Schweitzer's approximation (a curve of 200 points solves each).
+const EXACT_LIMIT: f64 = 2e4;
 
-/// `exact_multi` while the recursion is small, else `schweitzer`.
-pub(crate) fn solve(stations: &[Station], think_s: &[f64], population: &[u32]) -> Solution {
+/// Whether `population` is small enough for `exact_multi`.
+pub(crate) fn exact_fits(population: &[u32]) -> bool {
     let vectors: f64 = population.iter().map(|&n| n as f64 + 1.0).product();
-    match vectors <= EXACT_LIMIT {
+    vectors <= EXACT_LIMIT
+}
+
+/// `exact_multi` when `exact`, else `schweitzer` (one choice for a whole
+/// curve, so it has no kink where the solver would change).
+pub(crate) fn solve(
+    stations: &[Station],
+    think_s: &[f64],
+    population: &[u32],
+    exact: bool,
+) -> Solution {
+    match exact {
         true => exact_multi(stations, think_s, population),
         false => schweitzer(stations, think_s, population),
     }

@@ -52,6 +52,9 @@ pub struct Model {
     /// The scenario's workload classes (`classes:`), each its own class of
     /// the network; empty: one class of users carries `mix`.
     pub user_classes: Vec<UserClassModel>,
+    /// With classes, the request mix of an open workload's arrivals (the
+    /// classes' sessions in their shares), where `mix` is closed users'.
+    pub arrival_mix: Vec<f64>,
 }
 
 /// A workload class as the model holds it: users who think `think_s`
@@ -259,6 +262,10 @@ impl Model {
         // With classes, the one "average" class (the bounds, N*) sends
         // each class's mix in its share of the requests at light load,
         // where a user of class c sends one per Z_c + D_c.
+        let arrival_mix = match user_classes.is_empty() {
+            true => Vec::new(),
+            false => normalised(&mix),
+        };
         let (mix, think_s) = match user_classes.is_empty() {
             true => (mix, think_s),
             false => light_load_mix(&user_classes, &demand_s),
@@ -273,7 +280,26 @@ impl Model {
             think_s,
             host_cores,
             user_classes,
+            arrival_mix,
         })
+    }
+
+    /// The arrivals' request mix, when it differs from `mix` (classes).
+    pub(crate) fn open_mix(&self) -> Option<Vec<f64>> {
+        (!self.arrival_mix.is_empty()).then(|| self.arrival_mix.clone())
+    }
+
+    /// Every user thinking `think_s` (`--think`): with classes, each
+    /// class's, and the mix their requests make at light load with it.
+    pub fn with_think(mut self, think_s: f64) -> Model {
+        self.think_s = think_s;
+        for class in &mut self.user_classes {
+            class.think_s = think_s;
+        }
+        if !self.user_classes.is_empty() {
+            (self.mix, self.think_s) = light_load_mix(&self.user_classes, &self.demand_s);
+        }
+        self
     }
 
     /// Users per workload class for `users` in all, dealt by the classes'
@@ -333,6 +359,7 @@ impl Model {
         self.mix = mix.into_iter().map(|m| m / total).collect();
         // Requests in the shares given: one class of users sends them.
         self.user_classes.clear();
+        self.arrival_mix.clear();
         Ok(self)
     }
 
@@ -428,6 +455,11 @@ impl Model {
             }
         }
     }
+}
+
+fn normalised(weights: &[f64]) -> Vec<f64> {
+    let total: f64 = weights.iter().sum();
+    weights.iter().map(|w| w / total).collect()
 }
 
 /// The request mix and think time of users of `classes` taken as one:

@@ -387,10 +387,12 @@ fn point(
 /// their shares and solved by multi-class MVA.
 pub(crate) fn closed(model: &Model, users: &[u32]) -> Vec<Point> {
     if !model.user_classes.is_empty() {
+        let top = users.iter().copied().max().unwrap_or(0);
+        let exact = crate::model::multiclass::exact_fits(&model.populations(top));
         return users
             .iter()
             .filter(|&&n| n > 0)
-            .map(|&n| classes::point(model, &model.populations(n)))
+            .map(|&n| classes::point(model, &model.populations(n), exact))
             .collect();
     }
     let (groups, stations) = stations(model);
@@ -469,13 +471,34 @@ const MULTI_CLASS: &str =
 /// when `measured` levels are given (a capacity analysis, no what-if), the
 /// model against them.
 pub fn predict(model: &Model, ask: &Ask, measured: &[LevelRecord]) -> Prediction {
+    // Arrivals send the classes' sessions in their shares, not the mix
+    // closed users send: an open what-if is of that mix.
+    let open_model;
+    let model = match (ask, model.open_mix()) {
+        (Ask::Rates(_), Some(mix)) => {
+            open_model = Model {
+                mix,
+                user_classes: Vec::new(),
+                ..model.clone()
+            };
+            &open_model
+        }
+        _ => model,
+    };
     let (kind, points) = match ask {
         Ask::Users(users) if !model.user_classes.is_empty() => (MULTI_CLASS, closed(model, users)),
         Ask::Users(users) => (
             "closed MVA (exact, multi-server stations)",
             closed(model, users),
         ),
-        Ask::Classes(population) => (MULTI_CLASS, vec![classes::point(model, population)]),
+        Ask::Classes(population) => (
+            MULTI_CLASS,
+            vec![classes::point(
+                model,
+                population,
+                crate::model::multiclass::exact_fits(population),
+            )],
+        ),
         Ask::Rates(rates) => (
             "open network (M/M/c stations, Erlang C)",
             open(model, rates),

@@ -31,7 +31,8 @@ pub struct ClassRecord {
 /// `N = Σ_c X_c (R_c + Z_c)`, it is what `N/X − R` comes to when the
 /// users think as set (the share of the users would over-weight the
 /// class that thinks longer, which sends less). `None` without classes
-/// or requests.
+/// or requests (a profiled level's users, of no class, think the
+/// scenario's own think time).
 pub(crate) fn configured_think_s(scenario: &Scenario, stats: &IntervalStats) -> Option<f64> {
     let total: u64 = stats.per_class.iter().map(|s| s.requests).sum();
     if scenario.classes.is_empty() || total == 0 {
@@ -47,13 +48,17 @@ pub(crate) fn configured_think_s(scenario: &Scenario, stats: &IntervalStats) -> 
 }
 
 /// Each class's figures over a measured window of `secs`; `users` the
-/// level's fixed users, when it has them. Empty without classes.
+/// level's fixed users, when it has them. Empty without classes, and for
+/// a level that counted none (profiling, whose users are of no class).
 pub(crate) fn per_class(
     scenario: &Scenario,
     stats: &IntervalStats,
     users: Option<u32>,
     secs: f64,
 ) -> BTreeMap<String, ClassRecord> {
+    if stats.per_class.is_empty() {
+        return BTreeMap::new();
+    }
     let shares = scenario.class_shares();
     let dealt = users.map(|n| users_per_class(&shares, n));
     let empty = crate::measure::RequestStats::default();

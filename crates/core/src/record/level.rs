@@ -374,8 +374,20 @@ impl LevelRecord {
                 .flatten(),
             secs,
         );
-        let configured = super::classes::configured_think_s(scenario, &t.stats)
-            .unwrap_or_else(|| scenario.mean_think_time().as_secs_f64());
+        let by_class = super::classes::configured_think_s(scenario, &t.stats);
+        // With classes, a level that counted none was profiled: its users
+        // thought the scenario's own think time.
+        let think = match by_class {
+            Some(z) => scenario.judged_think_time(Some(Duration::from_secs_f64(z))),
+            None if scenario.classes.is_empty() => scenario.think_time,
+            None if t.stats.per_class.is_empty() => scenario.think_time,
+            None => scenario.judged_think_time(None),
+        };
+        let configured = match (by_class, scenario.classes.is_empty()) {
+            (Some(z), _) => z,
+            (None, true) => scenario.mean_think_time().as_secs_f64(),
+            (None, false) => think.mean().as_secs_f64(),
+        };
         let achieved = if throughput > 0.0 {
             users / throughput - cycle_r_s
         } else {
@@ -445,7 +457,7 @@ impl LevelRecord {
                 measured: round6(measured),
             },
             client_bottleneck: client::client_bottleneck(&client::ClientEvidence {
-                think: &scenario.judged_think_time(Some(Duration::from_secs_f64(configured))),
+                think: &think,
                 gap: scenario.capacity.think_gap,
                 achieved_s: achieved,
                 measured_s: measured,

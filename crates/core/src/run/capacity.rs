@@ -287,7 +287,7 @@ impl LevelController for CapacityController {
         if manual {
             return false;
         }
-        let think_s = self.scenario.mean_think_time().as_secs_f64();
+        let think_s = self.scenario.closed_mean_think_time().as_secs_f64();
         let precise_now = match (
             self.scenario.capacity.precision,
             cur.batches.precision(think_s),

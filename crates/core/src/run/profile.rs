@@ -118,7 +118,9 @@ impl LevelController for ProfileController {
                 self.procs.clone(),
                 self.config.clone(),
                 self.users,
-                self.scenario.judged_think_time(None).mean().as_secs_f64(),
+                // Profiled users belong to no class: they think the
+                // scenario's own think time.
+                self.scenario.think_time.mean().as_secs_f64(),
                 Some(request),
             ),
             measured_since: None,

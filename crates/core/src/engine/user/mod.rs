@@ -41,6 +41,10 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// It counts as think time: the user was not waiting for the server.
 const EMPTY_SESSION_PAUSE: Duration = Duration::from_millis(10);
 
+/// The class of a user of none (profiling): `Scenario::session_of` and
+/// `think_time_of` give the scenario's own.
+const NO_CLASS: usize = usize::MAX;
+
 /// What became of a request a user came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stepped {
@@ -89,7 +93,12 @@ pub(crate) async fn run_user<T: Transport>(
     let scenario = shared.scenario.clone();
     let session = shared.transport.new_session();
     let mut user = User::new(shared, recorder, rng, session);
-    user.class = user.shared.classes.user(slot);
+    // Profiling loads one request: its users walk no class's session and
+    // think the scenario's own think time.
+    user.class = match user.shared.workload {
+        Workload::Session => user.shared.classes.user(slot),
+        Workload::Profile { .. } => NO_CLASS,
+    };
 
     // Users start spread over one think time, so they do not all fire at
     // t = 0 and stay in lockstep, each as if it had been running all along
@@ -503,9 +512,8 @@ impl<T: Transport> User<T> {
 
     /// The class its requests count in, when the scenario has classes.
     fn counted_class(&self) -> Option<usize> {
-        // Profiling loads one request, whatever the users' classes.
-        let profiling = matches!(self.shared.workload, Workload::Profile { .. });
-        (!self.shared.scenario.classes.is_empty() && !profiling).then_some(self.class)
+        // A profiled user is of no class (`NO_CLASS`).
+        (!self.shared.scenario.classes.is_empty() && self.class != NO_CLASS).then_some(self.class)
     }
 
     /// `${cookie.NAME}`: the implicit variables follow the user's jar.

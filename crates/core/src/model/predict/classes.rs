@@ -32,8 +32,8 @@ pub struct ClassComparison {
 }
 
 /// The model at `population` (users per workload class, in the model's
-/// order): one point, its users their sum.
-pub(crate) fn point(model: &Model, population: &[u32]) -> Point {
+/// order): one point, its users their sum; solved exactly when `exact`.
+pub(crate) fn point(model: &Model, population: &[u32], exact: bool) -> Point {
     let groups = model.stations();
     let class_demand: Vec<Vec<f64>> = model
         .user_classes
@@ -52,7 +52,7 @@ pub(crate) fn point(model: &Model, population: &[u32]) -> Point {
         })
         .collect();
     let think: Vec<f64> = model.user_classes.iter().map(|c| c.think_s).collect();
-    let solved = multiclass::solve(&stations, &think, population);
+    let solved = multiclass::solve(&stations, &think, population, exact);
     let x: Vec<f64> = solved.throughput.clone();
     let x_all: f64 = x.iter().sum();
     // Time per unit of demand, per class at each tier: its station's

@@ -33,7 +33,11 @@ pub(crate) fn compare(model: &Model, levels: &[LevelRecord]) -> Vec<Comparison> 
                 true => points.iter().find(|p| p.users == l.users)?.clone(),
                 // The users the level gave each class, when it names them
                 // all (its scenario's shares may be another what-if's).
-                false => classes::point(model, &level_population(model, l)),
+                false => {
+                    let population = level_population(model, l);
+                    let exact = crate::model::multiclass::exact_fits(&population);
+                    classes::point(model, &population, exact)
+                }
             };
             let per_class = p
                 .per_class

@@ -5,6 +5,7 @@ fn testbed(web_cores: u32) -> Model {
     // The testbed's /db?web_ms=4&db_ms=1 at Z = 0.5 s (tests/it/capacity.rs).
     Model {
         user_classes: Vec::new(),
+        arrival_mix: Vec::new(),
         classes: vec!["db".into()],
         mix: vec![1.0],
         tiers: vec![

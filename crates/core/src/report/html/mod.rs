@@ -17,6 +17,7 @@
 //! - `prediction`: the queueing model's section (`prediction.json`).
 
 mod charts;
+mod classes;
 mod figure;
 mod prediction;
 mod rates;
@@ -188,9 +189,11 @@ pub(crate) fn render(
     if let Some(p) = prediction {
         prediction::section(&mut h, p, over_loads);
     }
+    classes::curves(&mut h, &record.levels, prediction);
     if let Some(profile) = &record.analysis.profile {
         h.push_str("<h2>Resource demands per request</h2>\n");
         tables::demands(&mut h, &profile.demands);
+        classes::demands(&mut h, &profile.class_demands);
     }
     h.push_str("<h2>Levels</h2>\n");
     if record.levels.is_empty() {

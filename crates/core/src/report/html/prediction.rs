@@ -63,6 +63,21 @@ pub(super) fn section(h: &mut String, p: &Prediction, overlaid: bool) {
     for shared in &p.model.shared_hosts {
         let _ = write!(h, " {} share one host's cores.", esc(&shared.join(" and ")));
     }
+    for (name, c) in &p.model.classes {
+        let tiers: Vec<String> = c
+            .cpu_ms_per_request
+            .iter()
+            .map(|(t, ms)| format!("{} {} ms", esc(t), fnum(*ms, 3)))
+            .collect();
+        let _ = write!(
+            h,
+            " Class {}: {}% of the users, think {} s, CPU per request {}.",
+            esc(name),
+            fnum(c.share * 100.0, 1),
+            fnum(c.think_time_s, 3),
+            tiers.join(", ")
+        );
+    }
     let b = &p.bounds;
     let _ = writeln!(
         h,
@@ -153,6 +168,22 @@ fn against_measured(h: &mut String, p: &Prediction) {
                 format!("{}%", fnum(c.response_time_error * 100.0, 1)),
             ],
         );
+        // Each class at the users the level gave it.
+        for (name, k) in &c.per_class {
+            row(
+                h,
+                "",
+                &[
+                    format!("{} <span class=\"note\">({})</span>", k.users, esc(name)),
+                    fnum(k.measured_throughput_rps, 1),
+                    fnum(k.model_throughput_rps, 1),
+                    format!("{}%", fnum(k.throughput_error * 100.0, 1)),
+                    fnum(k.measured_response_time_ms, 2),
+                    fnum(k.model_response_time_ms, 2),
+                    String::new(),
+                ],
+            );
+        }
     }
     h.push_str("</table></div>\n");
 }

@@ -55,7 +55,7 @@ pub(super) fn decode_classes(
             ctx.error(
                 key.pos,
                 format!(
-                    "expected a class name of letters, digits, `_` or `-`, found `{}`",
+                    "expected a class name of letters, digits, `_` or `-`, beginning with a letter or `_`, found `{}`",
                     key.name
                 ),
             );
@@ -113,15 +113,21 @@ pub(super) fn decode_classes(
         return None;
     }
     let total: f64 = classes.iter().map(|c| c.share).sum();
-    // Three classes of 33.33% are meant to be a third each.
-    if (total - 1.0).abs() > 1e-3 {
+    // Three classes of 33.3% are meant to be a third each.
+    if (total - 1.0).abs() > 1e-3 + 1e-9 {
+        let percent = |x: f64| (x * 1e4).round() / 1e2;
+        let each: Vec<String> = classes
+            .iter()
+            .map(|c| format!("{} {}%", c.name, percent(c.share)))
+            .collect();
         ctx.error_hint(
             node.pos(),
             format!(
-                "the classes' shares add up to {}%, expected 100%",
-                (total * 1e4).round() / 1e2
+                "the classes' shares add up to {}% ({}), expected 100%",
+                percent(total),
+                each.join(" + ")
             ),
-            Some("each share is the class's part of the users (or of the arrivals)".into()),
+            Some("each share is the class's part of the users (or of the arrivals); with `--set`, set every share that changes".into()),
         );
         return None;
     }

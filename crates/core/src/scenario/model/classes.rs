@@ -113,6 +113,12 @@ classes:
         // after an order: (0.2 + 0.5 · 3) / 1.5 per request.
         let b = s.mean_think_time_of(1).as_secs_f64();
         assert!((b - 1.7 / 1.5).abs() < 1e-9, "{b}");
+        // Closed users of each class send one request per Z_c: the mean
+        // over requests is the shares' harmonic mean of the Z_c.
+        let z = [1.0, 1.7 / 1.5, 3.0];
+        let want = 1.0 / (z.iter().map(|z| 1.0 / z).sum::<f64>() / 3.0);
+        let closed = s.closed_mean_think_time().as_secs_f64();
+        assert!((closed - want).abs() < 1e-6, "{closed} {want}");
         // The mix over the classes' sessions, in their shares.
         let v = s.expected_sent_visits();
         assert!(

@@ -197,15 +197,37 @@ impl Scenario {
         Duration::from_secs_f64(weighted / total)
     }
 
-    /// The think time a level is judged by (the client-bottleneck rule,
-    /// the demand checks): the scenario's; with classes, one of mean
+    /// The mean think time per request of closed users: with classes,
+    /// each class's weighted by the requests its users send at light load
+    /// — a user of class c sends one per `Z_c`, so the weights are
+    /// `share_c / Z_c` (a session's length does not matter, unlike for
+    /// arrivals: `mean_think_time`).
+    pub fn closed_mean_think_time(&self) -> Duration {
+        if self.classes.is_empty() {
+            return self.mean_think_time();
+        }
+        // A class that does not think sends as fast as it is answered: a
+        // millisecond stands for that.
+        let floor = 1e-3;
+        let (mut rate, mut shares) = (0.0, 0.0);
+        for (c, class) in self.classes.iter().enumerate() {
+            let z = self.mean_think_time_of(c).as_secs_f64();
+            rate += class.share / z.max(floor);
+            shares += class.share;
+        }
+        let z = shares / rate;
+        Duration::from_secs_f64(if z <= floor { 0.0 } else { z })
+    }
+
+    /// The think time a closed level is judged by (the client-bottleneck
+    /// rule, the demand checks): the scenario's; with classes, one of mean
     /// `mean` (the classes' as the level weighed them, else
-    /// `mean_think_time`) and the classes' largest spread.
+    /// `closed_mean_think_time`) and the classes' largest spread.
     pub(crate) fn judged_think_time(&self, mean: Option<Duration>) -> ThinkTime {
         if self.classes.is_empty() {
             return self.think_time;
         }
-        let mean = mean.unwrap_or_else(|| self.mean_think_time());
+        let mean = mean.unwrap_or_else(|| self.closed_mean_think_time());
         let cv = self
             .classes
             .iter()
