@@ -36,6 +36,7 @@ classes:
 servers:
   - {{tier: web, agent: "{agent}", processes: [{web_process}], cores: 1}}
   - {{tier: db, agent: "{agent}", processes: [{db_process}], cores: 1}}
+thresholds: ["buyer.p99 < 5s", "browser.error_rate < 1%"]
 "#,
             web_process = tb.web_process,
             db_process = tb.db_process,
@@ -67,6 +68,7 @@ fn classes_are_dealt_by_share_and_reported_apart() {
     assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("class browser (7 users)"), "{stdout}");
     assert!(stdout.contains("class buyer (3 users)"), "{stdout}");
+    assert!(stdout.contains("pass  buyer.p99 < 5s"), "{stdout}");
     let level = &support::run_json(&out)["levels"][0];
     let (browser, buyer) = (&level["per_class"]["browser"], &level["per_class"]["buyer"]);
     assert_eq!(browser["users"], 7, "{level}");

@@ -1,7 +1,7 @@
 //! Threshold (SLO) expressions such as `p99 < 250ms`, `error_rate < 1%` or
 //! `login.throughput >= 100/s`.
 //!
-//! Grammar: `[request "."] metric op value`, where metric is `mean`, `max`,
+//! Grammar: `[request | class "."] metric op value`, where metric is `mean`, `max`,
 //! `pN` (`p50`, `p90`, `p95`, `p99`, `p99.9`, … with at most one decimal),
 //! `error_rate`, `checks` or `throughput`, and op is `<`, `<=`, `>` or `>=`;
 //! or, of what a tier of `servers:` spends, `tier "." cpu_ms op ms`
@@ -28,6 +28,17 @@ pub fn parse_threshold(
     request_id: impl Fn(&str) -> Option<RequestId>,
     tiers: &[&str],
 ) -> Result<Threshold, String> {
+    parse_scoped(expr, request_id, tiers, &[])
+}
+
+/// `parse_threshold`, also of the scenario's workload classes
+/// (`buyer.p99 < 300ms`: the requests of the class's users).
+pub(crate) fn parse_scoped(
+    expr: &str,
+    request_id: impl Fn(&str) -> Option<RequestId>,
+    tiers: &[&str],
+    classes: &[&str],
+) -> Result<Threshold, String> {
     let text = expr.trim();
     let Some(at) = text.find(['<', '>']) else {
         return Err(format!(
@@ -48,6 +59,7 @@ pub fn parse_threshold(
     if let Some(lag) = parse_lag(left) {
         return lag_threshold(text, lag?, op, op_text, right);
     }
+    let mut class = None;
     let (request, tier, metric) = match parse_metric(left) {
         Some(metric) if metric.of_tier() => {
             let example = tiers.first().copied().unwrap_or("web");
@@ -70,7 +82,21 @@ pub fn parse_threshold(
                         }
                         (None, Some(name.to_string()), metric)
                     }
+                    (Some(_), Some(_)) if classes.contains(&name) => {
+                        return Err(format!(
+                            "`{name}` is both a request and a class: rename the class to judge it apart"
+                        ))
+                    }
                     (Some(id), Some(metric)) => (Some(id), None, metric),
+                    (None, Some(Metric::Checks)) if classes.contains(&name) => {
+                        return Err(format!(
+                            "checks are counted per request, not per class: write `REQUEST.checks`, or `checks` for all (`{name}` is a class)"
+                        ))
+                    }
+                    (None, Some(metric)) if classes.contains(&name) => {
+                        class = Some(name.to_string());
+                        (None, None, metric)
+                    }
                     (Some(_), None) => {
                         return Err(format!("expected a metric ({METRICS}), found `{metric_text}`"))
                     }
@@ -135,6 +161,7 @@ pub fn parse_threshold(
     Ok(Threshold {
         source: text.to_string(),
         request,
+        class,
         tier,
         metric,
         op,
@@ -206,6 +233,7 @@ fn lag_threshold(
             })?,
     };
     Ok(Threshold {
+        class: None,
         source: text.to_string(),
         request: None,
         tier: None,
@@ -375,6 +403,20 @@ mod tests {
         assert!(parse_threshold("web.util < 50%", lookup, &[])
             .unwrap_err()
             .contains("no `servers:`"));
+    }
+
+    #[test]
+    fn a_class_scopes_a_threshold_to_its_users_requests() {
+        let t = parse_scoped("buyer.p99 < 300ms", lookup, &[], &["buyer"]).unwrap();
+        assert_eq!(t.class.as_deref(), Some("buyer"));
+        assert_eq!((t.request, t.metric), (None, Metric::Percentile(990)));
+        let err = |s| parse_scoped(s, lookup, &[], &["buyer", "login"]).unwrap_err();
+        assert!(err("buyer.checks > 99%").contains("per request, not per class"));
+        assert!(err("login.p99 < 1s").contains("both a request and a class"));
+        // Without classes, a class's name is an unknown request.
+        assert!(parse_threshold("buyer.p99 < 1s", lookup, &[])
+            .unwrap_err()
+            .contains("unknown request `buyer`"));
     }
 
     #[test]

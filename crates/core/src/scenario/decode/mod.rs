@@ -63,7 +63,7 @@ pub(crate) use {
 use super::diagnostic::{did_you_mean, Diagnostic};
 use super::model::*;
 use super::overrides::Override;
-use super::threshold::parse_threshold;
+use super::threshold::parse_scoped;
 use super::yaml::{self, Node, Pos};
 use capacity::decode_capacity;
 use ctx::{lookup_request, Ctx};
@@ -278,7 +278,9 @@ pub fn decode(
                     .map(|i| RequestId(i as u32))
             };
             let tiers: Vec<&str> = servers.iter().map(|s| s.tier.as_str()).collect();
-            match parse_threshold(&text, id, &tiers) {
+            let class_names: Vec<&str> =
+                classes.iter().flatten().map(|c| c.name.as_str()).collect();
+            match parse_scoped(&text, id, &tiers, &class_names) {
                 // A consumer group's lag is read from the Kafka target.
                 Ok(t) if t.group.is_some() && target_kind == Some(TargetKind::Http) => ctx.error(
                     item.pos(),

@@ -87,6 +87,7 @@ pub(super) fn decode_promql_threshold(
         .and_then(|s| s.prometheus.as_ref()?.authorization.clone());
     let word = if op == Comparison::Less { "<" } else { ">" };
     Some(Threshold {
+        class: None,
         group: None,
         source: format!("promql `{query}` {word} {bound}"),
         request: None,

@@ -11,6 +11,8 @@ pub struct Threshold {
     pub source: String,
     /// `None` for the whole run, or one request.
     pub request: Option<RequestId>,
+    /// Or one workload class (`classes:`): its users' requests.
+    pub class: Option<String>,
     /// The tier (`servers:`) a server-side metric is of: `web.cpu_ms`.
     pub tier: Option<String>,
     pub metric: Metric,
