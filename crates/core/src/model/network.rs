@@ -270,10 +270,9 @@ impl Model {
             true => (mix, think_s),
             false => light_load_mix(&user_classes, &demand_s),
         };
-        let total: f64 = mix.iter().sum();
         Ok(Model {
             classes,
-            mix: mix.iter().map(|w| w / total).collect(),
+            mix: normalised(&mix),
             tiers,
             demand_s,
             process_share: shares,

@@ -75,12 +75,7 @@ pub(crate) fn per_class(
                 errors: s.errors.total(),
                 throughput_rps: round3(s.requests as f64 / secs),
                 response_time_ms: Latency::of(s),
-                errors_by_kind: s
-                    .errors
-                    .by_name()
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+                errors_by_kind: super::level::owned(s.errors.by_name()),
             };
             (class.name.clone(), record)
         })

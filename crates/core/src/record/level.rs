@@ -580,7 +580,7 @@ impl LevelRecord {
     }
 }
 
-fn owned(m: BTreeMap<&'static str, u64>) -> BTreeMap<String, u64> {
+pub(super) fn owned(m: BTreeMap<&'static str, u64>) -> BTreeMap<String, u64> {
     m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
